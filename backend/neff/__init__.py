@@ -1,0 +1,49 @@
+"""NEFF container format: a 1024-byte header followed by a (gzipped) tar payload.
+
+Public API: :func:`write_neff` / :func:`read_neff` for whole files,
+:class:`NeffHeader` for the header, :func:`build_payload` / :func:`read_payload`
+for the archive, :func:`dump_npy` / :func:`load_npy` for weights, and
+:class:`NeffError` for every refusal.
+"""
+
+from __future__ import annotations
+
+from backend.neff.constants import (
+    DEFAULT_BUILD_VERSION,
+    HEADER_SIZE,
+    KNOWN_FEATURE_BITS,
+    MANIFEST_NAME,
+    NEFF_VERSION_MAJOR,
+    NEFF_VERSION_MINOR,
+    PKG_VERSION,
+    SUPPORTED_MAJOR_VERSIONS,
+    FeatureBits,
+)
+from backend.neff.errors import NeffError
+from backend.neff.header import HEADER_FORMAT, NeffHeader
+from backend.neff.payload import build_payload, read_payload
+from backend.neff.reader import NeffFile, read_neff
+from backend.neff.weights import dump_npy, load_npy
+from backend.neff.writer import write_neff
+
+__all__ = [
+    "DEFAULT_BUILD_VERSION",
+    "HEADER_FORMAT",
+    "HEADER_SIZE",
+    "KNOWN_FEATURE_BITS",
+    "MANIFEST_NAME",
+    "NEFF_VERSION_MAJOR",
+    "NEFF_VERSION_MINOR",
+    "PKG_VERSION",
+    "SUPPORTED_MAJOR_VERSIONS",
+    "FeatureBits",
+    "NeffError",
+    "NeffFile",
+    "NeffHeader",
+    "build_payload",
+    "dump_npy",
+    "load_npy",
+    "read_neff",
+    "read_payload",
+    "write_neff",
+]

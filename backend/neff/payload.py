@@ -1,0 +1,114 @@
+"""The NEFF payload: a deterministic tar archive of named files, optionally gzipped."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+import zlib
+from collections.abc import Mapping
+
+from backend.neff.errors import NeffError
+
+GZIP_MAGIC: bytes = b"\x1f\x8b"
+_FILE_MODE: int = 0o644
+_GZIP_LEVEL: int = 6
+
+
+def is_gzip(data: bytes) -> bool:
+    """True when ``data`` starts with the gzip magic number."""
+    return data[:2] == GZIP_MAGIC
+
+
+def unsafe_member_reason(name: str) -> str | None:
+    """Return why ``name`` is not an acceptable payload path, or None if it is.
+
+    Acceptable: a non-empty relative POSIX path with no ``..``, ``.`` or empty
+    components and no backslash (e.g. ``sg00/program.json``).
+    """
+    if not name:
+        return "empty name"
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        return "absolute path"
+    if "\\" in name:
+        return "backslash in path"
+    parts = name.split("/")
+    if ".." in parts:
+        return "path traversal ('..')"
+    if any(part in ("", ".") for part in parts):
+        return "non-canonical path"
+    return None
+
+
+def build_payload(files: Mapping[str, bytes], compress: bool) -> bytes:
+    """Return a tar archive holding ``files`` (path -> contents), gzipped if ``compress``.
+
+    Output is byte-for-byte reproducible: members in sorted name order, regular
+    files only, mtime 0, uid/gid 0, empty owner names, mode 0o644, gzip mtime 0.
+    Raises ValueError for an unsafe name (see :func:`unsafe_member_reason`) and
+    TypeError for contents that are not bytes-like.
+    """
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name in sorted(files):
+            reason = unsafe_member_reason(name)
+            if reason is not None:
+                raise ValueError(f"payload member {name!r}: {reason}")
+            contents = files[name]
+            if not isinstance(contents, bytes | bytearray | memoryview):
+                raise TypeError(
+                    f"payload member {name!r}: contents must be bytes, "
+                    f"got {type(contents).__name__}"
+                )
+            data = bytes(contents)
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 0
+            info.mode = _FILE_MODE
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.type = tarfile.REGTYPE
+            tar.addfile(info, io.BytesIO(data))
+    raw = buf.getvalue()
+    if not compress:
+        return raw
+    return gzip.compress(raw, compresslevel=_GZIP_LEVEL, mtime=0)
+
+
+def read_payload(data: bytes, source: str) -> dict[str, bytes]:
+    """Decode a payload built by :func:`build_payload` into ``{path: contents}``.
+
+    Gzip is detected by its magic number. Raises :class:`NeffError` naming
+    ``source`` for a corrupt gzip stream or tar archive, a member that is not a
+    regular file, an unsafe member path, or a duplicated member name.
+    """
+    if is_gzip(data):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise NeffError(source, f"corrupt gzip payload: {exc}") from exc
+    files: dict[str, bytes] = {}
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
+            for member in tar:
+                reason = unsafe_member_reason(member.name)
+                if reason is not None:
+                    raise NeffError(source, f"payload member {member.name!r}: {reason}")
+                if not member.isreg():
+                    raise NeffError(source, f"payload member {member.name!r} is not a regular file")
+                if member.name in files:
+                    raise NeffError(source, f"payload member {member.name!r} appears twice")
+                handle = tar.extractfile(member)
+                if handle is None:  # pragma: no cover - isreg() guarantees a handle
+                    raise NeffError(source, f"payload member {member.name!r} has no data")
+                contents = handle.read()
+                if len(contents) != member.size:
+                    raise NeffError(
+                        source,
+                        f"payload member {member.name!r} truncated: "
+                        f"{len(contents)} of {member.size} bytes",
+                    )
+                files[member.name] = contents
+    except (tarfile.TarError, EOFError, OSError) as exc:
+        raise NeffError(source, f"corrupt tar payload: {exc}") from exc
+    return files

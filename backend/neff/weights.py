@@ -1,0 +1,35 @@
+"""Weights stored in a NEFF payload as ``.npy`` bytes (never pickled)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+from backend.neff.errors import NeffError
+
+NPY_MAGIC: bytes = b"\x93NUMPY"
+
+
+def dump_npy(arr: np.ndarray) -> bytes:
+    """Serialize ``arr`` as ``.npy`` bytes; raises ValueError for object arrays."""
+    buf = io.BytesIO()
+    np.save(buf, np.asarray(arr), allow_pickle=False)
+    return buf.getvalue()
+
+
+def load_npy(data: bytes, source: str = "<npy>") -> np.ndarray:
+    """Parse ``.npy`` bytes without ever unpickling.
+
+    Raises :class:`NeffError` naming ``source`` (e.g. ``"model.neff:weights/w0.npy"``)
+    when the data is not a well-formed ``.npy`` array.
+    """
+    if data[: len(NPY_MAGIC)] != NPY_MAGIC:
+        raise NeffError(source, "malformed .npy: bad magic")
+    try:
+        arr = np.load(io.BytesIO(data), allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        raise NeffError(source, f"malformed .npy: {exc}") from exc
+    if not isinstance(arr, np.ndarray):  # pragma: no cover - magic check excludes .npz
+        raise NeffError(source, f"malformed .npy: got {type(arr).__name__}")
+    return arr

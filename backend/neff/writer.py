@@ -1,0 +1,109 @@
+"""Atomic writing of a NEFF file: header + payload, replacing the target only on success."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from backend.neff.constants import DEFAULT_BUILD_VERSION, MANIFEST_NAME, FeatureBits
+from backend.neff.header import NeffHeader
+from backend.neff.payload import build_payload
+
+
+def encode_manifest(manifest: Mapping[str, Any]) -> bytes:
+    """Serialize the manifest as UTF-8 JSON with sorted keys and indent 1."""
+    return json.dumps(manifest, sort_keys=True, indent=1, ensure_ascii=False).encode("utf-8")
+
+
+def write_neff(
+    path: str | os.PathLike[str],
+    *,
+    manifest: Mapping[str, Any],
+    files: Mapping[str, bytes],
+    name: str,
+    num_tpb: int,
+    lnc_size: int,
+    feature_bits: int = 0,
+    compress: bool = True,
+    build_version: str = DEFAULT_BUILD_VERSION,
+) -> NeffHeader:
+    """Write a NEFF to ``path`` and return its header.
+
+    The payload holds ``manifest`` as ``neff.json`` plus ``files`` (payload path ->
+    bytes). ``FeatureBits.UNCOMPRESSED_PAYLOAD`` is set exactly when ``compress`` is
+    False, whatever ``feature_bits`` says. ``requested_tpb_count`` is ``num_tpb``;
+    ``tpb_per_node`` is written as zeros; the uuid is a fresh uuid4.
+
+    Everything is serialized in memory first; the bytes then go to a temp file in
+    the target's directory which is fsynced and ``os.replace``d onto ``path``. On
+    any exception (KeyboardInterrupt included) the temp file is removed, the
+    exception propagates, and a pre-existing file at ``path`` is left untouched.
+
+    Raises ValueError for a ``files`` key that is unsafe or equal to ``neff.json``,
+    TypeError for a non-JSON-serializable manifest or non-bytes contents, and
+    NeffError (naming ``path``) for header fields that cannot be encoded or that
+    the reader would refuse (unknown feature bits, lnc_size not 1 or 2, ...).
+    """
+    target = os.fspath(path)
+    if MANIFEST_NAME in files:
+        raise ValueError(f"files must not contain {MANIFEST_NAME!r}; pass it as manifest")
+    if num_tpb < 1:
+        raise ValueError(f"num_tpb must be >= 1, got {num_tpb}")
+    payload = build_payload({**files, MANIFEST_NAME: encode_manifest(manifest)}, compress)
+
+    bits = int(feature_bits) & ~int(FeatureBits.UNCOMPRESSED_PAYLOAD)
+    if not compress:
+        bits |= int(FeatureBits.UNCOMPRESSED_PAYLOAD)
+    header = NeffHeader(
+        hash=hashlib.sha256(payload).digest(),
+        uuid=uuid.uuid4(),
+        name=name,
+        data_size=len(payload),
+        num_tpb=num_tpb,
+        requested_tpb_count=num_tpb,
+        lnc_size=lnc_size,
+        feature_bits=bits,
+        build_version=build_version,
+    )
+    header_bytes = header.pack(source=target)
+    _atomic_write(target, (header_bytes, payload))
+    return header
+
+
+def _atomic_write(target: str, chunks: tuple[bytes, ...]) -> None:
+    """Write ``chunks`` to ``target`` via temp file + fsync + os.replace."""
+    directory = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                out.write(chunk)
+            out.flush()
+            os.fchmod(out.fileno(), 0o644)
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory: str) -> None:
+    """Best-effort fsync of ``directory`` so the rename itself is durable."""
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)

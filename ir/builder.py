@@ -1,0 +1,88 @@
+"""Builder: appends ops to a function, checking attributes and inferring result types.
+
+    b = Builder(module, fn)
+    y = b.op("add", [x, x])                    # one result
+    v, i = b.ops("sort", [k, idx], {...})      # several results
+    r = b.add(x, x)                            # b.<opcode>(*operands, **attrs) shorthand
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from ir.attributes import Dense
+from ir.core import Function, Module, Op, Value
+from ir.dtypes import DType
+from ir.opdef import get_opdef
+from ir.types import TensorType
+
+
+class Builder:
+    """Builds ops at the end of `function`, which must belong to `module`."""
+
+    def __init__(self, module: Module, function: Function) -> None:
+        self.module = module
+        self.function = function
+
+    def create(
+        self, opcode: str, operands: Sequence[Value], attrs: Mapping[str, object] | None = None
+    ) -> Op:
+        """A new op appended to the function; TypeRuleError if operands/attrs are wrong."""
+        opdef = get_opdef(opcode)
+        checked = opdef.check_attrs(attrs or {})
+        types = opdef.infer([v.type for v in operands], checked, self.module)
+        op = Op(opcode, operands, types, checked)
+        self.function.body.append(op)
+        return op
+
+    def op(self, opcode: str, operands: Sequence[Value], attrs: Mapping[str, object] | None = None
+           ) -> Value:
+        """Like `create`, returning the op's only result."""
+        return self.create(opcode, operands, attrs).result
+
+    def ops(self, opcode: str, operands: Sequence[Value],
+            attrs: Mapping[str, object] | None = None) -> list[Value]:
+        """Like `create`, returning all the op's results."""
+        return self.create(opcode, operands, attrs).results
+
+    def __getattr__(self, opcode: str) -> Callable[..., Value]:
+        if opcode.startswith("_"):
+            raise AttributeError(opcode)
+        get_opdef(opcode)
+
+        def build(*operands: Value, **attrs: object) -> Value:
+            return self.op(opcode, operands, attrs)
+
+        return build
+
+    # Conveniences used by every frontend.
+
+    def constant(self, value: np.ndarray | float | int | bool, dtype: DType | None = None
+                 ) -> Value:
+        """A constant op holding `value` (as `dtype` when given)."""
+        return self.op("constant", [], {"value": Dense.of(value, dtype)})
+
+    def splat(self, value: float | int | bool, type_: TensorType) -> Value:
+        return self.op("constant", [], {"value": Dense.splat(type_, value)})
+
+    def broadcast_to(self, x: Value, shape: Sequence[int]) -> Value:
+        """`x` broadcast numpy-style (trailing dims aligned) to `shape`; `x` if it already is."""
+        shape = tuple(shape)
+        if x.type.shape == shape:
+            return x
+        offset = len(shape) - x.type.rank
+        dims = list(range(offset, len(shape)))
+        return self.op("broadcast_in_dim", [x],
+                       {"shape": shape, "broadcast_dimensions": tuple(dims)})
+
+    def reshape(self, x: Value, shape: Sequence[int]) -> Value:
+        if x.type.shape == tuple(shape):
+            return x
+        return self.op("reshape", [x], {"shape": tuple(shape)})
+
+    def convert(self, x: Value, dtype: DType) -> Value:
+        if x.type.dtype is dtype:
+            return x
+        return self.op("convert", [x], {"dtype": dtype})

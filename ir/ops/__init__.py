@@ -1,0 +1,11 @@
+"""The core op set (modelled on XLA HLO). Importing this package registers every op."""
+
+from ir.ops import (  # noqa: F401
+    collective,
+    control,
+    elementwise,
+    indexing,
+    linalg,
+    reduction,
+    shape,
+)

@@ -1,0 +1,117 @@
+"""Collective placeholders: what to communicate (kind, reduction, replica groups), never how.
+
+The runtime binds each one to an algorithm for the placement when it loads the NEFF.
+"""
+
+from __future__ import annotations
+
+from ir.attributes import AttrKind
+from ir.opdef import AttrSpec, OpDef, define
+from ir.ops._rules import check_dims, fail
+from ir.types import TensorType
+
+REDUCTIONS = ("sum", "prod", "max", "min", "and", "or")
+
+_GROUPS = {"replica_groups": AttrSpec(AttrKind.INTS2, ()), "channel_id": AttrSpec(AttrKind.INT, 0)}
+
+
+def group_size(attrs, op: str) -> int:
+    """The common size of the replica groups (error if they differ or there are none)."""
+    groups = attrs["replica_groups"]
+    if not groups:
+        raise fail(f"{op}: needs replica_groups to know its group size")
+    sizes = {len(g) for g in groups}
+    if len(sizes) != 1:
+        raise fail(f"{op}: replica groups {groups} have different sizes")
+    return sizes.pop()
+
+
+def _all_reduce(ts, attrs, module):
+    return list(ts)
+
+
+define(
+    OpDef(
+        "all_reduce",
+        _all_reduce,
+        attrs={"reduction": AttrSpec(AttrKind.ENUM, choices=REDUCTIONS), **_GROUPS},
+        operands=None,
+        min_operands=1,
+    )
+)
+
+
+def _all_gather(ts, attrs, module):
+    t = ts[0]
+    dim = attrs["dimension"]
+    check_dims("all_gather", "dimension", [dim], t.rank)
+    shape = list(t.shape)
+    shape[dim] *= group_size(attrs, "all_gather")
+    return [t.with_shape(shape)]
+
+
+define(OpDef("all_gather", _all_gather,
+             attrs={"dimension": AttrSpec(AttrKind.INT), **_GROUPS}, operands=1))
+
+
+def _reduce_scatter(ts, attrs, module):
+    t = ts[0]
+    dim = attrs["dimension"]
+    check_dims("reduce_scatter", "dimension", [dim], t.rank)
+    n = group_size(attrs, "reduce_scatter")
+    if t.shape[dim] % n:
+        raise fail(f"reduce_scatter: dimension {dim} of {t} does not divide by {n}")
+    shape = list(t.shape)
+    shape[dim] //= n
+    return [t.with_shape(shape)]
+
+
+define(
+    OpDef(
+        "reduce_scatter",
+        _reduce_scatter,
+        attrs={"dimension": AttrSpec(AttrKind.INT),
+               "reduction": AttrSpec(AttrKind.ENUM, choices=REDUCTIONS), **_GROUPS},
+        operands=1,
+    )
+)
+
+
+def _all_to_all(ts, attrs, module):
+    t = ts[0]
+    split, concat = attrs["split_dimension"], attrs["concat_dimension"]
+    check_dims("all_to_all", "dimension", [split, concat], t.rank, unique=False)
+    n = group_size(attrs, "all_to_all")
+    if t.shape[split] % n:
+        raise fail(f"all_to_all: split dimension {split} of {t} does not divide by {n}")
+    shape = list(t.shape)
+    shape[split] //= n
+    shape[concat] *= n
+    return [TensorType(t.dtype, tuple(shape))]
+
+
+define(
+    OpDef(
+        "all_to_all",
+        _all_to_all,
+        attrs={"split_dimension": AttrSpec(AttrKind.INT),
+               "concat_dimension": AttrSpec(AttrKind.INT), **_GROUPS},
+        operands=1,
+    )
+)
+
+
+def _collective_permute(ts, attrs, module):
+    return [ts[0]]
+
+
+define(
+    OpDef(
+        "collective_permute",
+        _collective_permute,
+        attrs={"source_target_pairs": AttrSpec(AttrKind.INTS2),
+               "channel_id": AttrSpec(AttrKind.INT, 0)},
+        operands=1,
+        doc="Each (source, target) pair sends source's operand to target; others get zeros.",
+    )
+)

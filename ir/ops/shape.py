@@ -1,0 +1,198 @@
+"""Data movement ops: broadcast_in_dim, reshape, transpose, slice, pad, concatenate,
+reverse, iota, constant."""
+
+from __future__ import annotations
+
+import math
+
+from ir.attributes import AttrKind, Dense
+from ir.opdef import AttrSpec, OpDef, define
+from ir.ops._rules import check_dims, check_scalar, fail, same_types
+from ir.types import TensorType
+
+
+def _broadcast_in_dim(ts, attrs, module):
+    src = ts[0]
+    shape: tuple[int, ...] = attrs["shape"]
+    dims: tuple[int, ...] = attrs["broadcast_dimensions"]
+    if len(dims) != src.rank:
+        raise fail(f"broadcast_in_dim: {len(dims)} broadcast_dimensions for operand {src}")
+    check_dims("broadcast_in_dim", "broadcast dimension", dims, len(shape))
+    if list(dims) != sorted(dims):
+        raise fail(f"broadcast_in_dim: broadcast_dimensions {list(dims)} must increase")
+    for i, d in enumerate(dims):
+        if src.shape[i] not in (1, shape[d]):
+            raise fail(
+                f"broadcast_in_dim: operand dimension {i} of size {src.shape[i]} cannot "
+                f"broadcast to size {shape[d]}"
+            )
+    return [TensorType(src.dtype, shape)]
+
+
+define(
+    OpDef(
+        "broadcast_in_dim",
+        _broadcast_in_dim,
+        attrs={
+            "shape": AttrSpec(AttrKind.INTS),
+            "broadcast_dimensions": AttrSpec(AttrKind.INTS),
+        },
+        operands=1,
+        doc="Operand dim i maps to result dim broadcast_dimensions[i] (size equal or 1).",
+    )
+)
+
+
+def _reshape(ts, attrs, module):
+    src = ts[0]
+    shape: tuple[int, ...] = attrs["shape"]
+    if math.prod(shape) != src.size:
+        raise fail(f"reshape: cannot reshape {src} ({src.size} elements) to {list(shape)}")
+    return [TensorType(src.dtype, shape)]
+
+
+define(
+    OpDef("reshape", _reshape, attrs={"shape": AttrSpec(AttrKind.INTS)}, operands=1,
+          doc="Row-major reshape to `shape`.")
+)
+
+
+def _transpose(ts, attrs, module):
+    src = ts[0]
+    perm: tuple[int, ...] = attrs["permutation"]
+    if sorted(perm) != list(range(src.rank)):
+        raise fail(f"transpose: permutation {list(perm)} is not a permutation of rank {src.rank}")
+    return [TensorType(src.dtype, tuple(src.shape[p] for p in perm))]
+
+
+define(
+    OpDef("transpose", _transpose, attrs={"permutation": AttrSpec(AttrKind.INTS)}, operands=1,
+          doc="Result dim i is operand dim permutation[i].")
+)
+
+
+def _slice(ts, attrs, module):
+    src = ts[0]
+    start, limit, strides = attrs["start_indices"], attrs["limit_indices"], attrs["strides"]
+    if not len(start) == len(limit) == len(strides) == src.rank:
+        raise fail(f"slice: start/limit/strides must each have {src.rank} entries for {src}")
+    out = []
+    for d, (a, b, s) in enumerate(zip(start, limit, strides, strict=True)):
+        if s < 1 or not 0 <= a <= b <= src.shape[d]:
+            raise fail(f"slice: dimension {d}: [{a}:{b}:{s}] is invalid for size {src.shape[d]}")
+        out.append((b - a + s - 1) // s)
+    return [TensorType(src.dtype, tuple(out))]
+
+
+define(
+    OpDef(
+        "slice",
+        _slice,
+        attrs={
+            "start_indices": AttrSpec(AttrKind.INTS),
+            "limit_indices": AttrSpec(AttrKind.INTS),
+            "strides": AttrSpec(AttrKind.INTS),
+        },
+        operands=1,
+    )
+)
+
+
+def _pad(ts, attrs, module):
+    src, value = ts
+    check_scalar("pad", "padding value", value)
+    if value.dtype != src.dtype:
+        raise fail(f"pad: padding value {value} must have element type {src.dtype}")
+    lo, hi, interior = attrs["low"], attrs["high"], attrs["interior"]
+    if not len(lo) == len(hi) == len(interior) == src.rank:
+        raise fail(f"pad: low/high/interior must each have {src.rank} entries for {src}")
+    out = []
+    for d, n in enumerate(src.shape):
+        if interior[d] < 0:
+            raise fail(f"pad: interior padding {interior[d]} must be >= 0")
+        size = lo[d] + hi[d] + n + max(n - 1, 0) * interior[d]
+        if size < 0:
+            raise fail(f"pad: dimension {d} would have negative size {size}")
+        out.append(size)
+    return [TensorType(src.dtype, tuple(out))]
+
+
+define(
+    OpDef(
+        "pad",
+        _pad,
+        attrs={
+            "low": AttrSpec(AttrKind.INTS),
+            "high": AttrSpec(AttrKind.INTS),
+            "interior": AttrSpec(AttrKind.INTS),
+        },
+        operands=2,
+        doc="pad(x, value): low/high may be negative (cropping), as in HLO.",
+    )
+)
+
+
+def _concatenate(ts, attrs, module):
+    dim: int = attrs["dimension"]
+    first = ts[0]
+    check_dims("concatenate", "dimension", [dim], first.rank)
+    total = 0
+    for i, t in enumerate(ts):
+        if t.dtype != first.dtype or t.rank != first.rank or any(
+            a != b for k, (a, b) in enumerate(zip(t.shape, first.shape, strict=True)) if k != dim
+        ):
+            raise fail(f"concatenate: operand {i} is {t}, incompatible with {first} on dim {dim}")
+        total += t.shape[dim]
+    shape = list(first.shape)
+    shape[dim] = total
+    return [first.with_shape(shape)]
+
+
+define(
+    OpDef("concatenate", _concatenate, attrs={"dimension": AttrSpec(AttrKind.INT)},
+          operands=None, min_operands=1)
+)
+
+
+def _reverse(ts, attrs, module):
+    check_dims("reverse", "dimension", attrs["dimensions"], ts[0].rank)
+    return [ts[0]]
+
+
+define(OpDef("reverse", _reverse, attrs={"dimensions": AttrSpec(AttrKind.INTS)}, operands=1))
+
+
+def _iota(ts, attrs, module):
+    shape = attrs["shape"]
+    check_dims("iota", "dimension", [attrs["dimension"]], len(shape))
+    return [TensorType(attrs["dtype"], shape)]
+
+
+define(
+    OpDef(
+        "iota",
+        _iota,
+        attrs={
+            "dtype": AttrSpec(AttrKind.DTYPE),
+            "shape": AttrSpec(AttrKind.INTS),
+            "dimension": AttrSpec(AttrKind.INT),
+        },
+        operands=0,
+        doc="Counts 0, 1, ... along `dimension`.",
+    )
+)
+
+
+def _constant(ts, attrs, module):
+    value: Dense = attrs["value"]  # type: ignore[assignment]
+    return [value.type]
+
+
+define(OpDef("constant", _constant, attrs={"value": AttrSpec(AttrKind.DENSE)}, operands=0))
+
+
+def _copy(ts, attrs, module):
+    return [same_types("copy", ts)]
+
+
+define(OpDef("copy", _copy, operands=1, elementwise=True, doc="Identity (a fresh buffer)."))
