@@ -224,7 +224,8 @@ class _ModuleReader:
             return Dense(t, arr.reshape(t.shape))
         values = [_scalar(v, t.dtype) for v in self.literal(body)]  # type: ignore[union-attr]
         if len(values) != t.size:
-            raise self.error(node.children[0], f"dense has {len(values)} values, {t} needs {t.size}")
+            raise self.error(node.children[0],
+                             f"dense has {len(values)} values, {t} needs {t.size}")
         return Dense(t, np.array(values, dtype=np_dtype).reshape(t.shape))
 
 

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from ir.attributes import AttrValue, Dense, Symbol
+from ir.attributes import AttrKind, AttrValue, Dense, Symbol
 from ir.core import Function, Module, Op, Value
 from ir.dtypes import DType
 from ir.opdef import OP_DEFS, get_opdef
@@ -136,9 +136,11 @@ class Printer:
         parts = []
         for key, value in op.attrs.items():
             if key in spec and spec[key].default is not None and value == spec[key].default:
-                if not isinstance(value, Dense):
-                    continue
+                continue
             if value is None:
+                continue
+            if key in spec and spec[key].kind is AttrKind.ENUM:
+                parts.append(f"{key} = {value}")  # enum values print bare
                 continue
             parts.append(f"{key} = {format_attr(value, self.elide_over)}")
         return ", ".join(parts)

@@ -1,0 +1,101 @@
+"""Helpers shared by the kernels: compute dtypes, storing into outs, padding, windows.
+
+Low-precision floats (f16, bf16) are computed in float32 and rounded back once when stored
+(`store`), as XLA's CPU backend does. Integer arithmetic wraps modulo 2**bits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import ml_dtypes
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+_LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+
+
+def is_float(dtype: np.dtype) -> bool:
+    """True for every floating-point dtype, bfloat16 included."""
+    return dtype.kind == "f" or dtype == _LOW_PRECISION[1]
+
+
+def compute_dtype(dtype: np.dtype) -> np.dtype:
+    """The dtype arithmetic on `dtype` values is done in: float32 for f16/bf16, else itself."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.float32) if dtype in _LOW_PRECISION else dtype
+
+
+def as_compute(x: np.ndarray) -> np.ndarray:
+    """`x` in its compute dtype (no copy when it already is)."""
+    return np.asarray(x).astype(compute_dtype(x.dtype), copy=False)
+
+
+def store(out: np.ndarray, value: np.ndarray | np.generic | float | int | bool) -> None:
+    """Write `value` (broadcast to out's shape, cast unsafely: wraps/rounds, overflow to inf
+    silently) into `out`."""
+    with np.errstate(all="ignore"):
+        np.copyto(out, value, casting="unsafe")
+
+
+def uint_dtype(dtype: np.dtype) -> np.dtype:
+    """The unsigned integer dtype of the same width as `dtype`."""
+    return np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+
+def int_dtype(dtype: np.dtype) -> np.dtype:
+    """The signed integer dtype of the same width as `dtype`."""
+    return np.dtype(f"i{np.dtype(dtype).itemsize}")
+
+
+def pad_array(x: np.ndarray, value: np.ndarray | np.generic | float | int,
+              low: Sequence[int], high: Sequence[int], interior: Sequence[int]) -> np.ndarray:
+    """HLO pad: `interior[d]` copies of `value` between elements, then `low`/`high` on each
+    side; negative low/high crop. Returns a new array of x's dtype."""
+    shape = []
+    for n, lo, hi, it in zip(x.shape, low, high, interior, strict=True):
+        shape.append(max(lo + hi + n + max(n - 1, 0) * it, 0))
+    out = np.empty(shape, dtype=x.dtype)
+    store(out, value)
+    dst, src = [], []
+    for n, size, lo, it in zip(x.shape, shape, low, interior, strict=True):
+        step = it + 1
+        first = 0 if lo >= 0 else (-lo + step - 1) // step  # first source landing at >= 0
+        last = min(n - 1, (size - 1 - lo) // step)  # last source landing below size
+        if last < first:
+            return out
+        dst.append(slice(lo + first * step, lo + last * step + 1, step))
+        src.append(slice(first, last + 1))
+    out[tuple(dst)] = x[tuple(src)]
+    return out
+
+
+def window_output_size(size: int, window: int, stride: int, dilation: int) -> int:
+    """Number of strided positions of a `dilation`-dilated window over `size` elements."""
+    span = (window - 1) * dilation + 1
+    return 0 if size < span else (size - span) // stride + 1
+
+
+def windows(x: np.ndarray, window: Sequence[int], strides: Sequence[int],
+            dilations: Sequence[int]) -> np.ndarray:
+    """A read-only view of shape (*positions, *window) of the strided, dilated windows of
+    `x` over all its dimensions (no copy). Empty when a window does not fit."""
+    spans = tuple((w - 1) * d + 1 for w, d in zip(window, dilations, strict=True))
+    counts = tuple(window_output_size(n, w, s, d) for n, w, s, d in
+                   zip(x.shape, window, strides, dilations, strict=True))
+    if any(c == 0 for c in counts) or any(w == 0 for w in window):
+        return np.empty((*counts, *window), dtype=x.dtype)
+    view = sliding_window_view(x, spans)
+    index = tuple(slice(None, None, s) for s in strides) + tuple(
+        slice(None, None, d) for d in dilations)
+    return view[index]
+
+
+def move_to_end(x: np.ndarray, axes: Sequence[int]) -> np.ndarray:
+    """`x` with `axes` moved (in order) to the end, flattened into one last axis."""
+    axes = list(axes)
+    keep = [d for d in range(x.ndim) if d not in axes]
+    moved = x.transpose(keep + axes)
+    return moved.reshape(*(x.shape[d] for d in keep), math.prod(x.shape[d] for d in axes))
+

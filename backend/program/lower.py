@@ -1,0 +1,115 @@
+"""Lowering a module to the NEFF's executable program: slots, instructions, memory plan.
+
+The program of one physical core is a JSON object::
+
+    {"entry": "main",
+     "functions": {NAME: {"slots": [...], "params": [slot...], "results": [slot...],
+                          "arena_bytes": N, "binary_opcode": "add" | null,
+                          "instructions": [{"op": ..., "args": [slot...],
+                                            "outs": [slot...], "attrs": {...}}]}}}
+
+A slot is where a value lives at run time: ``{"kind": "param", "index": i}``,
+``{"kind": "buffer", "offset": o}`` in the function's arena, ``{"kind": "weight",
+"name": "w3"}`` (a weight file), or ``{"kind": "splat", "value": v}``; each with "dtype"
+(IR name) and "shape". Constant ops become weight or splat slots and no instruction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from backend.interpreter import binary_opcode_of
+from backend.program.attr_codec import encode_attr, encode_attrs
+from backend.program.memory_plan import plan_memory
+from ir.attributes import Dense
+from ir.core import Function, Module
+from ir.rewrite import reachable_functions
+
+
+@dataclass
+class WeightTable:
+    """Weights by name, deduplicated by content."""
+
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    by_digest: dict[str, str] = field(default_factory=dict)
+
+    def store(self, d: Dense) -> str:
+        arr = np.ascontiguousarray(d.array)
+        digest = hashlib.sha256(str(d.type).encode() + arr.tobytes()).hexdigest()
+        name = self.by_digest.get(digest)
+        if name is None:
+            name = f"w{len(self.arrays)}"
+            self.arrays[name] = arr
+            self.by_digest[digest] = name
+        return name
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values())
+
+
+def lower_module(module: Module, weights: WeightTable) -> dict:
+    """The program JSON for `module` (storing its constants in `weights`)."""
+    names = reachable_functions(module)
+    return {
+        "entry": module.entry,
+        "functions": {n: lower_function(module, module.functions[n], weights) for n in names},
+    }
+
+
+def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
+    slots: list[dict] = []
+    slot_of: dict[int, int] = {}
+
+    def add_slot(value_id: int, entry: dict) -> int:
+        slot_of[value_id] = len(slots)
+        slots.append(entry)
+        return slot_of[value_id]
+
+    def typed(entry: dict, t) -> dict:
+        return {**entry, "dtype": t.dtype.value, "shape": list(t.shape)}
+
+    for i, p in enumerate(fn.params):
+        add_slot(id(p), typed({"kind": "param", "index": i}, p.type))
+    planned = {id(r) for op in fn.body if op.opcode != "constant" for r in op.results}
+    plan = plan_memory(fn, planned)
+    instructions = []
+    for op in fn.body:
+        if op.opcode == "constant":
+            d: Dense = op.attrs["value"]  # type: ignore[assignment]
+            if d.is_splat and d.type.size > 0:
+                entry = {"kind": "splat", "value": encode_attr(_python_scalar(d), _no_weights)}
+            else:
+                entry = {"kind": "weight", "name": weights.store(d)}
+            add_slot(id(op.result), typed(entry, d.type))
+            continue
+        outs = [add_slot(id(r), typed({"kind": "buffer", "offset": plan.offsets[id(r)]}, r.type))
+                for r in op.results]
+        instructions.append({
+            "op": op.opcode,
+            "args": [slot_of[id(v)] for v in op.operands],
+            "outs": outs,
+            "attrs": encode_attrs(op.attrs, weights.store),
+        })
+    return {
+        "slots": slots,
+        "params": [slot_of[id(p)] for p in fn.params],
+        "results": [slot_of[id(r)] for r in fn.results],
+        "arena_bytes": plan.arena_bytes,
+        "binary_opcode": binary_opcode_of(module, fn.name),
+        "instructions": instructions,
+    }
+
+
+def _no_weights(d: Dense) -> str:
+    raise AssertionError("a splat value is a scalar")
+
+
+def _python_scalar(d: Dense) -> bool | int | float:
+    v = d.splat_value
+    if d.type.dtype.is_pred:
+        return bool(v)
+    return float(v) if d.type.dtype.is_float else int(v)

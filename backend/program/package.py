@@ -1,0 +1,76 @@
+"""Packaging a compiled module as a NEFF: manifest, per-core programs, weights."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from backend.neff import NeffHeader, dump_npy, write_neff
+from backend.program.lower import WeightTable, lower_module
+from ir.core import Module
+from ir.printer import print_module
+
+IR_TEXT_ELIDE_OVER = 16
+
+
+@dataclass(frozen=True)
+class NeffSpec:
+    """What the NEFF says about its origin: target, LNC, name, compiler settings."""
+
+    target: str
+    lnc: int
+    name: str
+    compress: bool = True
+    compiler: dict = field(default_factory=dict)
+
+
+def io_entries(module: Module) -> tuple[list[dict], list[dict]]:
+    """The manifest's inputs and outputs: name, dtype (IR name) and shape, in order."""
+    fn = module.entry_function
+    inputs = [{"name": p.name, "dtype": p.type.dtype.value, "shape": list(p.type.shape)}
+              for p in fn.params]
+    names = fn.result_names or [f"output{i}" for i in range(len(fn.results))]
+    outputs = [{"name": n, "dtype": r.type.dtype.value, "shape": list(r.type.shape)}
+               for n, r in zip(names, fn.results, strict=True)]
+    return inputs, outputs
+
+
+def count_ops(program: dict) -> int:
+    return sum(len(f["instructions"]) for f in program["functions"].values())
+
+
+def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) -> NeffHeader:
+    """Write a NEFF with one program per physical core (`core_modules[i]` -> `sg0i/`).
+
+    All core modules share one weight table, so weights common to several cores are stored
+    once. The write is atomic.
+    """
+    weights = WeightTable()
+    files: dict[str, bytes] = {}
+    subgraphs = []
+    for core, module in enumerate(core_modules):
+        program = lower_module(module, weights)
+        sg = f"sg{core:02d}"
+        files[f"{sg}/program.json"] = json.dumps(program, separators=(",", ":")).encode()
+        files[f"{sg}/program.ir"] = print_module(module, IR_TEXT_ELIDE_OVER).encode()
+        subgraphs.append({"name": sg, "core": core, "program": f"{sg}/program.json",
+                          "ir": f"{sg}/program.ir", "ops": count_ops(program)})
+    weight_files = {}
+    for name, arr in weights.arrays.items():
+        files[f"weights/{name}.npy"] = dump_npy(arr)
+        weight_files[name] = f"weights/{name}.npy"
+    inputs, outputs = io_entries(core_modules[0])
+    manifest = {
+        "format": "nxcc-neff",
+        "name": spec.name,
+        "target": spec.target,
+        "lnc": spec.lnc,
+        "inputs": inputs,
+        "outputs": outputs,
+        "subgraphs": subgraphs,
+        "collectives": [],
+        "weights": {"files": weight_files, "bytes": weights.nbytes},
+        "compiler": spec.compiler,
+    }
+    return write_neff(path, manifest=manifest, files=files, name=spec.name,
+                      num_tpb=len(core_modules), lnc_size=spec.lnc, compress=spec.compress)

@@ -1,0 +1,1 @@
+"""The bundled runtime: loads NEFFs and executes them on simulated NeuronCores."""

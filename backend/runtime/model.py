@@ -1,0 +1,96 @@
+"""A NEFF loaded for execution: its manifest, weights and one executor per core program."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from backend.neff import NeffError, NeffFile, load_npy
+from backend.runtime.executor import ExecutionError, ProgramExecutor
+from backend.runtime.status import NrtError, NrtStatus
+from ir.dtypes import DType
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """An input or output of a model, as the manifest lists it."""
+
+    name: str
+    dtype: np.dtype
+    shape: tuple[int, ...]
+
+    @staticmethod
+    def from_manifest(entry: dict) -> TensorInfo:
+        return TensorInfo(entry["name"], DType.from_name(entry["dtype"]).numpy,
+                          tuple(entry["shape"]))
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "dtype": str(self.dtype), "shape": list(self.shape)}
+
+
+def read_weights(neff: NeffFile) -> dict[str, np.ndarray]:
+    """The NEFF's weights by name, as fresh arrays (NeffError if one is malformed)."""
+    source = str(neff.path)
+    files = neff.manifest.get("weights", {}).get("files", {})
+    try:
+        return {name: load_npy(neff.files[path], f"{source}:{path}")
+                for name, path in files.items()}
+    except (KeyError, TypeError) as exc:
+        raise NeffError(source, f"malformed manifest or program: {exc!r}") from None
+
+
+class LoadedModel:
+    """Executable form of a NEFF. `execute(inputs)` maps input names to output arrays."""
+
+    def __init__(self, neff: NeffFile, weights: Mapping[str, np.ndarray] | None = None,
+                 should_stop: Callable[[], bool] | None = None) -> None:
+        """`weights` (from `read_weights(neff)`) lets several replicas share one copy;
+        by default the model reads its own. `should_stop` is handed to every executor."""
+        source = str(neff.path)
+        m = neff.manifest
+        try:
+            self.inputs = [TensorInfo.from_manifest(e) for e in m["inputs"]]
+            self.outputs = [TensorInfo.from_manifest(e) for e in m["outputs"]]
+            subgraphs = m["subgraphs"]
+            self.weights = read_weights(neff) if weights is None else weights
+            self.programs = [json.loads(neff.files[sg["program"]]) for sg in subgraphs]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise NeffError(source, f"malformed manifest or program: {exc!r}") from None
+        self.executors = [ProgramExecutor(p, self.weights, partition_id=i,
+                                          should_stop=should_stop)
+                          for i, p in enumerate(self.programs)]
+        self.name = neff.header.name
+
+    def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+        """The inputs in manifest order, exactly typed; NrtError EXEC_BAD_INPUT otherwise."""
+        expected = {i.name for i in self.inputs}
+        unknown = sorted(set(inputs) - expected)
+        if unknown:
+            raise NrtError(NrtStatus.EXEC_BAD_INPUT,
+                           f"unknown input(s) {unknown}; the model takes {sorted(expected)}")
+        out = []
+        for info in self.inputs:
+            if info.name not in inputs:
+                raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"missing input '{info.name}' "
+                               f"({info.dtype}{list(info.shape)})")
+            arr = np.asarray(inputs[info.name])
+            if arr.shape != info.shape:
+                raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"input '{info.name}' has shape "
+                               f"{list(arr.shape)}, the model expects {list(info.shape)}")
+            if arr.dtype != info.dtype:
+                raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"input '{info.name}' has dtype "
+                               f"{arr.dtype}, the model expects {info.dtype}")
+            out.append(arr)
+        return out
+
+    def execute(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run the model once; outputs keyed by the manifest's output names."""
+        args = self.check_inputs(inputs)
+        try:
+            results = self.executors[0].run(args)
+        except ExecutionError as exc:
+            raise NrtError(NrtStatus.FAILURE, str(exc)) from exc
+        return {info.name: r for info, r in zip(self.outputs, results, strict=True)}

@@ -1,0 +1,53 @@
+"""`neuronx-cc compile`: a model file to a NEFF."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import click
+
+from cli.errors import user_errors
+from cli.logsetup import VERBOSE_LEVELS, setup_logging
+from compiler.driver import compile_model
+from compiler.options import TARGETS, CompileOptions, parse_input_shape
+
+log = logging.getLogger("nxcc.compiler")
+
+
+@click.command("compile")
+@click.argument("model", type=click.Path(dir_okay=False, path_type=str))
+@click.option("--framework", type=click.Choice(["ONNX", "XLA"], case_sensitive=False),
+              help="Input format; inferred from the extension (.onnx, .hlo) when omitted.")
+@click.option("--target", required=True, type=click.Choice(TARGETS),
+              help="Instance family to compile for.")
+@click.option("--output", "-o", default="file.neff", show_default=True,
+              help="Path of the NEFF to write.")
+@click.option("--optlevel", "-O", type=click.Choice(["1", "2", "3"]), default="2",
+              show_default=True, help="Optimisation level.")
+@click.option("--logical-nc-config", "-lnc", "lnc", type=click.IntRange(1, 2),
+              help="Physical cores per logical core (2 only for trn2).")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D0,D1,...",
+              help="Size of an input with dynamic dimensions (repeatable).")
+@click.option("--print-ir-after", "print_ir_after", multiple=True, metavar="PASS|all",
+              help="Print the IR after the named pass (repeatable, or 'all').")
+@click.option("--enable-fast-loading-neuron-binaries", "fast_loading", is_flag=True,
+              help="Write the NEFF payload uncompressed.")
+@click.option("--verbose", type=click.Choice(VERBOSE_LEVELS, case_sensitive=False),
+              default="warning", show_default=True, help="Log level.")
+@click.option("--logfile", default="log-neuron-cc.txt", show_default=True,
+              help="Where the compile log is written.")
+@user_errors
+def compile_cmd(model: str, framework: str | None, target: str, output: str, optlevel: str,
+                lnc: int | None, input_shapes: tuple[str, ...], print_ir_after: tuple[str, ...],
+                fast_loading: bool, verbose: str, logfile: str) -> None:
+    """Compile MODEL (ONNX, or XLA HLO text) to a NEFF."""
+    setup_logging(verbose, logfile)
+    shapes = dict(parse_input_shape(s) for s in input_shapes)
+    options = CompileOptions(
+        target=target, framework=framework, lnc=lnc, optlevel=int(optlevel), output=output,
+        input_shapes=shapes, print_ir_after=frozenset(print_ir_after), fast_loading=fast_loading,
+    )
+    result = compile_model(model, options, emit=click.echo)
+    log.info("wrote %s (%d payload bytes)", Path(output), result.header.data_size)
+    click.echo("Compiler status PASS")

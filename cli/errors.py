@@ -1,0 +1,50 @@
+"""Turning every user-facing failure into one line on stderr and a non-zero exit."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+import click
+
+from backend.neff import NeffError
+from backend.runtime.config import ConfigError
+from backend.runtime.status import NrtError
+from compiler.errors import CompileError
+
+F = TypeVar("F", bound=Callable[..., object])
+
+USER_ERRORS = (CompileError, NeffError, NrtError, ConfigError, OSError)
+
+
+def one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def fail(message: str, code: int = 1) -> None:
+    """Print `ERROR: message` (one line) to stderr and exit with `code`."""
+    click.echo(f"ERROR: {one_line(message)}", err=True)
+    sys.exit(code)
+
+
+def user_errors(fn: F) -> F:
+    """Run a command so that a user-facing error ends in one line, never a traceback.
+
+    With `--verbose debug` the traceback is logged too.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: object, **kwargs: object) -> object:
+        try:
+            return fn(*args, **kwargs)
+        except USER_ERRORS as exc:
+            logging.getLogger("nxcc").debug("traceback", exc_info=True)
+            fail(str(exc))
+        except KeyboardInterrupt:
+            fail("interrupted", 130)
+        return None
+
+    return wrapper  # type: ignore[return-value]

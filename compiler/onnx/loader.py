@@ -1,0 +1,187 @@
+"""Reading, checking and shape-fixing an ONNX model before conversion.
+
+`load_model` accepts a path or a ModelProto and runs ``onnx.checker``; `check_operators`
+rejects unsupported operators up front; `fix_input_shapes` resolves dynamic input
+dimensions with the user's ``--input-shape`` values and runs ONNX shape inference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import onnx
+
+from compiler.onnx.dtypes import to_ir_dtype
+from compiler.onnx.errors import (
+    BAD_ARGUMENT,
+    DYNAMIC,
+    MALFORMED,
+    UNSUPPORTED_FEATURE,
+    UNSUPPORTED_OP,
+    FrontendError,
+)
+from compiler.onnx.registry import CONVERTERS
+from ir.types import TensorType
+
+MIN_OPSET = 7
+DEFAULT_DOMAINS = ("", "ai.onnx")
+TWO_GB = 2**31
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def load_model(model: onnx.ModelProto | str | Path) -> tuple[onnx.ModelProto, str]:
+    """The model and how messages name it (its file name); checked with ``onnx.checker``.
+
+    FrontendError (NCC_EFRM001) when the file is missing, is not an ONNX protobuf, or the
+    model fails the checker.
+    """
+    if isinstance(model, onnx.ModelProto):
+        proto, source, path = model, model.graph.name or "<model>", None
+    else:
+        path = Path(model)
+        source = str(path)
+        if not path.is_file():
+            raise FrontendError(f"cannot read ONNX model '{source}': no such file", MALFORMED)
+        try:
+            proto = onnx.load(source)
+        except Exception as exc:  # noqa: BLE001 - protobuf raises various types
+            raise FrontendError(
+                f"'{source}' is not a valid ONNX model: cannot parse it as an ONNX protobuf "
+                f"({_first_line(exc)})", MALFORMED) from None
+    try:
+        big = path is not None and proto.ByteSize() >= TWO_GB
+        onnx.checker.check_model(str(path) if big else proto)
+    except Exception as exc:  # noqa: BLE001 - ValidationError and C++ errors alike
+        raise FrontendError(
+            f"'{source}' is not a valid ONNX model: {_first_line(exc)}", MALFORMED) from None
+    if proto.functions:
+        proto = onnx.inliner.inline_local_functions(proto)
+    return proto, source
+
+
+def model_opsets(proto: onnx.ModelProto) -> dict[str, int]:
+    """Domain -> opset version; the default domain under ''."""
+    opsets = {}
+    for imp in proto.opset_import:
+        domain = "" if imp.domain in DEFAULT_DOMAINS else imp.domain
+        opsets[domain] = imp.version
+    return opsets
+
+
+def check_operators(proto: onnx.ModelProto) -> int:
+    """The default-domain opset; FrontendError at the first node nxcc cannot convert."""
+    opsets = model_opsets(proto)
+    opset = opsets.get("", 0)
+    if opset < MIN_OPSET:
+        raise FrontendError(
+            f"ONNX opset {opset} is not supported (nxcc converts opset {MIN_OPSET} and later)",
+            UNSUPPORTED_FEATURE)
+    for index, node in enumerate(proto.graph.node):
+        domain = "" if node.domain in DEFAULT_DOMAINS else node.domain
+        if domain == "" and node.op_type in CONVERTERS:
+            continue
+        name = f"{domain}.{node.op_type}" if domain else node.op_type
+        raise FrontendError(
+            f"unsupported ONNX operator '{name}' (node '{node.name or f'#{index}'}', "
+            f"opset {opsets.get(domain, 0)})", UNSUPPORTED_OP)
+    return opset
+
+
+def graph_inputs(proto: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    """The graph inputs that are not initializers (the program's parameters)."""
+    inits = {t.name for t in proto.graph.initializer}
+    inits.update(t.values.name for t in proto.graph.sparse_initializer)
+    return [v for v in proto.graph.input if v.name not in inits]
+
+
+def _dims(info: onnx.ValueInfoProto) -> list[int | str] | None:
+    """Static dims as ints, dynamic ones as their dim_param ('' when anonymous)."""
+    tt = info.type.tensor_type
+    if not tt.HasField("shape"):
+        return None
+    return [d.dim_value if d.HasField("dim_value") else d.dim_param for d in tt.shape.dim]
+
+
+def _shape_arg(name: str, shape: Sequence[int]) -> str:
+    return f"{name}={','.join(str(d) for d in shape)}"
+
+
+def input_types(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None
+                ) -> list[tuple[str, TensorType]]:
+    """Each parameter's name and static type, dynamic dims resolved from `input_shapes`."""
+    params = graph_inputs(proto)
+    given = dict(input_shapes or {})
+    names = [p.name for p in params]
+    for key, shape in given.items():
+        if key not in names:
+            raise FrontendError(
+                f"--input-shape names '{key}', which is not an input of the model "
+                f"(inputs: {', '.join(names) or 'none'})", BAD_ARGUMENT)
+        if not isinstance(shape, Sequence) or isinstance(shape, str) or any(
+                isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
+            raise FrontendError(
+                f"--input-shape for '{key}' must be a list of sizes >= 0, got {shape!r}",
+                BAD_ARGUMENT)
+    out = []
+    for info in params:
+        if not info.type.HasField("tensor_type"):
+            raise FrontendError(
+                f"input '{info.name}' is not a tensor (sequence, map and optional inputs "
+                "are not supported)", UNSUPPORTED_FEATURE)
+        dtype = to_ir_dtype(info.type.tensor_type.elem_type, f"input '{info.name}'")
+        dims = _dims(info)
+        shape = given.get(info.name)
+        if shape is not None:
+            shape = [int(d) for d in shape]
+            if dims is not None and len(dims) != len(shape):
+                raise FrontendError(
+                    f"--input-shape {_shape_arg(info.name, shape)} has rank {len(shape)} but "
+                    f"input '{info.name}' has rank {len(dims)}", BAD_ARGUMENT)
+            for i, (d, s) in enumerate(zip(dims or [], shape, strict=False)):
+                if isinstance(d, int) and d != s:
+                    raise FrontendError(
+                        f"--input-shape {_shape_arg(info.name, shape)}: dimension {i} of input "
+                        f"'{info.name}' is fixed to {d} by the model", BAD_ARGUMENT)
+        elif dims is None:
+            raise FrontendError(
+                f"input '{info.name}' has an unknown shape; give it with --input-shape "
+                f"{info.name}=D0,D1,...", DYNAMIC)
+        else:
+            for i, d in enumerate(dims):
+                if not isinstance(d, int):
+                    what = f" ('{d}')" if d else ""
+                    raise FrontendError(
+                        f"input '{info.name}' has a dynamic dimension {i}{what}; give its size "
+                        f"with --input-shape {info.name}=D0,D1,...", DYNAMIC)
+            shape = [int(d) for d in dims]  # type: ignore[arg-type]
+        out.append((info.name, TensorType(dtype, tuple(shape))))
+    return out
+
+
+def infer_shapes(proto: onnx.ModelProto, types: Sequence[tuple[str, TensorType]]
+                 ) -> onnx.ModelProto:
+    """A copy of `proto` whose parameters have the static `types`, shape-inferred.
+
+    Inference is best effort: when it fails (models over 2 GB...), the copy is returned
+    without inferred value infos.
+    """
+    fixed = onnx.ModelProto()
+    fixed.CopyFrom(proto)
+    static = dict(types)
+    for info in fixed.graph.input:
+        if info.name in static:
+            shape = info.type.tensor_type.shape
+            shape.Clear()
+            for d in static[info.name].shape:
+                shape.dim.add().dim_value = d
+    if fixed.ByteSize() >= TWO_GB:
+        return fixed
+    try:
+        return onnx.shape_inference.infer_shapes(fixed, strict_mode=False, data_prop=True)
+    except Exception:  # noqa: BLE001 - inference is only advisory
+        return fixed

@@ -1,0 +1,70 @@
+"""Rewriting helpers shared by passes: use maps and replacing uses of values."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from ir.attributes import Symbol
+from ir.core import Function, Module, Op, Value
+
+
+def replace_uses(fn: Function, mapping: Mapping[Value, Value]) -> int:
+    """Make every use of a key of `mapping` in `fn` (operands, results) use its value.
+
+    Returns the number of uses replaced. Keys are compared by identity.
+    """
+    by_id = {id(k): v for k, v in mapping.items()}
+    count = 0
+    for op in fn.body:
+        for i, v in enumerate(op.operands):
+            new = by_id.get(id(v))
+            if new is not None:
+                op.operands[i] = new
+                count += 1
+    for i, v in enumerate(fn.results):
+        new = by_id.get(id(v))
+        if new is not None:
+            fn.results[i] = new
+            count += 1
+    return count
+
+
+def use_counts(fn: Function) -> dict[int, int]:
+    """id(value) -> number of uses (as an operand or a returned result) in `fn`."""
+    counts: dict[int, int] = {}
+    for op in fn.body:
+        for v in op.operands:
+            counts[id(v)] = counts.get(id(v), 0) + 1
+    for v in fn.results:
+        counts[id(v)] = counts.get(id(v), 0) + 1
+    return counts
+
+
+def referenced_functions(op: Op) -> list[str]:
+    """Names of the functions `op`'s attributes refer to."""
+    names: list[str] = []
+
+    def visit(a: object) -> None:
+        if isinstance(a, Symbol):
+            names.append(a.name)
+        elif isinstance(a, tuple):
+            for x in a:
+                visit(x)
+
+    for a in op.attrs.values():
+        visit(a)
+    return names
+
+
+def reachable_functions(module: Module) -> list[str]:
+    """The entry function and every function reachable from it by symbol references."""
+    seen: list[str] = []
+    stack = [module.entry]
+    while stack:
+        name = stack.pop()
+        if name in seen or name not in module.functions:
+            continue
+        seen.append(name)
+        for op in module.functions[name].body:
+            stack.extend(referenced_functions(op))
+    return seen

@@ -1,0 +1,106 @@
+"""fold: evaluate ops whose operands are all constants, at compile time, with the kernels.
+
+A result that is one value repeated stays a splat (one element of memory), so folding the
+`ConstantOfShape` weights of a model never bloats it. Folding stops where it would
+materialise a big tensor from small ones (a broadcast of a vector, an iota...): the result
+must fit in `max(sum of operand bytes, SMALL_RESULT_BYTES)` unless it is a splat.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from backend.interpreter import IRContext, evaluate_op
+from ir.attributes import Dense
+from ir.core import Function, Module, Op, Value
+from ir.opdef import get_opdef
+from ir.rewrite import replace_uses
+
+SMALL_RESULT_BYTES = 1 << 20
+NEVER_FOLD = frozenset({
+    "partition_id", "replica_id", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+    "collective_permute", "while", "constant",
+})
+# Ops whose result is a splat whenever their (array) operands are splats.
+SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose", "reverse", "slice",
+                              "copy", "pad", "concatenate"})
+
+
+@dataclass(frozen=True)
+class ConstantFolding:
+    """Replaces ops of constant operands by constant ops of their results."""
+
+    name: ClassVar[str] = "fold"
+
+    def run(self, module: Module) -> bool:
+        ctx = IRContext(module)
+        changed = False
+        for fn in module.functions.values():
+            changed |= _fold(fn, ctx)
+        return changed
+
+
+def _fold(fn: Function, ctx: IRContext) -> bool:
+    consts: dict[int, Dense] = {}
+    mapping: dict[Value, Value] = {}
+    body: list[Op] = []
+    for op in fn.body:
+        op.operands = [mapping.get(v, v) for v in op.operands]
+        if op.opcode == "constant":
+            consts[id(op.result)] = op.attrs["value"]  # type: ignore[assignment]
+            body.append(op)
+            continue
+        values = [consts.get(id(v)) for v in op.operands]
+        folded = None
+        if op.opcode not in NEVER_FOLD and all(v is not None for v in values):
+            folded = _evaluate(op, values, ctx)  # type: ignore[arg-type]
+        if folded is None:
+            body.append(op)
+            continue
+        for r, d in zip(op.results, folded, strict=True):
+            new = Op("constant", [], [r.type], {"value": d}, [r.name])
+            body.append(new)
+            consts[id(new.result)] = d
+            mapping[r] = new.result
+    if not mapping:
+        return False
+    fn.body = body
+    replace_uses(fn, mapping)
+    return True
+
+
+def _evaluate(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:
+    splat_in = all(v.is_splat for v in values)
+    elementwise = get_opdef(op.opcode).elementwise
+    if values and splat_in and (elementwise or op.opcode in SPLAT_PRESERVING):
+        # Evaluate on one element and keep the result a splat.
+        ones = [np.asarray(v.splat_value).reshape((1,) * v.type.rank) for v in values]
+        if elementwise:
+            outs = evaluate_op(_scalar_twin(op, ones), ones, ctx)
+        else:
+            outs = [np.asarray(values[0].splat_value)]
+            if op.opcode == "pad" and values[0].splat_value != values[1].splat_value:
+                outs = None  # type: ignore[assignment]
+            if op.opcode == "concatenate" and len({v.splat_value.tobytes() for v in values}) > 1:
+                outs = None  # type: ignore[assignment]
+        if outs is not None:
+            return [Dense.splat(r.type, o.reshape(-1)[0]) for r, o in zip(op.results, outs,
+                                                                          strict=True)]
+    limit = max(sum(v.type.nbytes for v in values if not v.is_splat), SMALL_RESULT_BYTES)
+    if sum(r.type.nbytes for r in op.results) > limit:
+        return None
+    try:
+        outs = evaluate_op(op, [v.array for v in values], ctx)
+    except (ArithmeticError, ValueError, FloatingPointError):
+        return None
+    return [Dense.of(o, r.type.dtype) for r, o in zip(op.results, outs, strict=True)]
+
+
+def _scalar_twin(op: Op, ones: list[np.ndarray]) -> Op:
+    """A copy of elementwise `op` on one-element operands of the same rank."""
+    operands = [Value(v.type.with_shape(o.shape)) for v, o in zip(op.operands, ones, strict=True)]
+    types = [r.type.with_shape((1,) * r.type.rank) for r in op.results]
+    return Op(op.opcode, operands, types, op.attrs)

@@ -1,0 +1,69 @@
+"""The pass manager: runs passes in order, verifying after each, printing and timing them.
+
+If a pass leaves invalid IR, `PassFailure` names the pass and the passes that ran before it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ir.core import Module
+from ir.printer import print_module
+from ir.verifier import VerificationError, verify_module
+from passes.base import Pass
+
+log = logging.getLogger("nxcc.passes")
+
+PRINT_ELIDE_OVER = 16
+
+
+class PassFailure(Exception):
+    """A pass failed or left invalid IR."""
+
+
+@dataclass
+class PassManager:
+    """Runs `passes` on a module.
+
+    `print_after` holds pass names (or "all") after which the IR is written to `emit`;
+    timings (pass name, seconds, changed) are kept in `timings` and logged at debug level.
+    """
+
+    passes: Sequence[Pass]
+    verify: bool = True
+    print_after: frozenset[str] = frozenset()
+    emit: Callable[[str], None] = print
+    timings: list[tuple[str, float, bool]] = field(default_factory=list)
+
+    def run(self, module: Module) -> Module:
+        if self.verify:
+            self._verify(module, "the frontend")
+        done: list[str] = []
+        for p in self.passes:
+            start = time.perf_counter()
+            try:
+                changed = p.run(module)
+            except Exception as exc:
+                raise PassFailure(
+                    f"pass '{p.name}' failed (after {', '.join(done) or 'no passes'}): {exc}"
+                ) from exc
+            seconds = time.perf_counter() - start
+            self.timings.append((p.name, seconds, changed))
+            log.debug("pass %-6s %8.2f ms  %s", p.name, seconds * 1e3,
+                      "changed" if changed else "unchanged")
+            if self.verify:
+                self._verify(module, f"pass '{p.name}' (after {', '.join(done) or 'none'})")
+            done.append(p.name)
+            if "all" in self.print_after or p.name in self.print_after:
+                self.emit(f"// -----// IR after {p.name} //----- //\n"
+                          + print_module(module, PRINT_ELIDE_OVER))
+        return module
+
+    def _verify(self, module: Module, where: str) -> None:
+        try:
+            verify_module(module)
+        except VerificationError as exc:
+            raise PassFailure(f"invalid IR after {where}: {exc}") from None

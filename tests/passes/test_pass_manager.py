@@ -1,0 +1,65 @@
+"""The pass manager: registry names, verification after each pass, printing, timing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import pytest
+
+from ir.core import Module, Op
+from ir.dtypes import DType
+from ir.parser import parse_module
+from ir.types import TensorType
+from passes.manager import PassFailure, PassManager
+from passes.registry import PASSES, PIPELINES
+
+TEXT = """\
+module @m {
+  func @main(%x: f32[4]) -> (f32[4]) {
+    %a = exp(%x) : f32[4]
+    %b = exp(%x) : f32[4]
+    %c = add(%a, %b) : f32[4]
+    return %c
+  }
+}
+"""
+
+
+def test_every_registered_name_matches_its_pass() -> None:
+    for name, cls in PASSES.items():
+        assert cls.name == name
+    for names in PIPELINES.values():
+        assert set(names) <= set(PASSES)
+
+
+@dataclass(frozen=True)
+class BreakTypes:
+    """A deliberately wrong pass: changes a result type."""
+
+    name: ClassVar[str] = "break"
+
+    def run(self, module: Module) -> bool:
+        op: Op = module.entry_function.body[0]
+        op.results[0].type = TensorType(DType.F32, (5,))
+        return True
+
+
+def test_invalid_ir_after_a_pass_names_the_pass_and_those_before() -> None:
+    module = parse_module(TEXT)
+    manager = PassManager([PASSES["cse"](), BreakTypes()])
+    with pytest.raises(PassFailure, match=r"invalid IR after pass 'break' \(after cse\)"):
+        manager.run(module)
+
+
+def test_print_after_and_timings() -> None:
+    module = parse_module(TEXT)
+    printed: list[str] = []
+    manager = PassManager([PASSES["cse"](), PASSES["dce"]()], print_after=frozenset({"cse"}),
+                          emit=printed.append)
+    manager.run(module)
+    assert len(printed) == 1
+    assert printed[0].startswith("// -----// IR after cse //----- //")
+    assert "%c = add(%a, %a)" in printed[0]
+    assert [t[0] for t in manager.timings] == ["cse", "dce"]
+    assert manager.timings[0][2] is True
