@@ -105,14 +105,23 @@ class ProgramExecutor:
         if stop is not None and stop():
             raise ExecutionStopped(f"stopped before @{function}")
         env: dict[int, np.ndarray] = dict(fn.fixed)
-        env.update(fn.views())
+        # A scalar computation called on whole arrays runs elementwise, in fresh arrays;
+        # otherwise results go to the planned buffers.
+        planned = all(np.shape(a) == fn.types[s].shape
+                      for s, a in zip(fn.params, args, strict=True))
+        if planned:
+            env.update(fn.views())
         for slot, a in zip(fn.params, args, strict=True):
             env[slot] = a
         for index, (kern, ins, outs, attrs, opcode) in enumerate(fn.instructions):
             if stop is not None and stop():
                 raise ExecutionStopped(f"stopped at instruction {index} ({opcode}) of @{function}")
             try:
-                kern([env[i] for i in ins], [env[o] for o in outs], attrs, self)
+                in_arrays = [env[i] for i in ins]
+                if not planned:
+                    fresh = allocate_results(opcode, [fn.types[o] for o in outs], in_arrays)
+                    env.update(zip(outs, fresh, strict=True))
+                kern(in_arrays, [env[o] for o in outs], attrs, self)
             except ExecutionError:
                 raise
             except Exception as exc:
