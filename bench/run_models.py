@@ -10,6 +10,7 @@ that their outputs agree. Prints one line per model.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import tempfile
@@ -74,8 +75,8 @@ def main() -> None:
         ref = session.run(None, inputs)
         diff = max(float(np.max(np.abs(o - r))) for o, r in zip(ours.values(), ref,
                                                                  strict=True))
-        nx = median_ms(lambda: model.execute(inputs), args.repeat)
-        rt = median_ms(lambda: session.run(None, inputs), args.repeat)
+        nx = median_ms(functools.partial(model.execute, inputs), args.repeat)
+        rt = median_ms(functools.partial(session.run, None, inputs), args.repeat)
         print(f"{path.stem:28} {compile_ms:10.1f} {nx:9.3f} {rt:8.3f} {diff:11.2e}")
 
 

@@ -13,6 +13,7 @@ from cli.compile_cmd import compile_cmd
 from cli.errors import one_line
 from cli.inspect_cmd import inspect_neff_cmd
 from cli.list_cmd import list_operators_cmd
+from cli.ls_cmd import ls_cmd
 from cli.run_cmd import run_cmd
 from cli.version import VERSION
 
@@ -30,6 +31,7 @@ cli.add_command(compile_cmd)
 cli.add_command(run_cmd)
 cli.add_command(inspect_neff_cmd)
 cli.add_command(list_operators_cmd)
+cli.add_command(ls_cmd)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import textwrap
 import zipfile
 
 import click
@@ -11,7 +12,7 @@ import numpy as np
 
 from backend.neff import read_neff
 from backend.runtime.config import RuntimeConfig
-from backend.runtime.model import LoadedModel
+from backend.runtime.nrt import Runtime
 from cli.errors import fail, user_errors
 
 
@@ -42,7 +43,7 @@ def show(outputs: dict[str, np.ndarray]) -> None:
     with np.printoptions(precision=6, threshold=64, edgeitems=3, suppress=True):
         for name, arr in outputs.items():
             click.echo(f"{name}: {arr.dtype}{list(arr.shape)}")
-            click.echo(np.array2string(arr, prefix="  "))
+            click.echo(textwrap.indent(np.array2string(arr), "  "))
 
 
 @click.command("run")
@@ -52,16 +53,28 @@ def show(outputs: dict[str, np.ndarray]) -> None:
 @click.option("--output", "output_path", type=click.Path(dir_okay=False),
               help="Where to write the outputs (.npz keyed by the NEFF's output names).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the outputs.")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Execute N times, keeping the NeuronCores the whole time.")
 @user_errors
-def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: bool) -> None:
-    """Run NEFF on the bundled runtime."""
+def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: bool,
+            repeat: int) -> None:
+    """Run NEFF on the bundled runtime.
+
+    The runtime honours every NEURON_RT_* variable; the instance simulated is
+    NXCC_INSTANCE_TYPE, else the default instance of the NEFF's target family.
+    """
     config = RuntimeConfig.from_env()
-    model = LoadedModel(read_neff(neff, validate_hash=config.validate_hash))
-    if inputs_path is None and model.inputs:
-        names = ", ".join(i.name for i in model.inputs)
-        fail(f"{neff} takes inputs ({names}); give them with --inputs FILE.npz")
-    inputs = load_inputs(inputs_path) if inputs_path else {}
-    outputs = model.execute(inputs)
+    neff_file = read_neff(neff, validate_hash=config.validate_hash)
+    runtime = Runtime(config=config)
+    runtime.init(target=neff_file.manifest.get("target"))
+    with runtime:
+        model = runtime.load(neff_file)
+        if inputs_path is None and model.inputs:
+            names = ", ".join(i.name for i in model.inputs)
+            fail(f"{neff} takes inputs ({names}); give them with --inputs FILE.npz")
+        inputs = load_inputs(inputs_path) if inputs_path else {}
+        for _ in range(repeat):
+            outputs = runtime.execute(model, inputs)
     if output_path:
         save_outputs(output_path, outputs)
     if not quiet:

@@ -1,0 +1,16 @@
+"""Every test gets its own runtime directory, so core locks never leak between tests or
+collide with a `neuronx-cc run` someone left running on the machine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def private_runtime_dir(tmp_path_factory: pytest.TempPathFactory,
+                        monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path_factory.mktemp("nxcc-runtime")
+    monkeypatch.setenv("NXCC_RUNTIME_DIR", str(path))
+    return path
