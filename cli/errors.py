@@ -24,9 +24,19 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def error_text(message: str) -> str:
+    """`message` folded to one line; except a source-located error (a message line, the
+    source line, a caret line under it), which keeps its three lines."""
+    lines = str(message).splitlines()
+    if len(lines) == 3 and lines[2].strip() == "^":
+        return "\n".join([one_line(lines[0]), lines[1], lines[2]])
+    return one_line(message)
+
+
 def fail(message: str, code: int = 1) -> None:
-    """Print `ERROR: message` (one line) to stderr and exit with `code`."""
-    click.echo(f"ERROR: {one_line(message)}", err=True)
+    """Print `ERROR: message` to stderr (one line, or a located error with its caret) and
+    exit with `code`."""
+    click.echo(f"ERROR: {error_text(message)}", err=True)
     sys.exit(code)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.errors import fail, user_errors
+from cli.errors import user_errors
 
 
 @click.command("list-operators")
@@ -19,4 +19,7 @@ def list_operators_cmd(framework: str) -> None:
         for op in SUPPORTED_OPS:
             click.echo(op)
     else:
-        fail("--framework XLA is not supported yet")
+        from compiler.hlo import SUPPORTED_OPCODES
+
+        for op in SUPPORTED_OPCODES:
+            click.echo(op)

@@ -44,6 +44,13 @@ def import_model(path: str, options: CompileOptions) -> Module:
             return import_onnx(path, options.input_shapes)
         except FrontendError as exc:
             raise CompileError(exc.code, str(exc.args[0] if exc.args else exc)) from None
+    if framework == "XLA":
+        from compiler.hlo import HloError, import_hlo
+
+        try:
+            return import_hlo(path)
+        except HloError as exc:
+            raise CompileError(exc.code, str(exc)) from None
     raise CompileError("NCC_EARG001", f"--framework {framework} is not supported yet")
 
 

@@ -1,0 +1,146 @@
+"""Collectives as the IR's placeholders (what to communicate, never how): all-reduce,
+all-gather, reduce-scatter, all-to-all, collective-permute and their -start/-done forms.
+Replica groups are kept, expanded from the list, iota or mesh form."""
+
+from __future__ import annotations
+
+from compiler.hlo import errors as E
+from compiler.hlo.attr_sharding import ReplicaGroups
+from compiler.hlo.context import InstrContext, Tree, leaves
+from compiler.hlo.lower_control import zeros
+from compiler.hlo.nodes import Shape
+from compiler.hlo.registry import handles
+from ir.core import Value
+
+_REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
+               "and": "and", "or": "or"}
+
+
+def reduction_kind(cx: InstrContext) -> str:
+    """sum/prod/max/min/and/or: what the to_apply computation computes of its two params."""
+    comp = cx.hlo_computation("to_apply")
+    root = comp.root
+    params = {i.name for i in comp.instructions if i.opcode == "parameter"}
+    kind = _REDUCTIONS.get(root.opcode)
+    if kind is None or len(params) != 2 or set(root.operands) != params:
+        raise cx.error(f"expected a to_apply computation that applies one of add, multiply, "
+                       f"maximum, minimum, and, or to its two parameters, found '{comp.name}' "
+                       f"with root {root.opcode}", E.UNSUPPORTED_FEATURE)
+    return kind
+
+
+def groups(cx: InstrContext) -> tuple[tuple[int, ...], ...]:
+    rg = cx.attr("replica_groups", None)
+    if rg is None:
+        return ()
+    assert isinstance(rg, ReplicaGroups)
+    return rg.groups
+
+
+def _common(cx: InstrContext, gs: tuple[tuple[int, ...], ...]) -> dict[str, object]:
+    return {"replica_groups": gs, "channel_id": cx.attr("channel_id", 0)}
+
+
+def _pack(results: list[Value], shape: Shape) -> Tree:
+    return tuple(results) if shape.is_tuple else results[0]
+
+
+def _dimension(cx: InstrContext) -> int:
+    dims = cx.attr("dimensions")
+    if len(dims) != 1:  # type: ignore[arg-type]
+        raise cx.attr_error("dimensions", "expected one dimension")
+    return dims[0]  # type: ignore[index]
+
+
+def all_reduce(cx: InstrContext, out: Shape) -> Tree:
+    values = [v for a in cx.args for v in leaves(a)]
+    results = cx.emit("all_reduce", values, {"reduction": reduction_kind(cx),
+                                             **_common(cx, groups(cx))})
+    return _pack(results, out)
+
+
+def all_gather(cx: InstrContext, out: Shape) -> Tree:
+    dim = _dimension(cx)
+    outs = out.elements if out.is_tuple else (out,)  # type: ignore[union-attr]
+    results = []
+    for x, o in zip(cx.values(), outs, strict=False):
+        gs = groups(cx)
+        if not gs:
+            n = cx.ir_type(o).shape[dim] // max(x.type.shape[dim], 1)
+            gs = (tuple(range(n)),)
+        results.append(cx.emit1("all_gather", [x], {"dimension": dim, **_common(cx, gs)}))
+    return _pack(results, out)
+
+
+def reduce_scatter(cx: InstrContext, out: Shape) -> Tree:
+    dim = _dimension(cx)
+    outs = out.elements if out.is_tuple else (out,)  # type: ignore[union-attr]
+    kind = reduction_kind(cx)
+    results = []
+    for x, o in zip(cx.values(), outs, strict=False):
+        gs = groups(cx)
+        if not gs:
+            n = x.type.shape[dim] // max(cx.ir_type(o).shape[dim], 1)
+            gs = (tuple(range(n)),)
+        results.append(cx.emit1("reduce_scatter", [x], {"dimension": dim, "reduction": kind,
+                                                        **_common(cx, gs)}))
+    return _pack(results, out)
+
+
+def all_to_all(cx: InstrContext, out: Shape) -> Tree:
+    if "dimensions" not in cx.instr.attrs:
+        raise cx.error("expected the array form of all-to-all (with dimensions={d}), found "
+                       "the tuple form", E.UNSUPPORTED_FEATURE)
+    dim = _dimension(cx)
+    gs = groups(cx)
+    if not gs:
+        raise cx.error("expected replica_groups on all-to-all (its group size is not in the "
+                       "shapes)", E.UNSUPPORTED_FEATURE)
+    results = [cx.emit1("all_to_all", [x], {"split_dimension": dim, "concat_dimension": dim,
+                                            **_common(cx, gs)}) for x in cx.values()]
+    return _pack(results, out)
+
+
+def collective_permute(cx: InstrContext, out: Shape) -> Tree:
+    pairs = cx.attr("source_target_pairs")
+    x = cx.value(0)
+    return cx.emit1("collective_permute", [x], {
+        "source_target_pairs": tuple(tuple(p) for p in pairs),  # type: ignore[union-attr]
+        "channel_id": cx.attr("channel_id", 0)})
+
+
+_KINDS = {"all-reduce": all_reduce, "all-gather": all_gather,
+          "reduce-scatter": reduce_scatter, "all-to-all": all_to_all,
+          "collective-permute": collective_permute}
+
+
+@handles(*_KINDS)
+def lower_collective(cx: InstrContext) -> Tree:
+    return _KINDS[cx.instr.opcode](cx, cx.instr.shape)
+
+
+@handles("all-reduce-start")
+def lower_all_reduce_start(cx: InstrContext) -> Tree:
+    return all_reduce(cx, cx.instr.shape)
+
+
+@handles("all-gather-start", "collective-permute-start")
+def lower_start(cx: InstrContext) -> Tree:
+    """An (operand, result, context...) tuple, or the result alone."""
+    kind = _KINDS[cx.instr.opcode.removesuffix("-start")]
+    shape = cx.instr.shape
+    if not shape.is_tuple:
+        return kind(cx, shape)
+    result = kind(cx, shape.elements[1])  # type: ignore[union-attr]
+    operand = cx.args[0] if len(cx.args) == 1 else tuple(cx.args)
+    rest = shape.elements[2:]  # type: ignore[union-attr]
+    return (operand, result, *(zeros(cx, s) for s in rest))
+
+
+@handles("all-reduce-done", "all-gather-done", "collective-permute-done")
+def lower_done(cx: InstrContext) -> Tree:
+    cx.operand_count(1)
+    arg = cx.args[0]
+    if cx.instr.opcode != "all-reduce-done" and isinstance(arg, tuple):
+        return arg[1]
+    return arg

@@ -1,0 +1,128 @@
+"""Elementwise opcodes: unary and binary arithmetic, compare, select, clamp, convert,
+bitcast-convert, reduce-precision, and copy."""
+
+from __future__ import annotations
+
+from compiler.hlo import errors as E
+from compiler.hlo.context import InstrContext, Tree
+from compiler.hlo.registry import handles
+from ir.core import Value
+from ir.dtypes import DType
+
+UNARY: dict[str, str] = {
+    "abs": "abs", "negate": "negate", "sign": "sign", "exponential": "exp",
+    "exponential-minus-one": "expm1", "log": "log", "log-plus-one": "log1p", "sqrt": "sqrt",
+    "rsqrt": "rsqrt", "cbrt": "cbrt", "tanh": "tanh", "logistic": "logistic", "sine": "sin",
+    "cosine": "cos", "tan": "tan", "erf": "erf", "floor": "floor", "ceil": "ceil",
+    "round-nearest-even": "round_even", "round-nearest-afz": "round_afz", "not": "not",
+    "popcnt": "popcnt", "count-leading-zeros": "clz", "is-finite": "is_finite",
+}
+
+BINARY: dict[str, str] = {
+    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+    "remainder": "remainder", "power": "power", "maximum": "maximum", "minimum": "minimum",
+    "atan2": "atan2", "and": "and", "or": "or", "xor": "xor", "shift-left": "shift_left",
+    "shift-right-arithmetic": "shift_right_arithmetic",
+    "shift-right-logical": "shift_right_logical",
+}
+
+
+@handles(*UNARY)
+def lower_unary(cx: InstrContext) -> Tree:
+    cx.operand_count(1)
+    return cx.emit1(UNARY[cx.instr.opcode], [cx.value(0)])
+
+
+@handles(*BINARY)
+def lower_binary(cx: InstrContext) -> Tree:
+    cx.operand_count(2)
+    return cx.emit1(BINARY[cx.instr.opcode], [cx.value(0), cx.value(1)])
+
+
+@handles("copy")
+def lower_copy(cx: InstrContext) -> Tree:
+    cx.operand_count(1)
+    return cx.args[0]
+
+
+_SIGNED = {1: DType.S8, 2: DType.S16, 4: DType.S32, 8: DType.S64}
+_UNSIGNED = {1: DType.U8, 2: DType.U16, 4: DType.U32, 8: DType.U64}
+
+
+def total_order_key(cx: InstrContext, x: Value) -> Value:
+    """Signed integers ordered as XLA's TOTALORDER orders the floats `x`:
+    -NaN < -inf < ... < -0 < +0 < ... < inf < NaN."""
+    width = x.type.dtype.itemsize
+    sdt = _SIGNED[width]
+    bits = cx.emit1("bitcast_convert", [x], {"dtype": sdt})
+    t = bits.type
+    negative = cx.emit1("compare", [bits, cx.b.splat(0, t)], {"direction": "LT"})
+    flipped = cx.emit1("xor", [bits, cx.b.splat((1 << (8 * width - 1)) - 1, t)])
+    return cx.emit1("select", [negative, flipped, bits])
+
+
+@handles("compare")
+def lower_compare(cx: InstrContext) -> Tree:
+    cx.operand_count(2)
+    a, b = cx.value(0), cx.value(1)
+    direction = cx.attr("direction")
+    kind = cx.attr("type", None)
+    dt = a.type.dtype
+    if kind == "TOTALORDER" and dt.is_float:
+        a, b = total_order_key(cx, a), total_order_key(cx, b)
+    elif kind == "UNSIGNED" and dt.is_signed_int:
+        a = cx.emit1("bitcast_convert", [a], {"dtype": _UNSIGNED[dt.itemsize]})
+        b = cx.emit1("bitcast_convert", [b], {"dtype": _UNSIGNED[dt.itemsize]})
+    elif kind == "SIGNED" and dt.is_unsigned_int:
+        a = cx.emit1("bitcast_convert", [a], {"dtype": _SIGNED[dt.itemsize]})
+        b = cx.emit1("bitcast_convert", [b], {"dtype": _SIGNED[dt.itemsize]})
+    return cx.emit1("compare", [a, b], {"direction": direction})
+
+
+@handles("select")
+def lower_select(cx: InstrContext) -> Tree:
+    cx.operand_count(3)
+    return cx.emit1("select", cx.values())
+
+
+@handles("clamp")
+def lower_clamp(cx: InstrContext) -> Tree:
+    cx.operand_count(3)
+    return cx.emit1("clamp", cx.values())
+
+
+@handles("convert")
+def lower_convert(cx: InstrContext) -> Tree:
+    cx.operand_count(1)
+    x = cx.value(0)
+    dt = cx.out_type.dtype
+    return x if x.type.dtype is dt else cx.emit1("convert", [x], {"dtype": dt})
+
+
+@handles("bitcast-convert")
+def lower_bitcast_convert(cx: InstrContext) -> Tree:
+    cx.operand_count(1)
+    x = cx.value(0)
+    dt = cx.out_type.dtype
+    return x if x.type.dtype is dt else cx.emit1("bitcast_convert", [x], {"dtype": dt})
+
+
+# (exponent_bits, mantissa_bits) -> the type whose rounding reduce-precision does.
+_PRECISIONS = {(5, 10): DType.F16, (8, 7): DType.BF16, (8, 23): DType.F32,
+               (11, 52): DType.F64}
+
+
+@handles("reduce-precision")
+def lower_reduce_precision(cx: InstrContext) -> Tree:
+    cx.operand_count(1)
+    x = cx.value(0)
+    bits = (cx.attr("exponent_bits"), cx.attr("mantissa_bits"))
+    narrow = _PRECISIONS.get(bits)  # type: ignore[arg-type]
+    if narrow is None:
+        raise cx.error(f"expected exponent_bits/mantissa_bits of f16, bf16, f32 or f64 "
+                       f"(5/10, 8/7, 8/23, 11/52), found {bits[0]}/{bits[1]}",
+                       E.UNSUPPORTED_FEATURE)
+    if narrow.itemsize >= x.type.dtype.itemsize:
+        return x
+    return cx.emit1("convert", [cx.emit1("convert", [x], {"dtype": narrow})],
+                    {"dtype": x.type.dtype})

@@ -1,0 +1,88 @@
+"""Finding where an attribute value ends, without interpreting it.
+
+An attribute value runs to the first top-level ',' or blank: bare text
+(``b01f_01io->b01f``, ``[2,2]<=[4]T(1,0)``), quoted strings, and bracketed groups
+(``{...}``, ``[...]``, ``(...)``) that nest and may contain strings; it stays on one line.
+The mesh form of replica groups (``@mesh<x=2,y=2> {x}``) is the one value with a blank.
+"""
+
+from __future__ import annotations
+
+import re
+
+from compiler.hlo.cursor import PieceError
+
+# Bare runs, strings, and brace/bracket/paren groups that do not nest: most values.
+_FAST_VALUE = re.compile(
+    r'(?:[^\s,{}\[\]()"]+|"(?:[^"\\\n]|\\.)*"|\{(?:[^{}"\n]|"(?:[^"\\\n]|\\.)*")*\}'
+    r'|\[[^\[\]{}()"\n]*\]|\([^(){}\[\]"\n]*\))+')
+_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_MESH = re.compile(r"@mesh<[^<>\n]*>")
+_CLOSE = {"{": "}", "[": "]", "(": ")"}
+_STOP = " \t\r\n,"
+
+
+def scan_value(text: str, pos: int) -> int:
+    """The end of the attribute value starting at `pos`; PieceError (offset relative to
+    `pos`) when a bracket or string is not closed on its line, or there is no value."""
+    m = _FAST_VALUE.match(text, pos)
+    if m is not None:
+        end = m.end()
+        if end >= len(text) or text[end] in _STOP or text[end] in "}])":
+            if not text.startswith("@mesh<", pos):
+                return end
+    return _scan_slow(text, pos)
+
+
+def _scan_slow(text: str, pos: int) -> int:
+    start = pos
+    n = len(text)
+    if text.startswith("@mesh<", pos):
+        m = _MESH.match(text, pos)
+        if m is None:
+            raise PieceError("expected '>' to close '@mesh<', found the end of the line", 0)
+        pos = m.end()
+        if pos < n and text[pos] == "(":
+            pos = _scan_slow(text, pos)
+        j = pos
+        while j < n and text[j] in " \t":
+            j += 1
+        if j < n and text[j] == "{":
+            return _scan_slow(text, j)
+        return pos
+    stack: list[tuple[str, int]] = []
+    while pos < n:
+        c = text[pos]
+        if c == '"':
+            sm = _STRING.match(text, pos)
+            if sm is None:
+                raise PieceError("expected '\"' to close the string, found the end of the line",
+                                 pos - start)
+            pos = sm.end()
+            continue
+        if c in "{[(":
+            stack.append((c, pos))
+        elif c in "}])":
+            if not stack:
+                break
+            open_, at = stack.pop()
+            if _CLOSE[open_] != c:
+                raise PieceError(f"expected '{_CLOSE[open_]}' to close '{open_}', found '{c}'",
+                                 pos - start)
+        elif c == "\n":
+            if stack:
+                open_, at = stack[-1]
+                raise PieceError(f"expected '{_CLOSE[open_]}' to close the '{open_}' of this "
+                                 "value, found the end of the line", pos - start)
+            break
+        elif not stack and c in _STOP:
+            break
+        pos += 1
+    if stack:
+        open_, at = stack[-1]
+        raise PieceError(f"expected '{_CLOSE[open_]}' to close the '{open_}' of this value, "
+                         "found the end of the text", pos - start)
+    if pos == start:
+        found = repr(text[pos]) if pos < n else "the end of the text"
+        raise PieceError(f"expected an attribute value, found {found}", 0)
+    return pos

@@ -1,0 +1,77 @@
+"""Shared by the HLO frontend tests: fixtures, their stored arrays, compiling and running."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+from backend.neff import read_neff
+from backend.runtime.model import LoadedModel
+from compiler.driver import compile_model
+from compiler.options import CompileOptions
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+HLO_FIXTURES = sorted(FIXTURES.glob("*.hlo"))
+
+
+def fixture_arrays(hlo: Path) -> dict[str, np.ndarray]:
+    """The inputs and expected outputs stored next to `hlo` (NAME.npz for NAME.*.hlo)."""
+    data = np.load(FIXTURES / (hlo.name.split(".")[0] + ".npz"))
+    out = {}
+    for key in data.files:
+        if key.startswith("bf16:"):
+            out[key[5:]] = data[key].view(ml_dtypes.bfloat16)
+        else:
+            out[key] = data[key]
+    return out
+
+
+def compile_and_load(path: Path, out: Path, framework: str | None) -> LoadedModel:
+    compile_model(str(path), CompileOptions(target="trn1", framework=framework,
+                                            output=str(out)))
+    return LoadedModel(read_neff(str(out)))
+
+
+def run_fixture(model: LoadedModel, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
+    """The model's outputs on the fixture's inputs (input i is the i-th parameter)."""
+    inputs = {info.name: arrays[f"input{i}"] for i, info in enumerate(model.inputs)}
+    results = model.execute(inputs)
+    return [results[info.name] for info in model.outputs]
+
+
+def assert_close(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """f32 (and other floats): rtol 1e-5, atol 1e-6; bf16: rtol 2e-2; others exact."""
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, expected {want.dtype}"
+    assert got.shape == want.shape, f"{what}: shape {got.shape}, expected {want.shape}"
+    if want.dtype == np.dtype(ml_dtypes.bfloat16):
+        np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32),
+                                   rtol=2e-2, atol=1e-2, err_msg=what)
+    elif want.dtype.kind == "f":
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=what)
+    else:
+        np.testing.assert_array_equal(got, want, err_msg=what)
+
+
+def assert_same_tree(a: object, b: object, path: str = "module") -> None:
+    """Two syntax trees are equal field by field (numpy literals by value)."""
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        assert type(a) is type(b), f"{path}: {type(a).__name__} vs {type(b).__name__}"
+        for f in dataclasses.fields(a):
+            if f.name in ("source", "_starts"):
+                continue
+            assert_same_tree(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+    elif isinstance(a, list | tuple):
+        assert isinstance(b, list | tuple) and len(a) == len(b), f"{path}: {a!r} vs {b!r}"
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_tree(x, y, f"{path}[{i}]")
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), f"{path}: keys {list(a)} vs {list(b)}"  # type: ignore
+        for k in a:
+            assert_same_tree(a[k], b[k], f"{path}[{k!r}]")  # type: ignore[index]
+    elif isinstance(a, np.ndarray):
+        assert isinstance(b, np.ndarray) and np.array_equal(a, b, equal_nan=True), path
+    else:
+        assert a == b, f"{path}: {a!r} vs {b!r}"
