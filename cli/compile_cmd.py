@@ -26,7 +26,8 @@ log = logging.getLogger("nxcc.compiler")
 @click.option("--optlevel", "-O", type=click.Choice(["1", "2", "3"]), default="2",
               show_default=True, help="Optimisation level.")
 @click.option("--logical-nc-config", "-lnc", "lnc", type=click.IntRange(1, 2),
-              help="Physical cores per logical core (2 only for trn2).")
+              help="Physical cores per logical core: 1, or 2 (trn2 only, its default); at 2 "
+              "the model is sharded over both.")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D0,D1,...",
               help="Size of an input with dynamic dimensions (repeatable).")
 @click.option("--print-ir-after", "print_ir_after", multiple=True, metavar="PASS|all",

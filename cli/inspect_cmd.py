@@ -1,4 +1,5 @@
-"""`neuronx-cc inspect-neff`: what a NEFF holds, for people (text) or programs (--json)."""
+"""`neuronx-cc inspect-neff`: what a NEFF holds, for people (text), programs (--json) or
+pictures (--format dot: the partitioned program as Graphviz text)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,23 @@ import json
 import click
 
 from backend.neff import read_neff
+from backend.program.graphviz import neff_to_dot
 from backend.runtime.model import TensorInfo
 from cli.errors import user_errors
+from passes.sharding_cost import rank_traffic
+
+
+def describe_collective(entry: dict) -> dict:
+    """A manifest collective with the bytes each rank and all ranks move per execution
+    (the bandwidth-optimal ring formulas of `passes.sharding_cost`)."""
+    groups = entry.get("replica_groups") or [[0]]
+    ranks = sum(len(g) for g in groups)
+    size = max((len(g) for g in groups), default=1)
+    if entry.get("kind") == "collective_permute":
+        pairs = entry.get("source_target_pairs", [])
+        size, ranks = 2, len(pairs)
+    per_rank = rank_traffic(entry["kind"], int(entry.get("bytes", 0)), size)
+    return {**entry, "traffic_bytes_per_rank": per_rank, "traffic_bytes": per_rank * ranks}
 
 
 def describe(path: str) -> dict:
@@ -16,6 +32,7 @@ def describe(path: str) -> dict:
     neff = read_neff(path)
     m = neff.manifest
     header = neff.header.to_dict()
+    collectives = [describe_collective(c) for c in m.get("collectives", [])]
     return {
         "file": path,
         "header": header,
@@ -24,13 +41,24 @@ def describe(path: str) -> dict:
         "lnc": m.get("lnc"),
         "inputs": [TensorInfo.from_manifest(e).to_json() for e in m.get("inputs", [])],
         "outputs": [TensorInfo.from_manifest(e).to_json() for e in m.get("outputs", [])],
-        "subgraphs": [{"name": sg["name"], "core": sg.get("core"), "ops": sg.get("ops")}
+        "subgraphs": [{"name": sg["name"], "core": sg.get("core"), "ops": sg.get("ops"),
+                       "flops": sg.get("flops"),
+                       "collectives": sum(1 for c in collectives
+                                          if sg["name"] in c.get("subgraphs", []))}
                       for sg in m.get("subgraphs", [])],
-        "collectives": m.get("collectives", []),
+        "collectives": collectives,
+        "communication": {"collectives": len(collectives),
+                          "bytes_per_execution": sum(c["traffic_bytes"] for c in collectives)},
         "weights": {"files": len(m.get("weights", {}).get("files", {})),
                     "bytes": m.get("weights", {}).get("bytes", 0)},
         "compiler": m.get("compiler", {}),
     }
+
+
+def _groups(c: dict) -> str:
+    if "source_target_pairs" in c:
+        return "pairs " + " ".join(f"{a}->{b}" for a, b in c["source_target_pairs"])
+    return "groups " + ",".join("{" + ",".join(map(str, g)) + "}" for g in c["replica_groups"])
 
 
 def print_text(d: dict) -> None:
@@ -51,20 +79,35 @@ def print_text(d: dict) -> None:
             click.echo(f"  {t['name']}: {t['dtype']}{t['shape']}")
     click.echo("subgraphs:")
     for sg in d["subgraphs"]:
-        click.echo(f"  {sg['name']} (core {sg['core']}): {sg['ops']} ops")
-    click.echo(f"collectives: {len(d['collectives'])}")
+        flops = f", {sg['flops']} FLOPs" if sg.get("flops") is not None else ""
+        click.echo(f"  {sg['name']} (core {sg['core']}): {sg['ops']} ops{flops}, "
+                   f"{sg['collectives']} collectives")
+    comm = d["communication"]
+    click.echo(f"collectives: {comm['collectives']}, {comm['bytes_per_execution']:.0f} bytes "
+               "communicated per execution")
+    for c in d["collectives"]:
+        what = c["kind"] + (f" {c['reduction']}" if "reduction" in c else "")
+        click.echo(f"  #{c['id']} {what} {c['dtype']}{c['shape']} {_groups(c)}: "
+                   f"{c['bytes']} bytes per rank, {c['traffic_bytes']:.0f} bytes moved")
     w = d["weights"]
     click.echo(f"weights: {w['files']} files, {w['bytes']} bytes")
 
 
 @click.command("inspect-neff")
 @click.argument("neff", type=click.Path(dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (--format json).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "dot"]), default="text",
+              show_default=True,
+              help="text for people, json for programs, dot: the partitioned program as a "
+              "Graphviz graph, collectives highlighted.")
 @user_errors
-def inspect_neff_cmd(neff: str, as_json: bool) -> None:
-    """Show a NEFF's header, inputs, outputs, subgraphs and weights."""
+def inspect_neff_cmd(neff: str, as_json: bool, fmt: str) -> None:
+    """Show a NEFF's header, inputs, outputs, subgraphs, collectives and weights."""
+    if fmt == "dot":
+        click.echo(neff_to_dot(read_neff(neff)), nl=False)
+        return
     d = describe(neff)
-    if as_json:
+    if as_json or fmt == "json":
         click.echo(json.dumps(d, indent=2))
     else:
         print_text(d)

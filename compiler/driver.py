@@ -10,14 +10,19 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from backend.neff import NeffError, NeffHeader
 from backend.program.package import NeffSpec, write_program_neff
 from compiler.errors import CompileError
 from compiler.options import CompileOptions, framework_for
+from compiler.sharding_stage import core_programs
 from ir.core import Module
 from passes.manager import PassFailure, PassManager
 from passes.registry import PASSES, pipeline
+
+if TYPE_CHECKING:
+    import onnx
 
 log = logging.getLogger("nxcc.compiler")
 
@@ -57,29 +62,56 @@ def import_model(path: str, options: CompileOptions) -> Module:
 def compile_model(path: str, options: CompileOptions,
                   emit: Callable[[str], None] = print) -> CompileResult:
     """Compile the model at `path` to the NEFF `options.output`."""
+    check_print_ir_after(options)
+    module = import_model(path, options)
+    name = os.path.splitext(os.path.basename(path))[0]
+    return compile_module(module, name, framework_for(path, options.framework), options, emit)
+
+
+def compile_onnx_model(proto: onnx.ModelProto, options: CompileOptions, name: str = "model",
+                       emit: Callable[[str], None] = print) -> CompileResult:
+    """Compile an in-memory ONNX model to the NEFF `options.output` (as `compile_model`)."""
+    from compiler.onnx import FrontendError, import_onnx
+
+    check_print_ir_after(options)
+    try:
+        module = import_onnx(proto, options.input_shapes)
+    except FrontendError as exc:
+        raise CompileError(exc.code, str(exc), exc.value) from None
+    return compile_module(module, name, "ONNX", options, emit)
+
+
+def check_print_ir_after(options: CompileOptions) -> None:
+    """CompileError unless every `--print-ir-after` name is a pass (or `all`)."""
     unknown = set(options.print_ir_after) - set(PASSES) - {"all"}
     if unknown:
         raise CompileError("NCC_EARG001", f"--print-ir-after {', '.join(sorted(unknown))}: no "
                            f"such pass (passes: {', '.join(sorted(PASSES))}, or all)")
-    module = import_model(path, options)
+
+
+def compile_module(module: Module, name: str, framework: str, options: CompileOptions,
+                   emit: Callable[[str], None] = print) -> CompileResult:
+    """Run the -O pipeline on `module` and write it as the NEFF `options.output`."""
     manager = PassManager(pipeline(options.optlevel), print_after=options.print_ir_after,
                           emit=emit)
     try:
         manager.run(module)
+        cores, shard_timings = core_programs(module, options.logical_nc_config,
+                                             options.print_ir_after, emit)
     except PassFailure as exc:
         raise CompileError("NCC_EVRF064", str(exc).splitlines()[0]) from exc
-    name = os.path.splitext(os.path.basename(path))[0]
+    timings = manager.timings + shard_timings
     spec = NeffSpec(
         target=options.target,
         lnc=options.logical_nc_config,
         name=name,
         compress=not options.fast_loading,
         compiler={"optlevel": options.optlevel,
-                  "passes": [t[0] for t in manager.timings],
-                  "framework": framework_for(path, options.framework)},
+                  "passes": [t[0] for t in timings],
+                  "framework": framework},
     )
     try:
-        header = write_program_neff(options.output, [module], spec)
+        header = write_program_neff(options.output, cores, spec)
     except (NeffError, OSError) as exc:
         raise CompileError("NCC_EARG001", f"cannot write {options.output!r}: {exc}") from None
-    return CompileResult(options.output, header, manager.timings, module)
+    return CompileResult(options.output, header, timings, module)

@@ -10,9 +10,12 @@ class CompileError(Exception):
     NCC_EMOD025 dynamic shape, NCC_EVRF064 verification, NCC_EFRM001 malformed model...).
     """
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, value: str | None = None) -> None:
+        """`value` names the model value the error is about, when there is one (e.g. the
+        value a NCC_EMOD025 error needs known at compile time)."""
         super().__init__(message)
         self.code = code
+        self.value = value
 
     def __str__(self) -> str:
         return f"[{self.code}] {self.args[0]}"

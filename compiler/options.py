@@ -9,6 +9,8 @@ from compiler.errors import CompileError
 TARGETS = ("trn1", "trn1n", "trn2", "inf2")
 FRAMEWORKS = ("ONNX", "XLA")
 EXTENSIONS = {".onnx": "ONNX", ".hlo": "XLA", ".txt": "XLA"}
+#: The logical NeuronCore size when -lnc is not given (trn2 combines two physical cores).
+DEFAULT_LNC = {"trn2": 2}
 
 
 @dataclass(frozen=True)
@@ -36,16 +38,14 @@ class CompileOptions:
             raise CompileError(
                 "NCC_EARG001",
                 f"--logical-nc-config 2 is only supported for --target trn2, not {self.target}")
-        if self.lnc == 2:
-            raise CompileError(
-                "NCC_EARG001",
-                "--logical-nc-config 2 (sharding across two physical cores) is not supported "
-                "yet; compile with -lnc 1")
 
     @property
     def logical_nc_config(self) -> int:
-        """The LNC in force: as given, else 1 (2 on trn2 once sharding lands)."""
-        return self.lnc if self.lnc is not None else 1
+        """The LNC in force: as given, else the target's default (2 on trn2, 1 elsewhere).
+        At 2 the model is sharded over the two physical cores of a logical core."""
+        if self.lnc is not None:
+            return self.lnc
+        return DEFAULT_LNC.get(self.target, 1)
 
 
 def framework_for(path: str, framework: str | None) -> str:

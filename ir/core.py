@@ -12,13 +12,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ir.attributes import AttrValue
+from ir.sharding import Sharding
 from ir.types import TensorType
 
 
 class Value:
-    """An SSA value: a function parameter or one result of an op."""
+    """An SSA value: a function parameter or one result of an op.
 
-    __slots__ = ("type", "name", "owner", "index")
+    `sharding` says how the value is laid out over the cores of a logical core (see
+    `ir.sharding`); None until a sharding pass (or the IR text) sets it.
+    """
+
+    __slots__ = ("type", "name", "owner", "index", "sharding")
 
     def __init__(
         self, type_: TensorType, name: str | None = None, owner: Op | None = None, index: int = 0
@@ -27,6 +32,7 @@ class Value:
         self.name = name
         self.owner = owner
         self.index = index
+        self.sharding: Sharding | None = None
 
     def __repr__(self) -> str:
         return f"Value({self.name or '?'}: {self.type})"

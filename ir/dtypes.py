@@ -28,6 +28,18 @@ class DType(enum.Enum):
     BF16 = "bf16"
     F32 = "f32"
     F64 = "f64"
+    # Narrow storage types (XLA's names), held by ml_dtypes; arithmetic on them is done in
+    # f32 (floats) or a wider integer by the kernels, as for f16/bf16.
+    F8E4M3FN = "f8e4m3fn"
+    F8E4M3FNUZ = "f8e4m3fnuz"
+    F8E5M2 = "f8e5m2"
+    F8E5M2FNUZ = "f8e5m2fnuz"
+    F8E8M0FNU = "f8e8m0fnu"
+    F4E2M1FN = "f4e2m1fn"
+    S4 = "s4"
+    U4 = "u4"
+    S2 = "s2"
+    U2 = "u2"
 
     @property
     def numpy(self) -> np.dtype:
@@ -41,15 +53,20 @@ class DType(enum.Enum):
 
     @property
     def is_float(self) -> bool:
-        return self in (DType.F16, DType.BF16, DType.F32, DType.F64)
+        return self in _FLOATS
 
     @property
     def is_signed_int(self) -> bool:
-        return self in (DType.S8, DType.S16, DType.S32, DType.S64)
+        return self in (DType.S8, DType.S16, DType.S32, DType.S64, DType.S4, DType.S2)
 
     @property
     def is_unsigned_int(self) -> bool:
-        return self in (DType.U8, DType.U16, DType.U32, DType.U64)
+        return self in (DType.U8, DType.U16, DType.U32, DType.U64, DType.U4, DType.U2)
+
+    @property
+    def is_narrow(self) -> bool:
+        """One of the sub-16-bit float or sub-8-bit integer storage types (f8, f4, s4...)."""
+        return self in _NARROW
 
     @property
     def is_integer(self) -> bool:
@@ -98,4 +115,20 @@ _NUMPY: dict[DType, np.dtype] = {
     DType.BF16: np.dtype(ml_dtypes.bfloat16),
     DType.F32: np.dtype(np.float32),
     DType.F64: np.dtype(np.float64),
+    DType.F8E4M3FN: np.dtype(ml_dtypes.float8_e4m3fn),
+    DType.F8E4M3FNUZ: np.dtype(ml_dtypes.float8_e4m3fnuz),
+    DType.F8E5M2: np.dtype(ml_dtypes.float8_e5m2),
+    DType.F8E5M2FNUZ: np.dtype(ml_dtypes.float8_e5m2fnuz),
+    DType.F8E8M0FNU: np.dtype(ml_dtypes.float8_e8m0fnu),
+    DType.F4E2M1FN: np.dtype(ml_dtypes.float4_e2m1fn),
+    DType.S4: np.dtype(ml_dtypes.int4),
+    DType.U4: np.dtype(ml_dtypes.uint4),
+    DType.S2: np.dtype(ml_dtypes.int2),
+    DType.U2: np.dtype(ml_dtypes.uint2),
 }
+
+_NARROW = frozenset({DType.F8E4M3FN, DType.F8E4M3FNUZ, DType.F8E5M2, DType.F8E5M2FNUZ,
+                     DType.F8E8M0FNU, DType.F4E2M1FN, DType.S4, DType.U4, DType.S2, DType.U2})
+_FLOATS = frozenset({DType.F16, DType.BF16, DType.F32, DType.F64, DType.F8E4M3FN,
+                     DType.F8E4M3FNUZ, DType.F8E5M2, DType.F8E5M2FNUZ, DType.F8E8M0FNU,
+                     DType.F4E2M1FN})

@@ -19,6 +19,7 @@ from ir.attributes import Dense, Symbol
 from ir.core import Function, Module, Op, Value
 from ir.dtypes import DType
 from ir.opdef import TypeRuleError, get_opdef
+from ir.sharding import Sharding
 from ir.types import TensorType
 
 
@@ -101,7 +102,9 @@ class _ModuleReader:
         for node in ch[1:]:
             if isinstance(node, Tree) and node.data == "param":
                 vname = _unquote(str(node.children[0].children[0])[1:])
-                params.append(Value(self.type_(node.children[1]), vname))
+                param = Value(self.type_(node.children[1]), vname)
+                param.sharding = self.sharding(node.children[2], param.type)
+                params.append(param)
             elif isinstance(node, Tree) and node.data == "result":
                 label, t = node.children
                 results.append(self.type_(t))
@@ -146,8 +149,8 @@ class _ModuleReader:
         uses = [c for c in node.children[split + 1:] if isinstance(c, Tree) and c.data == "value"]
         attrs_node = next((c for c in node.children
                            if isinstance(c, Tree) and c.data == "attrs"), None)
-        types = [self.type_(c) for c in node.children
-                 if isinstance(c, Tree) and c.data == "type"]
+        rtypes = [c for c in node.children if isinstance(c, Tree) and c.data == "rtype"]
+        types = [self.type_(c.children[0]) for c in rtypes]
         try:
             opdef = get_opdef(str(opname))
         except KeyError as exc:
@@ -178,11 +181,35 @@ class _ModuleReader:
             raise self.error(opname, f"{opname} has {len(inferred)} results, "
                                      f"the text names {len(names)}")
         op = Op(str(opname), operands, inferred, attrs, names)
+        for r, rt in zip(op.results, rtypes, strict=True):
+            r.sharding = self.sharding(rt.children[1], r.type)
         for d, r in zip(defs, op.results, strict=True):
             if r.name in scope:
                 raise self.error(d.children[0], f"value %{r.name} is defined twice")
             scope[r.name] = r  # type: ignore[index]
         return op
+
+    def sharding(self, node: Tree | None, t: TensorType) -> Sharding | None:
+        """`sharding<replicated>`, `sharding<[2,1]>`, `sharding<[1,1,2] partial sum>`."""
+        if node is None:
+            return None
+        body, word, reduction = node.children
+        try:
+            if isinstance(body, Token):
+                if str(body) != "replicated" or word is not None:
+                    raise ValueError(f"expected replicated, a tile list or a partial "
+                                     f"sharding, got {body}")
+                return Sharding.replicated()
+            tiles = self.literal(body)
+            if word is not None and str(word) != "partial":
+                raise ValueError(f"expected 'partial' after the tiles, got {word}")
+            result = Sharding(tiles, None if reduction is None else str(reduction))  # type: ignore[arg-type]
+            rank = len(result.tiles) - (1 if result.is_partial else 0)
+            if rank != t.rank:
+                raise ValueError(f"{result} has {rank} dimensions, the type {t} has {t.rank}")
+        except (TypeError, ValueError) as exc:
+            raise self.error(node, str(exc)) from None
+        return result.normalized()
 
     def literal(self, node: Tree | Token) -> object:
         if isinstance(node, Token):

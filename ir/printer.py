@@ -105,7 +105,7 @@ class Printer:
                 names[key] = "%" + quote_name(base)
             return names[key]
 
-        params = ", ".join(f"{name_of(p)}: {p.type}" for p in fn.params)
+        params = ", ".join(f"{name_of(p)}: {typed(p)}" for p in fn.params)
         rnames = fn.result_names or [None] * len(fn.results)
         rtypes = ", ".join(
             (f"{json.dumps(n)}: " if n is not None else "") + str(r.type)
@@ -127,7 +127,7 @@ class Printer:
             text += " {" + attrs + "}"
         if op.results:
             lhs = ", ".join(name_of(r) for r in op.results)
-            types = ", ".join(str(r.type) for r in op.results)
+            types = ", ".join(typed(r) for r in op.results)
             text = f"{lhs} = {text} : {types}"
         return text
 
@@ -144,6 +144,11 @@ class Printer:
                 continue
             parts.append(f"{key} = {format_attr(value, self.elide_over)}")
         return ", ".join(parts)
+
+
+def typed(v: Value) -> str:
+    """`v`'s type, followed by its sharding when it has one (``f32[8,4] sharding<[2,1]>``)."""
+    return str(v.type) if v.sharding is None else f"{v.type} {v.sharding}"
 
 
 def _fresh(base: str | None, used: set[str], counter: list[int]) -> str:

@@ -1,4 +1,8 @@
-"""Every pass by name, and the pipeline run at each optimisation level (-O1..-O3)."""
+"""Every pass by name, and the pipeline run at each optimisation level (-O1..-O3).
+
+With `-lnc N` (N > 1) the driver then runs `SHARDING_PIPELINE` (`sharding_pipeline(N)`):
+choose shardings with the cost model, propagate them, partition into the SPMD program.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,14 @@ from passes.base import Pass
 from passes.common_subexpression_elimination import CommonSubexpressionElimination
 from passes.constant_folding import ConstantFolding
 from passes.dead_code_elimination import DeadCodeElimination
+from passes.shard_choose import ShardChoose
+from passes.shard_partition import ShardPartition
+from passes.shard_propagate import ShardPropagate
 
 PASSES: dict[str, type] = {
     cls.name: cls
-    for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination)
+    for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
+                ShardChoose, ShardPropagate, ShardPartition)
 }
 
 PIPELINES: dict[int, list[str]] = {
@@ -18,9 +26,17 @@ PIPELINES: dict[int, list[str]] = {
     3: ["fold", "cse", "dce", "fold", "cse", "dce"],
 }
 
+SHARDING_PIPELINE: list[str] = ["shard-choose", "shard-propagate", "shard-partition", "cse"]
+
 
 def pipeline(optlevel: int) -> list[Pass]:
     """Fresh instances of the passes run at `optlevel`."""
     if optlevel not in PIPELINES:
         raise ValueError(f"optimisation level {optlevel} is not one of 1, 2, 3")
     return [PASSES[name]() for name in PIPELINES[optlevel]]
+
+
+def sharding_pipeline(num_cores: int) -> list[Pass]:
+    """Fresh instances of the sharding passes for `num_cores` physical cores."""
+    return [PASSES[name](num_cores=num_cores) if name.startswith("shard-") else PASSES[name]()
+            for name in SHARDING_PIPELINE]

@@ -97,6 +97,43 @@ def test_truncated_and_bad_header_neffs_are_refused(mlp_neff: Path, tmp_path: Pa
         assert_one_line_error(r, name, fragment)
 
 
+@pytest.mark.parametrize("lnc_args", [["-lnc", "2"], []], ids=["lnc2", "trn2-default"])
+def test_trn2_lnc2_shards_over_two_cores_and_runs(lnc_args: list[str], tmp_path: Path) -> None:
+    out = tmp_path / "mlp2.neff"
+    r = neuronx_cc("compile", str(MODELS / "mlp_ts17.onnx"), "--target", "trn2", *lnc_args,
+                   "--output", str(out), "--logfile", str(tmp_path / "log"))
+    assert r.returncode == 0, r.stderr
+    info = json.loads(neuronx_cc("inspect-neff", str(out), "--json").stdout)
+    assert info["header"]["lnc_size"] == 2 and info["header"]["num_tpb"] == 2
+    assert [sg["name"] for sg in info["subgraphs"]] == ["sg00", "sg01"]
+    assert info["subgraphs"][0]["flops"] == info["subgraphs"][1]["flops"] > 0
+    assert [c["kind"] for c in info["collectives"]] == ["all_reduce"]
+    c = info["collectives"][0]
+    assert c["replica_groups"] == [[0, 1]] and c["bytes"] == 4 * 10 * 4 and c["dtype"] == "f32"
+    assert "algorithm" not in c
+    assert info["communication"]["bytes_per_execution"] == 2 * 160
+    text = neuronx_cc("inspect-neff", str(out)).stdout
+    assert "sg01 (core 1)" in text and "all_reduce sum" in text and "FLOPs" in text
+    dot = neuronx_cc("inspect-neff", str(out), "--format", "dot").stdout
+    assert dot.startswith("digraph") and "cluster_sg01" in dot and "fillcolor" in dot
+    x = np.random.default_rng(1).standard_normal((4, 16)).astype(np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    r = neuronx_cc("run", str(out), "--inputs", str(tmp_path / "in.npz"),
+                   "--output", str(tmp_path / "out.npz"), "-q")
+    assert r.returncode == 0, r.stderr
+    ref = ort.InferenceSession(str(MODELS / "mlp_ts17.onnx")).run(None, {"x": x})[0]
+    np.testing.assert_allclose(np.load(tmp_path / "out.npz")["y"], ref, rtol=1e-4, atol=1e-5)
+
+
+def test_print_ir_after_a_sharding_pass(tmp_path: Path) -> None:
+    r = neuronx_cc("compile", str(MODELS / "mlp_ts17.onnx"), "--target", "trn2", "-lnc", "2",
+                   "--output", str(tmp_path / "m.neff"), "--print-ir-after", "shard-partition",
+                   "--logfile", str(tmp_path / "log"))
+    assert r.returncode == 0, r.stderr
+    assert "// -----// IR after shard-partition //----- //" in r.stdout
+    assert "all_reduce(" in r.stdout and "partition_id()" in r.stdout
+
+
 def test_list_operators() -> None:
     r = neuronx_cc("list-operators", "--framework", "ONNX")
     assert r.returncode == 0
@@ -122,8 +159,6 @@ def test_version() -> None:
         (["compile", "tests/models/mlp_ts17.onnx", "--target", "trn9"], ["NCC_EARG001", "trn9"]),
         (["compile", "tests/models/mlp_ts17.onnx", "--target", "trn1", "-lnc", "2"],
          ["NCC_EARG001", "only supported for --target trn2"]),
-        (["compile", "tests/models/mlp_ts17.onnx", "--target", "trn2", "-lnc", "2"],
-         ["NCC_EARG001", "not supported yet"]),
         (["compile", "nope.onnx", "--target", "trn1"], ["does not exist"]),
         (["compile", "tests/models/mlp_dynbatch_ts17.onnx", "--target", "trn1"],
          ["NCC_EMOD025", "'x'", "--input-shape"]),

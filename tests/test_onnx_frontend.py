@@ -125,11 +125,11 @@ def test_static_input_accepts_matching_shape() -> None:
 
 def test_unsupported_operator() -> None:
     model = tensor_model([helper.make_node("Relu", ["x"], ["r"], name="ok"),
-                          helper.make_node("Det", ["r"], ["y"], name="det_1")],
-                         [fvi("x", [3, 3])], [fvi("y", [])], opset=17)
+                          helper.make_node("RandomUniformLike", ["r"], ["y"], name="rnd_1")],
+                         [fvi("x", [3, 3])], [fvi("y", [3, 3])], opset=17)
     err = error_of(model)
     assert err.code == "NCC_EUOC002"
-    assert str(err) == "unsupported ONNX operator 'Det' (node 'det_1', opset 17)"
+    assert str(err) == "unsupported ONNX operator 'RandomUniformLike' (node 'rnd_1', opset 17)"
 
 
 def test_unsupported_operator_of_another_domain() -> None:
@@ -143,8 +143,8 @@ def test_unsupported_operator_of_another_domain() -> None:
 
 
 def test_first_unsupported_operator_wins_before_shape_errors() -> None:
-    model = tensor_model([helper.make_node("Det", ["x"], ["y"])], [fvi("x", ["n", 3, 3])],
-                         [fvi("y", ["n"])])
+    model = tensor_model([helper.make_node("RandomUniformLike", ["x"], ["y"])],
+                         [fvi("x", ["n", 3, 3])], [fvi("y", ["n", 3, 3])])
     err = error_of(model)
     assert err.code == "NCC_EUOC002" and "node '#0'" in str(err)
 
@@ -184,20 +184,29 @@ def test_shape_input_must_be_constant() -> None:
     assert "node 'r' (Reshape): input 1 ('shape') must be known at compile time" in str(err)
 
 
-def test_maxpool_indices_unsupported() -> None:
-    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[2, 2], name="mp")
-    model = tensor_model([node], [fvi("x", [1, 1, 4, 4])],
-                         [fvi("y", [1, 1, 2, 2]), fvi("i", [1, 1, 2, 2], TensorProto.INT64)])
-    err = error_of(model)
-    assert err.code == "NCC_EUOC003" and "Indices" in str(err) and "'mp'" in str(err)
+def test_maxpool_indices_match_onnxruntime() -> None:
+    """The Indices output: flat positions of each window's first maximum (with padding,
+    strides and a tie in the input)."""
+    node = helper.make_node("MaxPool", ["x"], ["y", "i"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                            strides=[2, 2], name="mp")
+    model = tensor_model([node], [fvi("x", [2, 3, 5, 6])],
+                         [fvi("y", [2, 3, 3, 3]), fvi("i", [2, 3, 3, 3], TensorProto.INT64)])
+    x = np.random.default_rng(0).standard_normal((2, 3, 5, 6)).astype(np.float32)
+    x[0, 0, :2, :2] = 5.0  # a tie: the first maximum wins
+    compare(model, {"x": x})
 
 
-def test_batchnorm_training_unsupported() -> None:
-    inits = [numpy_helper.from_array(np.ones(2, np.float32), n) for n in "sbmv"]
-    node = helper.make_node("BatchNormalization", ["x", *"sbmv"], ["y"], training_mode=1)
-    model = tensor_model([node], [fvi("x", [1, 2, 3])], [fvi("y", [1, 2, 3])], inits)
-    err = error_of(model)
-    assert err.code == "NCC_EUOC003" and "training_mode=1" in str(err)
+def test_batchnorm_training_mode_matches_the_reference() -> None:
+    """training_mode=1: batch statistics normalize; the running statistics are updated."""
+    rng = np.random.default_rng(1)
+    inits = [numpy_helper.from_array(rng.uniform(0.5, 1.5, 2).astype(np.float32), n)
+             for n in "sbmv"]
+    node = helper.make_node("BatchNormalization", ["x", *"sbmv"], ["y", "rm", "rv"],
+                            training_mode=1, momentum=0.8)
+    model = tensor_model([node], [fvi("x", [3, 2, 4])],
+                         [fvi("y", [3, 2, 4]), fvi("rm", [2]), fvi("rv", [2])], inits)
+    compare(model, {"x": rng.standard_normal((3, 2, 4)).astype(np.float32)},
+            reference="onnx")
 
 
 # -- conversion details ------------------------------------------------------------------

@@ -13,18 +13,30 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-_LOW_PRECISION = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
+_ML_FLOATS = tuple(np.dtype(t) for t in (
+    ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz,
+    ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e8m0fnu,
+    ml_dtypes.float4_e2m1fn))
+_LOW_PRECISION = (np.dtype(np.float16), *_ML_FLOATS)
+# Narrow integers (ml_dtypes int4...) are computed in the numpy integer of their signedness.
+_NARROW_INTS = {np.dtype(ml_dtypes.int4): np.dtype(np.int8),
+                np.dtype(ml_dtypes.int2): np.dtype(np.int8),
+                np.dtype(ml_dtypes.uint4): np.dtype(np.uint8),
+                np.dtype(ml_dtypes.uint2): np.dtype(np.uint8)}
 
 
 def is_float(dtype: np.dtype) -> bool:
-    """True for every floating-point dtype, bfloat16 included."""
-    return dtype.kind == "f" or dtype == _LOW_PRECISION[1]
+    """True for every floating-point dtype, bfloat16 and the ml_dtypes f8/f4 types included."""
+    return dtype.kind == "f" or dtype in _ML_FLOATS
 
 
 def compute_dtype(dtype: np.dtype) -> np.dtype:
-    """The dtype arithmetic on `dtype` values is done in: float32 for f16/bf16, else itself."""
+    """The dtype arithmetic on `dtype` values is done in: float32 for f16, bf16 and the
+    8- and 4-bit floats, int8/uint8 for the 4- and 2-bit integers, else itself."""
     dtype = np.dtype(dtype)
-    return np.dtype(np.float32) if dtype in _LOW_PRECISION else dtype
+    if dtype in _LOW_PRECISION:
+        return np.dtype(np.float32)
+    return _NARROW_INTS.get(dtype, dtype)
 
 
 def as_compute(x: np.ndarray) -> np.ndarray:

@@ -6,8 +6,10 @@ import json
 from dataclasses import dataclass, field
 
 from backend.neff import NeffHeader, dump_npy, write_neff
+from backend.program.collectives import block_entry, global_shape, manifest_collectives
 from backend.program.lower import WeightTable, lower_module
-from ir.core import Module
+from ir.core import Module, Value
+from ir.flops import module_flops
 from ir.printer import print_module
 
 IR_TEXT_ELIDE_OVER = 16
@@ -24,15 +26,33 @@ class NeffSpec:
     compiler: dict = field(default_factory=dict)
 
 
-def io_entries(module: Module) -> tuple[list[dict], list[dict]]:
-    """The manifest's inputs and outputs: name, dtype (IR name) and shape, in order."""
+def result_names(module: Module) -> list[str]:
     fn = module.entry_function
-    inputs = [{"name": p.name, "dtype": p.type.dtype.value, "shape": list(p.type.shape)}
+    return fn.result_names or [f"output{i}" for i in range(len(fn.results))]
+
+
+def io_entries(module: Module, partitioned: bool = False) -> tuple[list[dict], list[dict]]:
+    """The manifest's inputs and outputs: name, dtype (IR name) and shape, in order. The
+    shapes are whole: the parameters and results of a `partitioned` (per-core) program are
+    blocks of them, as their shardings say (shardings mean nothing in an unpartitioned one)."""
+    fn = module.entry_function
+
+    def shape(v: Value) -> list[int]:
+        return list(global_shape(v) if partitioned else v.type.shape)
+
+    inputs = [{"name": p.name, "dtype": p.type.dtype.value, "shape": shape(p)}
               for p in fn.params]
-    names = fn.result_names or [f"output{i}" for i in range(len(fn.results))]
-    outputs = [{"name": n, "dtype": r.type.dtype.value, "shape": list(r.type.shape)}
-               for n, r in zip(names, fn.results, strict=True)]
+    outputs = [{"name": n, "dtype": r.type.dtype.value, "shape": shape(r)}
+               for n, r in zip(result_names(module), fn.results, strict=True)]
     return inputs, outputs
+
+
+def core_blocks(module: Module, core: int) -> dict:
+    """The blocks of the inputs and outputs core `core` reads and writes."""
+    fn = module.entry_function
+    return {"inputs": [block_entry(p.name or "", p, core) for p in fn.params],
+            "outputs": [block_entry(n, r, core)
+                        for n, r in zip(result_names(module), fn.results, strict=True)]}
 
 
 def count_ops(program: dict) -> int:
@@ -43,7 +63,8 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
     """Write a NEFF with one program per physical core (`core_modules[i]` -> `sg0i/`).
 
     All core modules share one weight table, so weights common to several cores are stored
-    once. The write is atomic.
+    once. With several cores each subgraph also lists the block of every input and output
+    it reads and writes, and the manifest every collective placeholder. The write is atomic.
     """
     weights = WeightTable()
     files: dict[str, bytes] = {}
@@ -53,13 +74,17 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
         sg = f"sg{core:02d}"
         files[f"{sg}/program.json"] = json.dumps(program, separators=(",", ":")).encode()
         files[f"{sg}/program.ir"] = print_module(module, IR_TEXT_ELIDE_OVER).encode()
-        subgraphs.append({"name": sg, "core": core, "program": f"{sg}/program.json",
-                          "ir": f"{sg}/program.ir", "ops": count_ops(program)})
+        entry = {"name": sg, "core": core, "program": f"{sg}/program.json",
+                 "ir": f"{sg}/program.ir", "ops": count_ops(program),
+                 "flops": module_flops(module)}
+        if len(core_modules) > 1:
+            entry.update(core_blocks(module, core))
+        subgraphs.append(entry)
     weight_files = {}
     for name, arr in weights.arrays.items():
         files[f"weights/{name}.npy"] = dump_npy(arr)
         weight_files[name] = f"weights/{name}.npy"
-    inputs, outputs = io_entries(core_modules[0])
+    inputs, outputs = io_entries(core_modules[0], partitioned=len(core_modules) > 1)
     manifest = {
         "format": "nxcc-neff",
         "name": spec.name,
@@ -68,7 +93,7 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
         "inputs": inputs,
         "outputs": outputs,
         "subgraphs": subgraphs,
-        "collectives": [],
+        "collectives": manifest_collectives(core_modules),
         "weights": {"files": weight_files, "bytes": weights.nbytes},
         "compiler": spec.compiler,
     }

@@ -10,6 +10,7 @@ import numpy as np
 
 from backend.neff import NeffError, NeffFile, load_npy
 from backend.runtime.executor import ExecutionError, ProgramExecutor
+from backend.runtime.multicore import CoreBlocks, SharedMemoryGroup, run_cores
 from backend.runtime.status import NrtError, NrtStatus
 from ir.dtypes import DType
 
@@ -57,9 +58,16 @@ class LoadedModel:
             subgraphs = m["subgraphs"]
             self.weights = read_weights(neff) if weights is None else weights
             self.programs = [json.loads(neff.files[sg["program"]]) for sg in subgraphs]
+            self.blocks = CoreBlocks(subgraphs, len(self.inputs), len(self.outputs))
         except (KeyError, TypeError, ValueError) as exc:
             raise NeffError(source, f"malformed manifest or program: {exc!r}") from None
+        # Several programs (one per physical core of an -lnc 2 NEFF) run concurrently and
+        # talk through a shared-memory communicator (multicore.py).
+        n = len(self.programs)
+        self.group = SharedMemoryGroup(n) if n > 1 else None
         self.executors = [ProgramExecutor(p, self.weights, partition_id=i,
+                                          communicator=self.group.endpoint(i)
+                                          if self.group is not None else None,
                                           should_stop=should_stop)
                           for i, p in enumerate(self.programs)]
         self.name = neff.header.name
@@ -90,7 +98,16 @@ class LoadedModel:
         """Run the model once; outputs keyed by the manifest's output names."""
         args = self.check_inputs(inputs)
         try:
-            results = self.executors[0].run(args)
+            if self.group is None:
+                results = self.executors[0].run(args)
+            else:
+                per_core = run_cores([self._core_work(k, args) for k in
+                                      range(len(self.executors))], self.group)
+                results = self.blocks.assemble(per_core, [o.shape for o in self.outputs])
         except ExecutionError as exc:
             raise NrtError(NrtStatus.FAILURE, str(exc)) from exc
         return {info.name: r for info, r in zip(self.outputs, results, strict=True)}
+
+    def _core_work(self, core: int, args: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:
+        executor, core_args = self.executors[core], self.blocks.args(core, args)
+        return lambda: executor.run(core_args)

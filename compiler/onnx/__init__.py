@@ -4,30 +4,59 @@
     module = import_onnx("model.onnx", input_shapes={"x": (8, 16)})
 
 Every ONNX operator decomposes into the core ops of `ir.ops` (Gemm -> dot_general + add,
-Softmax -> reduce/exp/divide, MaxPool -> reduce_window...). `SUPPORTED_OPS` lists the
-operator types converted; anything else raises `FrontendError` with code NCC_EUOC002.
+Softmax -> reduce/exp/divide, MaxPool -> reduce_window...), either by a converter of this
+package or, for an operator without one, through the ONNX function body onnx defines for
+it (`functions.py`). `SUPPORTED_OPS` lists what onnx's node conformance suite (or, for the
+few without node cases, the unit tests against onnxruntime) shows working: the converted
+operators and `FUNCTION_OPS`, the function-defined ones verified; anything with neither a
+converter nor a function body raises `FrontendError` with code NCC_EUOC002.
 """
 
 from __future__ import annotations
 
 from compiler.onnx import (  # noqa: F401  (each module registers its converters)
     activation,
+    bitwise,
+    cast,
+    control,
+    data_dependent,
+    deform_conv,
     einsum,
     elementwise,
     gather_scatter,
+    grid_sample,
     indexing,
     linalg,
+    ml,
     nn,
     norm,
     pool,
+    quantize,
     reduce,
     resize,
+    rnn,
+    roi_align,
+    sequence_index,
     shape,
+    spectral,
+    tfidf,
+    trig,
+    unpool,
 )
 from compiler.onnx.errors import FrontendError
 from compiler.onnx.importer import import_onnx
 from compiler.onnx.registry import CONVERTERS
 
-SUPPORTED_OPS: list[str] = sorted(CONVERTERS)
+# Operators converted through their ONNX function body whose node cases pass
+# (operators of other domains are spelled domain.op_type).
+FUNCTION_OPS: tuple[str, ...] = (
+    "AffineGrid", "Attention", "BlackmanWindow", "CausalConvWithState", "CenterCropPad",
+    "DynamicQuantizeLinear", "HammingWindow", "HannWindow", "LinearAttention",
+    "MeanVarianceNormalization", "NegativeLogLikelihoodLoss", "RMSNormalization",
+    "RotaryEmbedding", "Shrink", "SoftmaxCrossEntropyLoss", "SwiGLU", "Swish",
+    "ai.onnx.preview.FlexAttention",
+)
 
-__all__ = ["SUPPORTED_OPS", "FrontendError", "import_onnx"]
+SUPPORTED_OPS: list[str] = sorted(set(CONVERTERS) | set(FUNCTION_OPS))
+
+__all__ = ["FUNCTION_OPS", "SUPPORTED_OPS", "FrontendError", "import_onnx"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -18,7 +18,7 @@ import onnx
 from compiler.onnx.errors import DYNAMIC, INVALID_NODE, UNSUPPORTED_FEATURE, FrontendError
 from ir.builder import Builder
 from ir.computations import binary_computation
-from ir.core import Value
+from ir.core import Function, Value
 from ir.dtypes import DType
 
 
@@ -27,6 +27,21 @@ def const_value(v: Value | None) -> np.ndarray | None:
     if v is None or v.owner is None or v.owner.opcode != "constant":
         return None
     return v.owner.attrs["value"].array  # type: ignore[union-attr]
+
+
+class GraphConverter(Protocol):
+    """What converts a node's subgraph attributes (If branches, Loop and Scan bodies)."""
+
+    def subgraph(self, graph: onnx.GraphProto, params: Sequence[Value], name: str,
+                 label: str) -> tuple[Function, list[Value]]:
+        """`graph` as a new function of `params` then its captured outer values; returns
+        the function and the outer values a call must pass for the captures."""
+        ...
+
+    def inline_graph(self, graph: onnx.GraphProto, label: str,
+                     bindings: dict[str, Value] | None = None) -> list[Value]:
+        """The outputs of `graph`, converted in place, its inputs bound to `bindings`."""
+        ...
 
 
 @dataclass
@@ -39,6 +54,7 @@ class NodeContext:
     inputs: list[Value | None]
     attrs: dict[str, Any]
     label: str  # how messages name the node
+    graphs: GraphConverter | None = None  # for ops with subgraphs
 
     @property
     def op_type(self) -> str:
@@ -53,9 +69,10 @@ class NodeContext:
         return i < len(self.node.output) and self.node.output[i] != ""
 
     # -- errors ------------------------------------------------------------------------
-    def fail(self, message: str, code: str = INVALID_NODE) -> FrontendError:
+    def fail(self, message: str, code: str = INVALID_NODE, value: str | None = None
+             ) -> FrontendError:
         """A FrontendError about this node (to raise)."""
-        return FrontendError(f"node '{self.label}' ({self.op_type}): {message}", code)
+        return FrontendError(f"node '{self.label}' ({self.op_type}): {message}", code, value)
 
     def unsupported(self, message: str) -> FrontendError:
         return self.fail(f"{message} is not supported", UNSUPPORTED_FEATURE)
@@ -82,7 +99,7 @@ class NodeContext:
         if value is None:
             raise self.fail(
                 f"input {i} ('{what}') must be known at compile time (a constant or computed "
-                "from constants and static shapes)", DYNAMIC)
+                "from constants and static shapes)", DYNAMIC, self.node.input[i])
         return np.asarray(value)
 
     def ints_input(self, i: int, what: str) -> list[int] | None:

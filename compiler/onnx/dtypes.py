@@ -21,6 +21,16 @@ ONNX_TO_IR: dict[int, DType] = {
     TensorProto.UINT32: DType.U32,
     TensorProto.UINT64: DType.U64,
     TensorProto.BOOL: DType.PRED,
+    TensorProto.FLOAT8E4M3FN: DType.F8E4M3FN,
+    TensorProto.FLOAT8E4M3FNUZ: DType.F8E4M3FNUZ,
+    TensorProto.FLOAT8E5M2: DType.F8E5M2,
+    TensorProto.FLOAT8E5M2FNUZ: DType.F8E5M2FNUZ,
+    TensorProto.FLOAT8E8M0: DType.F8E8M0FNU,
+    TensorProto.FLOAT4E2M1: DType.F4E2M1FN,
+    TensorProto.INT4: DType.S4,
+    TensorProto.UINT4: DType.U4,
+    TensorProto.INT2: DType.S2,
+    TensorProto.UINT2: DType.U2,
 }
 
 IR_TO_ONNX: dict[DType, int] = {v: k for k, v in ONNX_TO_IR.items()}

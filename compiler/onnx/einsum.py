@@ -2,14 +2,16 @@
 
 Labels are letters; '...' stands for the leading broadcast dims (aligned right across
 operands); without '->' the output is the ellipsis dims then the labels used once, sorted.
-A label repeated within one operand (a diagonal) is not supported.
+A label repeated within one operand takes that operand's diagonal first (the dims masked
+by an iota equality and summed).
 """
 
 from __future__ import annotations
 
-from compiler.onnx.context import NodeContext, reduce
+from compiler.onnx.context import NodeContext, reduce, splat_like
 from compiler.onnx.registry import converter
 from ir.core import Value
+from ir.dtypes import DType
 
 ELLIPSIS_BASE = 0x100  # labels for '...' dims: characters no equation uses
 
@@ -32,8 +34,6 @@ def parse(ctx: NodeContext, equation: str, ranks: list[int]) -> tuple[list[str],
         full = t.replace("...", ell[ell_rank - n:] if n else "")
         if len(full) != r or not all(c.isalpha() for c in t.replace("...", "")):
             raise ctx.fail(f"term '{t}' of '{equation}' does not fit an operand of rank {r}")
-        if len(set(full)) != len(full):
-            raise ctx.unsupported(f"a repeated label in '{t}' (diagonal)")
         labels.append(full)
     if arrow:
         output = out.replace("...", ell)
@@ -56,11 +56,30 @@ def _sum_out(ctx: NodeContext, v: Value, labels: str, keep: str) -> tuple[Value,
     return reduce(ctx.b, v, dims, "add"), "".join(c for c in labels if c in keep)
 
 
+def _diagonal(ctx: NodeContext, v: Value, labels: str) -> tuple[Value, str]:
+    """`v` with every label that repeats reduced to its diagonal (first position kept)."""
+    b = ctx.b
+    for i, c in enumerate(labels):
+        j = labels.find(c, i + 1)
+        while j != -1:
+            shape = v.type.shape
+            if shape[i] != shape[j]:
+                raise ctx.fail(f"label '{c}' has sizes {shape[i]} and {shape[j]}")
+            eye = b.compare(b.iota(dtype=DType.S64, shape=shape, dimension=i),
+                            b.iota(dtype=DType.S64, shape=shape, dimension=j), direction="EQ")
+            v = reduce(b, b.select(eye, v, splat_like(b, 0, v)), [j], "add")
+            labels = labels[:j] + labels[j + 1:]
+            j = labels.find(c, i + 1)
+    return v, labels
+
+
 @converter("Einsum")
 def convert_einsum(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     values = [ctx.input(i) for i in range(len(ctx.inputs))]
     labels, output = parse(ctx, str(ctx.attr("equation", "")), [v.type.rank for v in values])
+    for k, (v, full) in enumerate(zip(values, labels, strict=True)):
+        values[k], labels[k] = _diagonal(ctx, v, full)
     sizes: dict[str, int] = {}
     for v, full in zip(values, labels, strict=True):
         for c, n in zip(full, v.type.shape, strict=True):

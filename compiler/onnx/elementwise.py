@@ -176,21 +176,3 @@ def convert_clip(ctx: NodeContext) -> list[Value]:
         bound = b.reshape(bound, ())
         x = b.op(opcode, [x, b.broadcast_to(bound, x.type.shape)])
     return [x]
-
-
-@converter("Cast")
-def convert_cast(ctx: NodeContext) -> list[Value]:
-    from compiler.onnx.dtypes import to_ir_dtype
-
-    to = to_ir_dtype(int(ctx.attr("to")), f"output '{ctx.node.output[0]}' of Cast")
-    return [_cast(ctx, ctx.input(0), to)]
-
-
-@converter("CastLike")
-def convert_cast_like(ctx: NodeContext) -> list[Value]:
-    return [_cast(ctx, ctx.input(0), ctx.input(1).type.dtype)]
-
-
-def _cast(ctx: NodeContext, x: Value, to: DType) -> Value:
-    """ONNX Cast: float -> int truncates, anything -> bool is x != 0 (the IR's convert)."""
-    return ctx.b.convert(x, to)

@@ -25,11 +25,14 @@ BAD_ARGUMENT = "NCC_EARG001"
 class FrontendError(Exception):
     """A model the frontend cannot compile: a one-line message and an NCC error `code`."""
 
-    def __init__(self, message: str, code: str = MALFORMED) -> None:
+    def __init__(self, message: str, code: str = MALFORMED, value: str | None = None) -> None:
+        """`value`: the ONNX value the error is about, when one is (for NCC_EMOD025, the
+        value that must be known at compile time)."""
         message = " ".join(str(message).split())  # always one line
         super().__init__(message)
         self.message = message
         self.code = code
+        self.value = value
 
     def __str__(self) -> str:
         return self.message

@@ -23,7 +23,10 @@ from ir.dtypes import DType
 FOLD_LIMIT = 1 << 20
 
 # Ops never folded: their converters handle constants themselves or folding buys nothing.
-NO_FOLD = frozenset({"Constant", "Identity", "Dropout"})
+# ConstantOfShape, Expand and Tile turn a few input elements into a big result: their
+# converters keep one repeated value a splat (a folded ConstantOfShape of a VGG-19 weight
+# would otherwise materialise 400 MB before it is found to be one value).
+NO_FOLD = frozenset({"Constant", "Identity", "Dropout", "ConstantOfShape", "Expand", "Tile"})
 
 
 def fold_node(node: onnx.NodeProto, opset: int, arrays: Sequence[np.ndarray | None],
@@ -50,17 +53,24 @@ def fold_node(node: onnx.NodeProto, opset: int, arrays: Sequence[np.ndarray | No
     try:
         from onnx.reference import ReferenceEvaluator
 
+        # a one-node model, so that the evaluator picks the operator version of `opset`
+        # (given a bare node it runs the latest version)
+        graph = onnx.helper.make_graph(
+            [node], "fold", [onnx.helper.make_value_info(n, onnx.TypeProto()) for n in feeds],
+            [onnx.helper.make_value_info(o, onnx.TypeProto()) for o in node.output if o])
+        model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            results = ReferenceEvaluator(node, opsets={"": opset}).run(None, feeds)
+            results = ReferenceEvaluator(model).run(None, feeds)
     except Exception:  # noqa: BLE001 - any failure just means "lower it instead"
         return None
     out: list[np.ndarray] = []
-    for i, res in enumerate(results):
-        if not node.output[i]:
+    named = iter(results)
+    for i, name in enumerate(node.output):
+        if not name:
             out.append(np.zeros(0))  # unused output, never read
             continue
-        arr = np.asarray(res)
+        arr = np.asarray(next(named))
         dtype = out_dtypes[i] if i < len(out_dtypes) else None
         try:
             if dtype is None:

@@ -54,10 +54,26 @@ def convert_gather_elements(ctx: NodeContext) -> list[Value]:
     axis = ctx.axis(int(ctx.attr("axis", 0)), r)
     if indices.type.rank != r:
         raise ctx.fail(f"indices {indices.type} must have the rank of {data.type}")
-    full = _coordinates(b, index_vectors(ctx, 1, [data.type.shape[axis]]), axis)
-    return [b.gather(data, full, offset_dims=(), collapsed_slice_dims=tuple(range(r)),
-                     start_index_map=tuple(range(r)), index_vector_dim=r,
-                     slice_sizes=(1,) * r)]
+    return [gather_along(b, data, index_vectors(ctx, 1, [data.type.shape[axis]]), axis)]
+
+
+def gather_along(b: Builder, data: Value, idx: Value, axis: int) -> Value:
+    """out[i...] = data[i...] with dim `axis` replaced by s64 `idx[i...]` (in range)."""
+    r = data.type.rank
+    full = _coordinates(b, idx, axis)
+    return b.gather(data, full, offset_dims=(), collapsed_slice_dims=tuple(range(r)),
+                    start_index_map=tuple(range(r)), index_vector_dim=r,
+                    slice_sizes=(1,) * r)
+
+
+def scatter_along(b: Builder, data: Value, idx: Value, updates: Value, axis: int) -> Value:
+    """`data` with out[i... (axis: idx[i...])] = updates[i...] (s64 `idx` in range)."""
+    r = data.type.rank
+    full = _coordinates(b, idx, axis)
+    return b.scatter(data, full, updates, update_window_dims=(),
+                     inserted_window_dims=tuple(range(r)),
+                     scatter_dims_to_operand_dims=tuple(range(r)), index_vector_dim=r,
+                     computation=replace_computation(b, data.type.dtype))
 
 
 def _nd_dims(ctx: NodeContext, data: Value, indices: Value) -> tuple[int, int]:
@@ -94,7 +110,12 @@ def _combiner(ctx: NodeContext, dtype: DType) -> Symbol:
         if reduction not in REDUCTIONS:
             raise ctx.unsupported(f"reduction '{reduction}'")
         return binary_computation(ctx.b.module, REDUCTIONS[reduction], dtype)
-    module = ctx.b.module
+    return replace_computation(ctx.b, dtype)
+
+
+def replace_computation(b: Builder, dtype: DType) -> Symbol:
+    """The scatter computation in which the update replaces the old value."""
+    module = b.module
     name = f"replace_{dtype.value}"
     if name not in module.functions:
         scalar = TensorType(dtype, ())

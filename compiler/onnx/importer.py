@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,20 @@ import onnx
 from onnx import numpy_helper
 
 from compiler.onnx.context import NodeContext, const_value
-from compiler.onnx.dtypes import to_ir_dtype
-from compiler.onnx.errors import INVALID_NODE, MALFORMED, FrontendError
+from compiler.onnx.dtypes import IR_TO_ONNX, to_ir_dtype
+from compiler.onnx.errors import DYNAMIC, INVALID_NODE, MALFORMED, UNSUPPORTED_OP, FrontendError
 from compiler.onnx.folding import fold_node
-from compiler.onnx.loader import check_operators, infer_shapes, input_types, load_model
+from compiler.onnx.functions import DEFAULT_DOMAINS, expand_node
+from compiler.onnx.loader import (
+    SHAPE_ONLY,
+    check_operators,
+    infer_shapes,
+    input_types,
+    load_model,
+    model_opsets,
+    node_inputs,
+    upgrade_opset,
+)
 from compiler.onnx.registry import CONVERTERS
 from ir.builder import Builder
 from ir.core import Function, Module, Value
@@ -34,12 +45,33 @@ def import_onnx(model: onnx.ModelProto | str | Path,
     `FrontendError` (with an NCC error code) for anything it cannot compile.
     """
     proto, source = load_model(model)
-    opset = check_operators(proto)
+    proto = upgrade_opset(proto)
+    check_operators(proto)
     types = input_types(proto, input_shapes)
     inferred = infer_shapes(proto, types)
     name = proto.graph.name or (Path(source).stem if not isinstance(model, onnx.ModelProto)
                                 else "model")
-    return _Importer(inferred, opset, types, name).run()
+    module = Module(re.sub(r"\W+", "_", name).strip("_") or "model")
+    fn = module.add_function(Function("main", [Value(t, n) for n, t in types]))
+    return _Importer(module, fn, inferred.graph, model_opsets(proto)).run()
+
+
+def _body_sources(nodes: Sequence[onnx.NodeProto], value: str, inputs: Sequence[str]
+                  ) -> list[str]:
+    """Which of `inputs` (a function call's inputs) body value `value` is computed from."""
+    producer = {o: n for n in nodes for o in n.output if o}
+    found, seen, todo = [], set(), [value]
+    while todo:
+        v = todo.pop()
+        if v in seen or not v:
+            continue
+        seen.add(v)
+        if v in producer:
+            if producer[v].op_type not in SHAPE_ONLY:
+                todo.extend(node_inputs(producer[v]))
+        elif v in inputs:
+            found.append(v)
+    return found
 
 
 def attribute_values(node: onnx.NodeProto) -> dict[str, Any]:
@@ -58,15 +90,29 @@ def attribute_values(node: onnx.NodeProto) -> dict[str, Any]:
 
 
 class _Importer:
-    def __init__(self, proto: onnx.ModelProto, opset: int,
-                 types: Sequence[tuple[str, TensorType]], name: str) -> None:
-        self.graph = proto.graph
-        self.opset = opset
-        self.module = Module(re.sub(r"\s+", "_", name) or "model")
-        params = [Value(t, n) for n, t in types]
-        self.fn = self.module.add_function(Function("main", params))
-        self.b = Builder(self.module, self.fn)
-        self.values: dict[str, Value] = {p.name: p for p in params}  # type: ignore[misc]
+    """Converts one ONNX graph into the body of one IR function.
+
+    The model's graph becomes ``main``; a subgraph (an If branch, a Loop or Scan body) gets
+    an importer of its own whose `parent` is the enclosing graph's. A subgraph's reference
+    to an outer value becomes a new parameter of its function (`captures` records the
+    outer values, in parameter order), unless `inline` (the subgraph is converted into
+    the parent's own function, as a constant If condition allows), or the outer value is a
+    constant (copied in, so it still folds).
+    """
+
+    def __init__(self, module: Module, fn: Function, graph: onnx.GraphProto,
+                 opsets: dict[str, int], parent: _Importer | None = None,
+                 inline: bool = False) -> None:
+        self.graph = graph
+        self.opsets = opsets
+        self.module = module
+        self.fn = fn
+        self.b = Builder(module, fn)
+        self.parent = parent
+        self.inline = inline
+        self.captures: list[Value] = []
+        self.values: dict[str, Value] = {p.name: p for p in fn.params  # type: ignore[misc]
+                                         if p.name is not None}
         self.initializers = {t.name: t for t in self.graph.initializer}
         for sparse in self.graph.sparse_initializer:
             self.initializers.setdefault(sparse.values.name, sparse)
@@ -82,9 +128,58 @@ class _Importer:
                 elem_only.tensor_type.elem_type = info.type.tensor_type.elem_type
                 self.inferred[info.name] = elem_only
 
-    def run(self) -> Module:
+    def subgraph(self, graph: onnx.GraphProto, params: Sequence[Value], name: str,
+                 label: str) -> tuple[Function, list[Value]]:
+        """`graph` converted into a new function taking `params` (named after the graph's
+        inputs) and then one parameter per captured outer value; returns the function and
+        the outer values to pass for those captures."""
+        fn = self.module.add_function(Function(self.module.unique_function_name(name),
+                                               list(params)))
+        sub = _Importer(self.module, fn, graph, self.opsets, parent=self)
+        with self._outer_dynamic(graph.node):
+            sub.convert_nodes(label)
+        for out in graph.output:
+            fn.results.append(sub.value(out.name, f"output '{out.name}' of {label}"))
+        return fn, sub.captures
+
+    def inline_graph(self, graph: onnx.GraphProto, label: str,
+                     bindings: dict[str, Value] | None = None) -> list[Value]:
+        """`graph` converted into this importer's function, its inputs bound to `bindings`;
+        its outputs."""
+        sub = _Importer(self.module, self.fn, graph, self.opsets, parent=self, inline=True)
+        sub.values.update(bindings or {})
+        with self._outer_dynamic(graph.node):
+            sub.convert_nodes(label)
+        return [sub.value(out.name, f"output '{out.name}' of {label}") for out in graph.output]
+
+    @contextmanager
+    def _outer_dynamic(self, nodes: Sequence[onnx.NodeProto]) -> Iterator[None]:
+        """Re-raise a subgraph's NCC_EMOD025 error (a value needed at compile time) about
+        the non-constant value of this scope it is computed from, when there is one."""
+        try:
+            yield
+        except FrontendError as exc:
+            if exc.code != DYNAMIC or exc.value is None or exc.value in self.values:
+                raise
+            names = {n for node in nodes for n in node_inputs(node)}
+            outer = [n for n in _body_sources(nodes, exc.value, sorted(names))
+                     if self.defines(n) and const_value(self.lookup(n)) is None]
+            if not outer:
+                raise
+            raise FrontendError(exc.message, exc.code, outer[0]) from None
+
+    def lookup(self, name: str) -> Value | None:
+        """The value `name` has here, if it has been converted (no capture made)."""
+        if name in self.values:
+            return self.values[name]
+        return self.parent.lookup(name) if self.parent is not None else None
+
+    def convert_nodes(self, prefix: str = "") -> None:
         for index, node in enumerate(self.graph.node):
-            self.convert(index, node)
+            self.convert(f"{prefix}/{index}" if prefix else index, node)
+
+    def run(self) -> Module:
+        self.convert_nodes()
         for out in self.graph.output:
             v = self.value(out.name, f"graph output '{out.name}'")
             if out.type.HasField("tensor_type") and out.type.tensor_type.elem_type:
@@ -103,6 +198,8 @@ class _Importer:
         if name in self.values:
             return self.values[name]
         init = self.initializers.get(name)
+        if init is None and self.parent is not None and self.parent.defines(name):
+            return self._capture(name, self.parent.value(name, user))
         if init is None:
             raise FrontendError(f"{user} uses '{name}', which no node, input or initializer "
                                 "defines", MALFORMED)
@@ -123,6 +220,25 @@ class _Importer:
         self.values[name] = v
         return v
 
+    def defines(self, name: str) -> bool:
+        """Whether `name` is visible here (defined so far, an initializer, or outer)."""
+        return (name in self.values or name in self.initializers or
+                (self.parent is not None and self.parent.defines(name)))
+
+    def _capture(self, name: str, outer: Value) -> Value:
+        """The local stand-in for outer value `outer`: itself when inline, a copy of a
+        constant, else a new parameter of this function."""
+        if self.inline:
+            v = outer
+        elif const_value(outer) is not None:
+            v = self.b.constant(np.asarray(const_value(outer)), outer.type.dtype)
+        else:
+            v = Value(outer.type, name)
+            self.fn.params.append(v)
+            self.captures.append(outer)
+        self.values[name] = v
+        return v
+
     def inferred_dtype(self, name: str) -> DType | None:
         t = self.inferred.get(name)
         if t is None or not t.tensor_type.elem_type:
@@ -139,20 +255,29 @@ class _Importer:
         return tuple(d.dim_value for d in dims)
 
     # -- nodes -------------------------------------------------------------------------
-    def convert(self, index: int, node: onnx.NodeProto) -> None:
-        label = node.name or f"#{index}"
+    def convert(self, index: int | str, node: onnx.NodeProto,
+                opsets: dict[str, int] | None = None) -> None:
+        """Convert `node` (its function body's nodes when nxcc has no converter for it)."""
+        opsets = opsets or self.opsets
+        label = node.name or (f"#{index}" if isinstance(index, int) else index)
         user = f"node '{label}' ({node.op_type})"
         inputs = [self.value(n, user) if n else None for n in node.input]
+        domain = "" if node.domain in DEFAULT_DOMAINS else node.domain
+        key = f"{domain}.{node.op_type}" if domain else node.op_type
+        if key not in CONVERTERS:
+            self.expand(label, node, inputs, opsets)
+            return
+        opset = opsets.get(domain, 0)
         out_dtypes = [self.inferred_dtype(o) if o else None for o in node.output]
-        folded = fold_node(node, self.opset, [const_value(v) for v in inputs], out_dtypes)
-        ctx = NodeContext(self.b, node, self.opset, inputs, attribute_values(node), label)
+        folded = fold_node(node, opset, [const_value(v) for v in inputs], out_dtypes)
+        ctx = NodeContext(self.b, node, opset, inputs, attribute_values(node), label, self)
         if folded is not None:
             outs: list[Value | None] = [
                 self.b.constant(arr) if name else None
                 for arr, name in zip(folded, node.output, strict=False)]
         else:
             try:
-                outs = list(CONVERTERS[node.op_type](ctx))
+                outs = list(CONVERTERS[key](ctx))
             except (TypeRuleError, ValueError) as exc:
                 raise ctx.fail(str(exc)) from None
         for i, name in enumerate(node.output):
@@ -165,6 +290,33 @@ class _Importer:
             if v.name is None:
                 v.name = name
             self.values[name] = v
+
+    def expand(self, label: str, node: onnx.NodeProto, inputs: list[Value | None],
+               opsets: dict[str, int]) -> None:
+        """Convert the nodes of `node`'s ONNX function body in its place."""
+        domain = "" if node.domain in DEFAULT_DOMAINS else node.domain
+        types = [None if v is None else onnx.helper.make_tensor_type_proto(
+            IR_TO_ONNX[v.type.dtype], v.type.shape) for v in inputs]
+        prefix = f"{label}/{node.op_type}/"
+        body = expand_node(node, opsets.get(domain, 0), types, prefix)
+        if body is None:
+            name = f"{domain}.{node.op_type}" if domain else node.op_type
+            raise FrontendError(f"unsupported ONNX operator '{name}' (node '{label}', opset "
+                                f"{opsets.get(domain, 0)})", UNSUPPORTED_OP)
+        inner = {**opsets, **body.opsets}
+        try:
+            for i, sub in enumerate(body.nodes):
+                self.convert(f"{label}/{i}", sub, inner)
+        except FrontendError as exc:
+            if exc.code != DYNAMIC or exc.value is None:
+                raise
+            outer = [n for n in _body_sources(body.nodes, exc.value, node.input)
+                     if n and const_value(self.values.get(n)) is None]
+            raise FrontendError(exc.message, exc.code, outer[0] if outer else None) from None
+        for name in node.output:
+            if name and name not in self.values:
+                raise FrontendError(f"node '{label}' ({node.op_type}): its function body does "
+                                    f"not compute output '{name}'", INVALID_NODE)
 
     def check_output(self, ctx: NodeContext, name: str, v: Value) -> None:
         """The converted value agrees with ONNX's inferred type (a converter bug otherwise)."""

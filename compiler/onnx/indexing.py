@@ -1,4 +1,4 @@
-"""Indexing operators: Slice, Split, Gather, Pad, Tile, Trilu, CumSum."""
+"""Indexing operators: Slice, Split, Gather, Pad, Tile, Trilu, CumSum, CumProd."""
 
 from __future__ import annotations
 
@@ -256,25 +256,26 @@ def convert_trilu(ctx: NodeContext) -> list[Value]:
     return [b.select(keep, x, splat_like(b, 0, x))]
 
 
-@converter("CumSum")
-def convert_cumsum(ctx: NodeContext) -> list[Value]:
-    """A reduce_window sum whose window covers everything before (and at) each position."""
+@converter("CumSum", "CumProd")
+def convert_cumulative(ctx: NodeContext) -> list[Value]:
+    """A reduce_window sum (product) whose window covers everything before (and at) each
+    position."""
     b, x = ctx.b, ctx.input(0)
+    opcode, identity = ("add", 0) if ctx.op_type == "CumSum" else ("multiply", 1)
     rank = x.type.rank
     axis = ctx.axis(int(ctx.const_input(1, "axis").reshape(())), rank)
     n = x.type.shape[axis]
     reverse = bool(ctx.attr("reverse", 0))
     if reverse:
         x = b.reverse(x, dimensions=(axis,))
+    init = b.constant(np.full((), identity, x.type.dtype.numpy))
     if ctx.attr("exclusive", 0) and n:
-        zero = b.constant(np.zeros((), x.type.dtype.numpy))
-        x = b.pad(x, zero, low=_with((0,) * rank, axis, 1), high=_with((0,) * rank, axis, -1),
+        x = b.pad(x, init, low=_with((0,) * rank, axis, 1), high=_with((0,) * rank, axis, -1),
                   interior=(0,) * rank)
-    init = b.constant(np.zeros((), x.type.dtype.numpy))
     y = b.op("reduce_window", [x, init], {
         "window_dimensions": _with((1,) * rank, axis, max(n, 1)),
         "window_strides": (1,) * rank, "base_dilations": (1,) * rank,
         "window_dilations": (1,) * rank,
         "padding": tuple((max(n - 1, 0), 0) if d == axis else (0, 0) for d in range(rank)),
-        "computation": binary_computation(b.module, "add", x.type.dtype)})
+        "computation": binary_computation(b.module, opcode, x.type.dtype)})
     return [b.reverse(y, dimensions=(axis,)) if reverse else y]

@@ -1,11 +1,12 @@
-"""MatMul and Gemm as ``dot_general`` (+ elementwise scaling and bias)."""
+"""MatMul and Gemm as ``dot_general`` (+ elementwise scaling and bias), and Det."""
 
 from __future__ import annotations
 
-from compiler.onnx.context import NodeContext, broadcast_shapes, splat_like
+from compiler.onnx.context import NodeContext, broadcast_shapes, reduce, splat_like
 from compiler.onnx.registry import converter
 from ir.builder import Builder
 from ir.core import Value
+from ir.dtypes import DType
 
 
 def matmul(ctx: NodeContext, a: Value, w: Value) -> Value:
@@ -76,3 +77,84 @@ def convert_gemm(ctx: NodeContext) -> list[Value]:
             raise ctx.fail(f"C {c.type} does not broadcast to the result {out.type}")
         out = b.add(out, b.broadcast_to(_scaled(b, c, beta), out.type.shape))
     return [out]
+
+
+@converter("Det")
+def convert_det(ctx: NodeContext) -> list[Value]:
+    """Determinant of [..., n, n] by Gaussian elimination with partial pivoting, unrolled
+    over the n columns (each step whole-array ops on every matrix of the batch): the pivot
+    row (largest |a|, first on ties) is swapped in through one-hot masks, the rows below
+    are eliminated, and the result is the signed product of the pivots."""
+    b, x = ctx.b, ctx.input(0)
+    if not x.type.dtype.is_float or x.type.rank < 2 or x.type.shape[-1] != x.type.shape[-2]:
+        raise ctx.fail(f"expects float square matrices [..., n, n], got {x.type}")
+    n = x.type.shape[-1]
+    batch = x.type.shape[:-2]
+    r = x.type.rank
+    a = x
+    rows = b.iota(dtype=DType.S64, shape=(*batch, n), dimension=r - 2)
+    sign = b.splat(1, x.type.with_shape(batch))
+    det = None
+    for k in range(n):
+        col = _col(b, a, k)                                            # [..., n]
+        mag = b.select(b.compare(rows, b.splat(k, rows.type), direction="GE"), b.abs(col),
+                       splat_like(b, -1, col))
+        best = reduce(b, mag, [r - 2], "maximum", keepdims=True)
+        is_best = b.compare(mag, b.broadcast_to(best, mag.type.shape), direction="EQ")
+        first = reduce(b, b.select(is_best, rows, b.splat(n, rows.type)), [r - 2], "minimum",
+                       keepdims=True)
+        p_hot = b.compare(rows, b.broadcast_to(first, rows.type.shape), direction="EQ")
+        k_hot = b.compare(rows, b.splat(k, rows.type), direction="EQ")
+        row_p = _pick_row(b, a, p_hot)                                  # [..., n]
+        row_k = _pick_row(b, a, k_hot)
+        a = b.add(a, b.add(_outer(b, k_hot, b.subtract(row_p, row_k), a),
+                           _outer(b, p_hot, b.subtract(row_k, row_p), a)))
+        swapped = b.compare(b.reshape(first, batch), b.splat(k, first.type.with_shape(batch)),
+                            direction="NE")
+        sign = b.select(swapped, b.negate(sign), sign)
+        pivot = b.reshape(_slice2(b, a, k, k), batch)
+        det = pivot if det is None else b.multiply(det, pivot)
+        below = b.compare(rows, b.splat(k, rows.type), direction="GT")
+        factor = b.divide(_col(b, a, k), b.broadcast_to(b.reshape(pivot, (*batch, 1)),
+                                                           (*batch, n)))
+        factor = b.select(below, factor, splat_like(b, 0, factor))
+        a = b.subtract(a, b.multiply(
+            b.op("broadcast_in_dim", [factor], {"shape": a.type.shape, "broadcast_dimensions":
+                                                tuple(range(r - 1))}),
+            b.op("broadcast_in_dim", [_pick_row(b, a, k_hot)], {
+                "shape": a.type.shape, "broadcast_dimensions": (*range(r - 2), r - 1)})))
+    if det is None:
+        return [b.splat(1, x.type.with_shape(batch))]
+    return [b.multiply(det, sign)]
+
+
+def _col(b: Builder, a: Value, k: int) -> Value:
+    """Column k of [..., n, n]: [..., n]."""
+    r = a.type.rank
+    piece = b.slice(a, start_indices=(0,) * (r - 1) + (k,),
+                    limit_indices=(*a.type.shape[:-1], k + 1), strides=(1,) * r)
+    return b.reshape(piece, a.type.shape[:-1])
+
+
+def _slice2(b: Builder, a: Value, i: int, j: int) -> Value:
+    r = a.type.rank
+    return b.slice(a, start_indices=(0,) * (r - 2) + (i, j),
+                   limit_indices=(*a.type.shape[:-2], i + 1, j + 1), strides=(1,) * r)
+
+
+def _pick_row(b: Builder, a: Value, hot: Value) -> Value:
+    """sum over rows of a where `hot` (one true row per matrix): that row, [..., n]."""
+    r = a.type.rank
+    mask = b.op("broadcast_in_dim", [hot], {"shape": a.type.shape,
+                                            "broadcast_dimensions": tuple(range(r - 1))})
+    return reduce(b, b.select(mask, a, splat_like(b, 0, a)), [r - 2], "add")
+
+
+def _outer(b: Builder, hot: Value, row: Value, like: Value) -> Value:
+    """`row` placed at the rows `hot` marks (zeros elsewhere), shaped like `like`."""
+    r = like.type.rank
+    mask = b.op("broadcast_in_dim", [hot], {"shape": like.type.shape,
+                                            "broadcast_dimensions": tuple(range(r - 1))})
+    full = b.op("broadcast_in_dim", [row], {"shape": like.type.shape,
+                                            "broadcast_dimensions": (*range(r - 2), r - 1)})
+    return b.select(mask, full, splat_like(b, 0, full))

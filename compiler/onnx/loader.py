@@ -21,6 +21,7 @@ from compiler.onnx.errors import (
     UNSUPPORTED_OP,
     FrontendError,
 )
+from compiler.onnx.functions import has_function
 from compiler.onnx.registry import CONVERTERS
 from ir.types import TensorType
 
@@ -37,8 +38,10 @@ def _first_line(exc: BaseException) -> str:
 def load_model(model: onnx.ModelProto | str | Path) -> tuple[onnx.ModelProto, str]:
     """The model and how messages name it (its file name); checked with ``onnx.checker``.
 
-    FrontendError (NCC_EFRM001) when the file is missing, is not an ONNX protobuf, or the
-    model fails the checker.
+    FrontendError (NCC_EFRM001) when the file is missing, is not an ONNX protobuf, reads
+    values nothing defines, has a cycle or an initializer that does not fill its shape
+    (`validate.validate_graph`; nodes merely out of order are sorted), or fails the
+    checker.
     """
     if isinstance(model, onnx.ModelProto):
         proto, source, path = model, model.graph.name or "<model>", None
@@ -53,6 +56,20 @@ def load_model(model: onnx.ModelProto | str | Path) -> tuple[onnx.ModelProto, st
             raise FrontendError(
                 f"'{source}' is not a valid ONNX model: cannot parse it as an ONNX protobuf "
                 f"({_first_line(exc)})", MALFORMED) from None
+    from compiler.onnx.validate import validate_graph
+
+    try:
+        order = validate_graph(proto.graph)
+    except FrontendError as exc:
+        raise FrontendError(f"'{source}' is not a valid ONNX model: {exc.message}",
+                            MALFORMED) from None
+    if order != list(range(len(proto.graph.node))):
+        nodes = [onnx.NodeProto.FromString(proto.graph.node[i].SerializeToString())
+                 for i in order]
+        if path is None:  # never reorder the caller's own proto
+            proto = onnx.ModelProto.FromString(proto.SerializeToString())
+        del proto.graph.node[:]
+        proto.graph.node.extend(nodes)
     try:
         big = path is not None and proto.ByteSize() >= TWO_GB
         onnx.checker.check_model(str(path) if big else proto)
@@ -62,6 +79,20 @@ def load_model(model: onnx.ModelProto | str | Path) -> tuple[onnx.ModelProto, st
     if proto.functions:
         proto = onnx.inliner.inline_local_functions(proto)
     return proto, source
+
+
+def upgrade_opset(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """`proto` itself, or converted with ``onnx.version_converter`` to opset `MIN_OPSET` when
+    its default-domain opset is older; FrontendError if the conversion fails."""
+    opset = model_opsets(proto).get("", 0)
+    if opset == 0 or opset >= MIN_OPSET:
+        return proto
+    try:
+        return onnx.version_converter.convert_version(proto, MIN_OPSET)
+    except Exception as exc:  # noqa: BLE001 - the converter raises C++ errors of any kind
+        raise FrontendError(
+            f"ONNX opset {opset} is older than {MIN_OPSET} and onnx's version converter cannot "
+            f"upgrade it ({_first_line(exc)})", UNSUPPORTED_FEATURE) from None
 
 
 def model_opsets(proto: onnx.ModelProto) -> dict[str, int]:
@@ -74,22 +105,45 @@ def model_opsets(proto: onnx.ModelProto) -> dict[str, int]:
 
 
 def check_operators(proto: onnx.ModelProto) -> int:
-    """The default-domain opset; FrontendError at the first node nxcc cannot convert."""
+    """The default-domain opset; FrontendError at the first node nxcc cannot convert
+    (one with neither a converter nor an ONNX function body)."""
     opsets = model_opsets(proto)
     opset = opsets.get("", 0)
-    if opset < MIN_OPSET:
+    uses_default = any(n.domain in DEFAULT_DOMAINS for n in proto.graph.node)
+    if opset < MIN_OPSET and uses_default:
         raise FrontendError(
             f"ONNX opset {opset} is not supported (nxcc converts opset {MIN_OPSET} and later)",
             UNSUPPORTED_FEATURE)
     for index, node in enumerate(proto.graph.node):
         domain = "" if node.domain in DEFAULT_DOMAINS else node.domain
-        if domain == "" and node.op_type in CONVERTERS:
+        if (f"{domain}.{node.op_type}" if domain else node.op_type) in CONVERTERS:
             continue
+        if has_function(node.op_type, domain, opsets.get(domain, 0)):
+            continue  # converted through its ONNX function body
         name = f"{domain}.{node.op_type}" if domain else node.op_type
         raise FrontendError(
             f"unsupported ONNX operator '{name}' (node '{node.name or f'#{index}'}', "
             f"opset {opsets.get(domain, 0)})", UNSUPPORTED_OP)
     return opset
+
+
+# Operators whose outputs depend only on their inputs' (static) shapes, not their values.
+SHAPE_ONLY = frozenset({"Shape", "Size"})
+
+
+def node_inputs(node: onnx.NodeProto) -> list[str]:
+    """The values `node` reads: its inputs, and the outer values its subgraphs use."""
+    names = list(node.input)
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else (
+            list(attr.graphs) if attr.type == onnx.AttributeProto.GRAPHS else [])
+        for g in graphs:
+            local = {v.name for v in g.input} | {t.name for t in g.initializer}
+            local |= {o for n in g.node for o in n.output}
+            inner = [n for sub in g.node for n in node_inputs(sub)]
+            inner += [o.name for o in g.output]
+            names += [n for n in inner if n and n not in local]
+    return names
 
 
 def graph_inputs(proto: onnx.ModelProto) -> list[onnx.ValueInfoProto]:

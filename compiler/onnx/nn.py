@@ -92,7 +92,12 @@ def _add_bias(ctx: NodeContext, out: Value, index: int) -> Value:
 @converter("Conv")
 def convert_conv(ctx: NodeContext) -> list[Value]:
     """Conv(X [N, C, D...], W [M, C/group, k...], B [M]) -> convolution (+ bias)."""
-    b, x, w = ctx.b, ctx.input(0, "X"), ctx.input(1, "W")
+    return [_add_bias(ctx, conv(ctx, ctx.input(0, "X"), ctx.input(1, "W")), 2)]
+
+
+def conv(ctx: NodeContext, x: Value, w: Value) -> Value:
+    """The convolution of `x` by `w` with the node's Conv attributes (no bias)."""
+    b = ctx.b
     n = _spatial_input(ctx, x)
     if w.type.rank != n + 2:
         raise ctx.fail(f"weights {w.type} must have rank {n + 2} for input {x.type}")
@@ -104,7 +109,7 @@ def convert_conv(ctx: NodeContext) -> list[Value]:
         "window_strides": tuple(geom.strides), "padding": tuple(geom.pads),
         "lhs_dilation": (1,) * n, "rhs_dilation": tuple(geom.dilations),
         "feature_group_count": int(ctx.attr("group", 1)), **_dimension_numbers(n)})
-    return [_add_bias(ctx, out, 2)]
+    return out
 
 
 @converter("ConvTranspose")
@@ -133,7 +138,10 @@ def convert_conv_transpose(ctx: NodeContext) -> list[Value]:
             target = [spatial[i] * strides[i] for i in range(n)]
         pads = []
         for i in range(n):
-            total = max(strides[i] * (spatial[i] - 1) + out_pad[i] + extent[i] - target[i], 0)
+            total = strides[i] * (spatial[i] - 1) + out_pad[i] + extent[i] - target[i]
+            if total < 0:  # a larger output_shape: the extra goes at the end
+                pads.append((0, total))
+                continue
             head = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
             pads.append((head, total - head))
     elif auto_pad == "VALID":

@@ -1,5 +1,6 @@
-"""Normalizations (inference): BatchNormalization, LayerNormalization, InstanceNormalization,
-GroupNormalization, as elementwise ops and reductions."""
+"""Normalizations: BatchNormalization (inference and training mode), LayerNormalization,
+InstanceNormalization, GroupNormalization, LpNormalization, as elementwise ops and
+reductions."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def convert_batch_norm(ctx: NodeContext) -> list[Value]:
     [C]-sized math runs once; the full-size tensor sees one multiply and one add)."""
     b, x = ctx.b, ctx.input(0, "X")
     if int(ctx.attr("training_mode", 0)):
-        raise ctx.unsupported("training_mode=1 (nxcc compiles inference graphs)")
+        return _batch_norm_training(ctx)
     for i in range(1, 5):
         if ctx.output_used(i):
             raise ctx.unsupported(f"output {i} (training statistics)")
@@ -48,6 +49,52 @@ def convert_batch_norm(ctx: NodeContext) -> list[Value]:
     shift = b.subtract(bias, b.multiply(mean, k))
     y = b.multiply(x, _channel_param(ctx, k, x.type.shape))
     return [b.add(y, _channel_param(ctx, shift, x.type.shape))]
+
+
+def _batch_norm_training(ctx: NodeContext) -> list[Value]:
+    """training_mode=1 (opset 14+): normalize with the batch's own mean and (population)
+    variance over every dim but the channels; the running statistics outputs are
+    input_mean * momentum + batch_mean * (1 - momentum), and likewise the variance."""
+    b, x = ctx.b, ctx.input(0, "X")
+    float_type_of(ctx, x)
+    dims = [d for d in range(x.type.rank) if d != 1]
+    scale, bias, mean, var = (b.convert(ctx.input(i, w), x.type.dtype) for i, w in
+                              enumerate(("scale", "B", "input_mean", "input_var"), start=1))
+    count = max(math.prod(x.type.shape[d] for d in dims), 1)
+    batch_mean = b.divide(reduce(b, x, dims, "add"), splat_like(b, count, scale))
+    centered = b.subtract(x, _channel_param(ctx, batch_mean, x.type.shape))
+    batch_var = b.divide(reduce(b, b.multiply(centered, centered), dims, "add"),
+                         splat_like(b, count, scale))
+    eps = float(ctx.attr("epsilon", 1e-5))
+    k = b.multiply(scale, b.rsqrt(b.add(batch_var, splat_like(b, eps, batch_var))))
+    y = b.add(b.multiply(centered, _channel_param(ctx, k, x.type.shape)),
+              _channel_param(ctx, bias, x.type.shape))
+    momentum = float(ctx.attr("momentum", 0.9))
+
+    def running(old: Value, batch: Value) -> Value:
+        return b.add(b.multiply(old, splat_like(b, momentum, old)),
+                     b.multiply(batch, splat_like(b, 1.0 - momentum, batch)))
+
+    return [y, running(mean, batch_mean), running(var, batch_var)]
+
+
+@converter("LpNormalization")
+def convert_lp_normalization(ctx: NodeContext) -> list[Value]:
+    """x / (sum |x|^p along axis)^(1/p) for p = 1 or 2; 0 where the norm is 0."""
+    b, x = ctx.b, ctx.input(0)
+    float_type_of(ctx, x)
+    axis = ctx.axis(int(ctx.attr("axis", -1)), x.type.rank)
+    p = int(ctx.attr("p", 2))
+    if p not in (1, 2):
+        raise ctx.fail(f"p must be 1 or 2, got {p}")
+    if p == 1:
+        norm = reduce(b, b.abs(x), [axis], "add", keepdims=True)
+    else:
+        norm = b.sqrt(reduce(b, b.multiply(x, x), [axis], "add", keepdims=True))
+    norm = b.broadcast_to(norm, x.type.shape)
+    zero = splat_like(b, 0, x)
+    is_zero = b.compare(norm, zero, direction="EQ")
+    return [b.select(is_zero, zero, b.divide(x, norm))]
 
 
 def _stash(ctx: NodeContext, x: Value) -> DType:

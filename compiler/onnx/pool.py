@@ -12,6 +12,7 @@ from compiler.onnx.registry import converter
 from ir.builder import Builder
 from ir.computations import binary_computation
 from ir.core import Value
+from ir.dtypes import DType
 
 
 def _output_size(geom: Window, i: int, size: int, ceil_mode: bool) -> int:
@@ -66,14 +67,59 @@ def _reduce_window(b: Builder, x: Value, geom: Window, sizes: list[int], opcode:
 
 @converter("MaxPool")
 def convert_max_pool(ctx: NodeContext) -> list[Value]:
-    """MaxPool; the optional Indices output is not supported."""
-    if ctx.output_used(1):
-        raise ctx.unsupported("the Indices output")
+    """MaxPool, and its optional Indices output (see `max_indices`)."""
     x = ctx.input(0)
     if ctx.attr("storage_order", 0) not in (0, 1):
         raise ctx.fail("storage_order must be 0 or 1")
     geom, sizes = pool_window(ctx, x)
-    return [_reduce_window(ctx.b, x, geom, sizes, "maximum", lowest(x.type.dtype))]
+    y = _reduce_window(ctx.b, x, geom, sizes, "maximum", lowest(x.type.dtype))
+    if not ctx.output_used(1):
+        return [y]
+    return [y, max_indices(ctx.b, x, y, geom, int(ctx.attr("storage_order", 0)))]
+
+
+def max_indices(b: Builder, x: Value, y: Value, geom: Window, storage_order: int) -> Value:
+    """The s64 flat index into `x` of the first maximum of each window: the kernel's
+    offsets are visited in order (one strided slice of the padded input each) and the
+    first whose value equals the window's max wins. Indices count N, C and the spatial
+    dims row-major, or the spatial dims column-major when `storage_order` is 1."""
+    shape, out = x.type.shape, y.type.shape
+    rank = len(shape)
+    spatial = shape[2:]
+    pads = [(lo, (o - 1) * st + geom.extent(i) - (n + lo))
+            for i, ((lo, _hi), n, o, st) in enumerate(zip(geom.pads, spatial, out[2:],
+                                                        geom.strides, strict=True))]
+    xp = b.pad(x, b.constant(np.array(lowest(x.type.dtype), x.type.dtype.numpy)),
+               low=(0, 0, *[max(p[0], 0) for p in pads]),
+               high=(0, 0, *[max(p[1], 0) for p in pads]), interior=(0,) * rank)
+    plane = math.prod(spatial)
+    batch = b.iota(dtype=DType.S64, shape=out, dimension=0)
+    channel = b.add(b.multiply(batch, b.splat(shape[1], batch.type)),
+                    b.iota(dtype=DType.S64, shape=out, dimension=1))
+    base = b.multiply(channel, b.splat(plane, channel.type))
+    weights = [math.prod(spatial[i + 1:]) for i in range(len(spatial))]
+    if storage_order == 1:
+        weights = [math.prod(spatial[:i]) for i in range(len(spatial))]
+    found = b.splat(False, y.type.with_dtype(DType.PRED))
+    index = b.splat(0, channel.type)
+    for offset in np.ndindex(*geom.kernel):
+        starts = [max(p[0], 0) - p[0] + k * d for p, k, d in
+                  zip(pads, offset, geom.dilations, strict=True)]
+        window_vals = b.slice(xp, start_indices=(0, 0, *starts),
+                              limit_indices=(out[0], out[1], *[
+                                  s + (o - 1) * st + 1 for s, o, st in
+                                  zip(starts, out[2:], geom.strides, strict=True)]),
+                              strides=(1, 1, *geom.strides))
+        flat = base
+        for i, (st, w) in enumerate(zip(geom.strides, weights, strict=True)):
+            first = offset[i] * geom.dilations[i] - pads[i][0]
+            pos = b.iota(dtype=DType.S64, shape=out, dimension=2 + i)
+            pos = b.add(b.multiply(pos, b.splat(st, pos.type)), b.splat(first, pos.type))
+            flat = b.add(flat, b.multiply(pos, b.splat(w, pos.type)))
+        hit = b.op("and", [b.compare(window_vals, y, direction="EQ"), b.op("not", [found])])
+        index = b.select(hit, flat, index)
+        found = b.op("or", [found, hit])
+    return index
 
 
 def _window_counts(geom: Window, i: int, size: int, out: int, include_pad: bool) -> np.ndarray:

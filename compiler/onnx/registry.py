@@ -1,5 +1,8 @@
 """The converter registry: ONNX op type -> function lowering one node to core ops.
 
+Operators of the default domain are keyed by their type (``Conv``), others by
+``domain.type`` (``ai.onnx.ml.Binarizer``).
+
 A converter takes a `NodeContext` (builder, node, opset, input values, attributes) and
 returns the node's output values in order. It may return fewer values than the node has
 outputs only when the missing outputs are not used (their names are empty); it raises

@@ -20,20 +20,29 @@ from ir.builder import Builder
 from ir.core import Value
 
 TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
-              "asymmetric", "tf_half_pixel_for_nn")
+              "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize")
 
 
-def source_coords(mode: str, n_in: int, n_out: int, scale: float) -> np.ndarray:
-    """The input coordinate each output position maps to."""
+def source_coords(mode: str, n_in: int, n_out: int, scale: float,
+                  roi: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
+    """The input coordinate each output position maps to. As the ONNX reference, the
+    output length in the formulas is the unrounded `scale * n_in`; `roi` (start, end) is
+    tf_crop_and_resize's crop box, in units of the input length."""
     y = np.arange(n_out, dtype=np.float64)
+    width = scale * n_in
     if mode == "align_corners":
-        return np.zeros(n_out) if n_out == 1 else y * (n_in - 1) / (n_out - 1)
+        return np.zeros(n_out) if width == 1 else y * (n_in - 1) / (width - 1)
+    if mode == "tf_crop_and_resize":
+        lo, hi = roi
+        if width == 1:
+            return np.full(n_out, (hi - lo) * (n_in - 1) / 2 + lo * (n_in - 1))
+        return y * (hi - lo) * (n_in - 1) / (width - 1) + lo * (n_in - 1)
     if mode == "asymmetric":
         return y / scale
     if mode == "tf_half_pixel_for_nn":
         return (y + 0.5) / scale
     if mode == "pytorch_half_pixel":
-        return np.full(n_out, -0.5) if n_out == 1 else (y + 0.5) / scale - 0.5
+        return np.full(n_out, -0.5) if width == 1 else (y + 0.5) / scale - 0.5
     if mode == "half_pixel_symmetric":
         offset = n_in / 2 * (1 - n_out / (scale * n_in))
         return offset + (y + 0.5) / scale - 0.5
@@ -142,8 +151,17 @@ def _plan(ctx: NodeContext, x: Value, scales: list[float] | None, sizes: list[in
 
 
 def _resize(ctx: NodeContext, x: Value, scales: list[float] | None, sizes: list[int] | None,
-            axes: list[int], transform: str, rounding: str) -> Value:
+            axes: list[int], transform: str, rounding: str,
+            roi: list[float] | None = None) -> Value:
     b = ctx.b
+    boxes = [(0.0, 1.0)] * x.type.rank
+    if transform == "tf_crop_and_resize":
+        if roi is None or len(roi) != 2 * len(axes):
+            raise ctx.fail(f"tf_crop_and_resize needs a roi of {2 * len(axes)} values, "
+                           f"got {roi}")
+        for i, axis in enumerate(axes):
+            boxes[axis] = (roi[i], roi[i + len(axes)])
+    extrapolation = float(ctx.attr("extrapolation_value", 0.0))
     mode = ctx.attr("mode", "nearest")
     if mode not in ("nearest", "linear", "cubic"):
         raise ctx.unsupported(f"mode '{mode}'")
@@ -161,12 +179,16 @@ def _resize(ctx: NodeContext, x: Value, scales: list[float] | None, sizes: list[
             continue
         if n_in == 0:
             raise ctx.fail(f"cannot resize an empty dimension {axis} of {x.type}")
-        src = source_coords(transform, n_in, n_out, scale)
+        src = source_coords(transform, n_in, n_out, scale, boxes[axis])
         if mode == "nearest":
             x = resample_axis(b, x, axis, nearest_taps(src, rounding, n_in, scale), None)
         else:
             idx, w = interp_taps(src, mode, n_in, scale, antialias, a, exclude)
             x = resample_axis(b, x, axis, idx, w)
+        outside = (src < 0) | (src > n_in - 1)
+        if transform == "tf_crop_and_resize" and outside.any():
+            mask = broadcast_along(b, b.constant(outside), x.type.shape, axis)
+            x = b.select(mask, b.splat(extrapolation, x.type), x)
     return x
 
 
@@ -181,7 +203,8 @@ def _floats(ctx: NodeContext, i: int, what: str) -> list[float] | None:
 def convert_resize(ctx: NodeContext) -> list[Value]:
     """Resize-10 (X, scales) samples asymmetrically; 11+ (X, roi, scales, sizes) follows
     coordinate_transformation_mode; 18+ adds axes, antialias and keep_aspect_ratio_policy.
-    tf_crop_and_resize (which reads roi) is not supported."""
+    tf_crop_and_resize reads roi and fills what falls outside the input with
+    extrapolation_value."""
     x = ctx.input(0)
     if ctx.opset < 11:
         scales = _floats(ctx, 1, "scales")
@@ -194,7 +217,8 @@ def convert_resize(ctx: NodeContext) -> list[Value]:
     axes = list(range(x.type.rank)) if axes_attr is None else ctx.axes(axes_attr, x.type.rank)
     transform = ctx.attr("coordinate_transformation_mode", "half_pixel")
     rounding = ctx.attr("nearest_mode", "round_prefer_floor")
-    return [_resize(ctx, x, scales, sizes, axes, transform, rounding)]
+    roi = _floats(ctx, 1, "roi") if transform == "tf_crop_and_resize" else None
+    return [_resize(ctx, x, scales, sizes, axes, transform, rounding, roi)]
 
 
 @converter("Upsample")

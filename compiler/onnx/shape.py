@@ -67,12 +67,16 @@ def convert_identity(ctx: NodeContext) -> list[Value]:
 
 @converter("Dropout")
 def convert_dropout(ctx: NodeContext) -> list[Value]:
-    """Inference: the identity, and an all-true mask when asked for."""
+    """Inference (or training with ratio 0): the identity, and an all-true mask when asked
+    for. training_mode and ratio must be known at compile time; training with a ratio
+    above 0 drops random elements, and the IR has no random number generator."""
     x = ctx.input(0)
-    if ctx.optional(2) is not None:
-        training = ctx.const(2)
-        if training is None or bool(np.asarray(training).reshape(-1)[0]):
-            raise ctx.unsupported("training_mode other than a constant false")
+    if ctx.optional(2) is not None and bool(ctx.const_input(2, "training_mode").reshape(-1)[0]):
+        ratio = float(ctx.attr("ratio", 0.5)) if ctx.opset < 12 else (
+            float(ctx.const_input(1, "ratio").reshape(-1)[0]) if ctx.optional(1) is not None
+            else 0.5)
+        if ratio != 0.0:
+            raise ctx.unsupported(f"training-mode dropout with ratio {ratio} (random)")
     outs = [x]
     if ctx.output_used(1):
         outs.append(ctx.b.splat(True, x.type.with_dtype(DType.PRED)))
@@ -262,12 +266,17 @@ def convert_depth_to_space(ctx: NodeContext) -> list[Value]:
 
 @converter("SpaceToDepth")
 def convert_space_to_depth(ctx: NodeContext) -> list[Value]:
-    """[N, C, H, W] -> [N, C * bs^2, H / bs, W / bs] (the inverse of DepthToSpace DCR)."""
+    """[N, C, H, W] -> [N, C * bs^2, H / bs, W / bs]: the block offsets become the major
+    part of the channel (mode DCR, the default) or its minor part (CRD)."""
     b, x = ctx.b, ctx.input(0)
     bs = int(ctx.attr("blocksize"))
     if x.type.rank != 4 or bs < 1 or x.type.shape[2] % bs or x.type.shape[3] % bs:
         raise ctx.fail(f"blocksize {bs} does not divide the spatial dims of {x.type}")
     n, c, h, w = x.type.shape
     y = b.reshape(x, (n, c, h // bs, bs, w // bs, bs))
-    y = b.transpose(y, permutation=(0, 3, 5, 1, 2, 4))
+    mode = ctx.attr("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise ctx.fail(f"mode must be DCR or CRD, got {mode!r}")
+    perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = b.transpose(y, permutation=perm)
     return [b.reshape(y, (n, c * bs * bs, h // bs, w // bs))]

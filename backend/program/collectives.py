@@ -1,0 +1,69 @@
+"""The NEFF manifest's view of a partitioned program: collective placeholders and the block
+of each input and output a core reads and writes.
+
+A collective entry says what is communicated, never how (the runtime binds an algorithm to
+the placement at load)::
+
+    {"id": 0, "kind": "all_reduce", "reduction": "sum", "replica_groups": [[0, 1]],
+     "dtype": "f32", "shape": [4, 10], "bytes": 160, "channel_id": 1,
+     "subgraphs": ["sg00", "sg01"]}
+
+`shape` and `bytes` are one rank's operand; `dimension`, `split_dimension`,
+`concat_dimension` and `source_target_pairs` appear for the kinds that have them. The
+programs are SPMD: the i-th collective of every core is the same placeholder.
+"""
+
+from __future__ import annotations
+
+from ir.core import Module, Value
+from ir.rewrite import reachable_functions
+
+COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                  "collective_permute")
+_EXTRA = ("reduction", "dimension", "split_dimension", "concat_dimension")
+
+
+def collectives_of(module: Module) -> list[dict]:
+    """The collectives of `module` (entry function first, then what it calls), in order."""
+    found = []
+    for name in reachable_functions(module):
+        for op in module.functions[name].body:
+            if op.opcode not in COLLECTIVE_OPS:
+                continue
+            operand = op.operands[0].type
+            entry: dict = {"kind": op.opcode}
+            for key in _EXTRA:
+                if key in op.attrs:
+                    entry[key] = op.attrs[key]
+            if op.opcode == "collective_permute":
+                entry["source_target_pairs"] = [list(p) for p in op.attrs["source_target_pairs"]]
+            else:
+                entry["replica_groups"] = [list(g) for g in op.attrs["replica_groups"]]
+            entry.update(dtype=operand.dtype.value, shape=list(operand.shape),
+                         bytes=sum(v.type.nbytes for v in op.operands),
+                         channel_id=op.attrs.get("channel_id", 0))
+            found.append(entry)
+    return found
+
+
+def manifest_collectives(core_modules: list[Module]) -> list[dict]:
+    """One entry per collective placeholder, naming the subgraphs that take part."""
+    merged: list[dict] = []
+    for core, module in enumerate(core_modules):
+        for i, entry in enumerate(collectives_of(module)):
+            if i == len(merged):
+                merged.append({"id": i, **entry, "subgraphs": []})
+            merged[i]["subgraphs"].append(f"sg{core:02d}")
+    return merged
+
+
+def global_shape(v: Value) -> tuple[int, ...]:
+    """The whole (logical core's) shape of a per-core parameter or result."""
+    return v.sharding.global_shape(v.type.shape) if v.sharding is not None else v.type.shape
+
+
+def block_entry(name: str, v: Value, core: int) -> dict:
+    """Where core `core`'s `v` lies in the whole tensor: start and shape per dimension."""
+    spans = (v.sharding.block(global_shape(v), core) if v.sharding is not None
+             else tuple((0, d) for d in v.type.shape))
+    return {"name": name, "start": [a for a, _ in spans], "shape": list(v.type.shape)}

@@ -1,0 +1,119 @@
+"""Structural checks of an ONNX graph, with messages that say what is wrong.
+
+`validate_graph` runs before ``onnx.checker`` (whose message for these cases is a
+fragment): every value a node reads must be a graph input, an initializer or the output of
+a node; nodes that are merely out of order are put in order (by the caller); a cycle is
+refused naming the nodes on it; an initializer whose data does not fill its shape is
+refused naming it. Each failure is a FrontendError (NCC_EFRM001) with a one-line message.
+"""
+
+from __future__ import annotations
+
+import math
+
+import onnx
+from onnx import numpy_helper
+
+from compiler.onnx.errors import MALFORMED, FrontendError
+from compiler.onnx.loader import node_inputs
+
+# bits per element of the sub-byte types (the others use numpy's itemsize)
+SUB_BYTE_BITS = {onnx.TensorProto.INT4: 4, onnx.TensorProto.UINT4: 4,
+                 onnx.TensorProto.FLOAT4E2M1: 4, onnx.TensorProto.INT2: 2,
+                 onnx.TensorProto.UINT2: 2}
+
+
+def _label(node: onnx.NodeProto, index: int) -> str:
+    return f"node '{node.name or f'#{index}'}' ({node.op_type})"
+
+
+def check_tensor(t: onnx.TensorProto, what: str) -> None:
+    """FrontendError unless `t`'s data fills its declared shape exactly."""
+    if t.data_location == onnx.TensorProto.EXTERNAL or t.data_type == onnx.TensorProto.STRING:
+        return
+    count = math.prod(t.dims)
+    if t.HasField("raw_data"):
+        bits = SUB_BYTE_BITS.get(t.data_type)
+        if bits is not None:
+            need = (count * bits + 7) // 8
+        else:
+            try:
+                need = count * onnx.helper.tensor_dtype_to_np_dtype(t.data_type).itemsize
+            except (KeyError, TypeError, ValueError):
+                return
+        if len(t.raw_data) != need:
+            raise FrontendError(
+                f"{what} '{t.name}' has {len(t.raw_data)} bytes of data, but its shape "
+                f"{list(t.dims)} of {onnx.TensorProto.DataType.Name(t.data_type)} needs {need}",
+                MALFORMED)
+        return
+    try:
+        numpy_helper.to_array(t)
+    except (ValueError, TypeError) as exc:
+        raise FrontendError(f"{what} '{t.name}' does not fill its shape {list(t.dims)} "
+                            f"({exc})", MALFORMED) from None
+
+
+def validate_graph(graph: onnx.GraphProto) -> list[int]:
+    """Check `graph`; the order in which to take its nodes (sorted topologically: the
+    original order when the graph already is)."""
+    for t in graph.initializer:
+        check_tensor(t, "initializer")
+    for i, node in enumerate(graph.node):
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.TENSOR:
+                check_tensor(attr.t, f"{_label(node, i)} attribute '{attr.name}'")
+    known = {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    known |= {s.values.name for s in graph.sparse_initializer}
+    producer: dict[str, int] = {}
+    for i, node in enumerate(graph.node):
+        for out in node.output:
+            if out and out in producer:
+                other = graph.node[producer[out]]
+                raise FrontendError(
+                    f"value '{out}' is produced twice, by {_label(other, producer[out])} and "
+                    f"{_label(node, i)}", MALFORMED)
+            if out:
+                producer[out] = i
+    for i, node in enumerate(graph.node):
+        for name in node_inputs(node):
+            if name and name not in known and name not in producer:
+                raise FrontendError(
+                    f"{_label(node, i)} reads '{name}', which no node, graph input or "
+                    "initializer defines", MALFORMED)
+    for out in graph.output:
+        if out.name not in known and out.name not in producer:
+            raise FrontendError(f"graph output '{out.name}' is not computed by any node, "
+                                "input or initializer", MALFORMED)
+    return _topological_order(graph, producer, known)
+
+
+def _topological_order(graph: onnx.GraphProto, producer: dict[str, int], known: set[str]
+                       ) -> list[int]:
+    """Node indices in an order where every node follows its producers (stable: the
+    original order when it already is one); FrontendError naming a cycle otherwise."""
+    deps = [sorted({producer[n] for n in node_inputs(node) if n in producer and n not in known})
+            for node in graph.node]
+    state = [0] * len(deps)  # 0 new, 1 on the stack, 2 done
+    order: list[int] = []
+    for start in range(len(deps)):
+        if state[start]:
+            continue
+        stack = [(start, iter(deps[start]))]
+        state[start] = 1
+        while stack:
+            i, it = stack[-1]
+            nxt = next(it, None)
+            if nxt is None:
+                stack.pop()
+                state[i] = 2
+                order.append(i)
+            elif state[nxt] == 1:
+                path = [j for j, _ in stack]
+                cycle = path[path.index(nxt):] + [nxt]
+                names = " -> ".join(_label(graph.node[j], j) for j in cycle)
+                raise FrontendError(f"the graph has a cycle: {names}", MALFORMED)
+            elif state[nxt] == 0:
+                state[nxt] = 1
+                stack.append((nxt, iter(deps[nxt])))
+    return order

@@ -1,0 +1,80 @@
+"""Specializing an SPMD program to one physical core: one program per core for the NEFF.
+
+`specialize(module, core)` copies the partitioned module, replaces `partition_id` by the
+constant `core`, folds constants (so each core keeps only its block of every weight), turns
+dynamic_slice with constant starts into slice, select on a constant predicate into the
+chosen operand, and removes dead code. Parameter and result shardings are kept: they tell
+the runtime which block of each input and output the core reads and writes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ir.attributes import Dense
+from ir.builder import Builder
+from ir.clone import clone_module
+from ir.core import Function, Module, Op, Value
+from ir.rewrite import replace_uses
+from passes.constant_folding import ConstantFolding
+from passes.dead_code_elimination import DeadCodeElimination
+
+
+def specialize(module: Module, core: int) -> Module:
+    """The program of physical core `core` of the SPMD `module` (which is left unchanged)."""
+    out = clone_module(module)
+    fn = out.entry_function
+    shardings = [r.sharding for r in fn.results]
+    for op in fn.body:
+        if op.opcode == "partition_id":
+            op.opcode = "constant"
+            op.attrs = {"value": Dense.of(np.uint32(core))}
+    for _ in range(2):
+        ConstantFolding().run(out)
+        _simplify(fn, out)
+    DeadCodeElimination().run(out)
+    for r, s in zip(fn.results, shardings, strict=True):
+        if r.sharding is None:
+            r.sharding = s
+    return out
+
+
+def _constant_scalar(v: Value) -> int | bool | None:
+    owner = v.owner
+    if owner is None or owner.opcode != "constant" or v.type.rank != 0:
+        return None
+    return owner.attrs["value"].array.reshape(-1)[0].item()  # type: ignore[union-attr]
+
+
+def _simplify(fn: Function, module: Module) -> None:
+    mapping: dict[Value, Value] = {}
+    body: list[Op] = []
+    scratch = Function("scratch", [])
+    b = Builder(module, scratch)
+    for op in fn.body:
+        op.operands = [mapping.get(v, v) for v in op.operands]
+        if op.opcode == "select" and op.operands[0].type.rank == 0:
+            pred = _constant_scalar(op.operands[0])
+            if pred is not None:
+                mapping[op.result] = op.operands[1] if pred else op.operands[2]
+                continue
+        if op.opcode == "dynamic_slice":
+            starts = [_constant_scalar(v) for v in op.operands[1:]]
+            if all(s is not None for s in starts):
+                x = op.operands[0]
+                sizes = op.attrs["slice_sizes"]
+                lo = [min(max(int(s), 0), n - k) for s, n, k in  # type: ignore[arg-type]
+                      zip(starts, x.type.shape, sizes, strict=True)]  # type: ignore[arg-type]
+                new = b.create("slice", [x], {
+                    "start_indices": tuple(lo),
+                    "limit_indices": tuple(a + k for a, k in zip(lo, sizes, strict=True)),  # type: ignore[arg-type]
+                    "strides": (1,) * x.type.rank})
+                new.result.name = op.result.name
+                new.result.sharding = op.result.sharding
+                body.append(new)
+                mapping[op.result] = new.result
+                continue
+        body.append(op)
+    if mapping:
+        fn.body = body
+        replace_uses(fn, mapping)
