@@ -44,35 +44,45 @@ class ConstantFolding:
 
 
 def _fold(fn: Function, ctx: IRContext) -> bool:
-    consts: dict[int, Dense] = {}
+    mapping = fold_ops(fn, 0, ctx)
+    if mapping:
+        replace_uses(fn, mapping)
+    return bool(mapping)
+
+
+def fold_ops(fn: Function, start: int, ctx: IRContext) -> dict[Value, Value]:
+    """Fold the ops `fn.body[start:]` whose operands are all constants, in place; returns
+    the map from each folded result to its constant. Uses inside `fn.body[start:]` are
+    rewritten; the caller rewrites any other uses (function results...)."""
     mapping: dict[Value, Value] = {}
-    body: list[Op] = []
-    for op in fn.body:
+    tail: list[Op] = []
+    for op in fn.body[start:]:
         op.operands = [mapping.get(v, v) for v in op.operands]
-        if op.opcode == "constant":
-            consts[id(op.result)] = op.attrs["value"]  # type: ignore[assignment]
-            body.append(op)
-            continue
-        values = [consts.get(id(v)) for v in op.operands]
+        values = [constant_of(v) for v in op.operands]
         folded = None
         if op.opcode not in NEVER_FOLD and all(v is not None for v in values):
-            folded = _evaluate(op, values, ctx)  # type: ignore[arg-type]
+            folded = fold_op(op, values, ctx)  # type: ignore[arg-type]
         if folded is None:
-            body.append(op)
+            tail.append(op)
             continue
         for r, d in zip(op.results, folded, strict=True):
             new = Op("constant", [], [r.type], {"value": d}, [r.name])
-            body.append(new)
-            consts[id(new.result)] = d
+            tail.append(new)
             mapping[r] = new.result
-    if not mapping:
-        return False
-    fn.body = body
-    replace_uses(fn, mapping)
-    return True
+    fn.body[start:] = tail
+    return mapping
 
 
-def _evaluate(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:
+def constant_of(v: Value) -> Dense | None:
+    """The value of `v` when a constant op defines it."""
+    if v.owner is not None and v.owner.opcode == "constant":
+        return v.owner.attrs["value"]  # type: ignore[return-value]
+    return None
+
+
+def fold_op(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:
+    """`op`'s results as constants, given its operands' constant values; None when it is
+    not worth folding (a big result from small inputs) or the kernel refuses."""
     splat_in = all(v.is_splat for v in values)
     elementwise = get_opdef(op.opcode).elementwise
     if values and splat_in and (elementwise or op.opcode in SPLAT_PRESERVING):

@@ -83,10 +83,19 @@ def test_model_matches_onnxruntime(path: Path) -> None:
     compare(onnx.load(str(path)), model_inputs(path))
 
 
-def test_batchnorm_model_keeps_batchnorm_as_elementwise() -> None:
+def test_batchnorm_model_keeps_batchnorm_as_elementwise(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    monkeypatch.setattr("compiler.onnx.importer.fold_ops", lambda *args: {})
     module = import_onnx(MODELS / "cnn_bn_ts17.onnx")
     text = print_module(module)
     assert "rsqrt(" in text and text.count("convolution(") == 2
+
+
+def test_batchnorm_statistics_fold_at_import() -> None:
+    """With folding (the default), rsqrt(var + eps) of the constant statistics is computed
+    at import, with the kernels: no rsqrt op is left."""
+    text = print_module(import_onnx(MODELS / "cnn_bn_ts17.onnx"))
+    assert "rsqrt(" not in text and text.count("convolution(") == 2
 
 
 @pytest.mark.parametrize("batch", [1, 3])

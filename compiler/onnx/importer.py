@@ -12,10 +12,10 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from backend.interpreter import IRContext
 from compiler.onnx.context import NodeContext, const_value
 from compiler.onnx.dtypes import IR_TO_ONNX, to_ir_dtype
 from compiler.onnx.errors import DYNAMIC, INVALID_NODE, MALFORMED, UNSUPPORTED_OP, FrontendError
-from compiler.onnx.folding import fold_node
 from compiler.onnx.functions import DEFAULT_DOMAINS, expand_node
 from compiler.onnx.loader import (
     SHAPE_ONLY,
@@ -33,6 +33,7 @@ from ir.core import Function, Module, Value
 from ir.dtypes import DType
 from ir.opdef import TypeRuleError
 from ir.types import TensorType
+from passes.constant_folding import fold_ops
 
 
 def import_onnx(model: onnx.ModelProto | str | Path,
@@ -108,6 +109,7 @@ class _Importer:
         self.module = module
         self.fn = fn
         self.b = Builder(module, fn)
+        self.fold_context = IRContext(module)
         self.parent = parent
         self.inline = inline
         self.captures: list[Value] = []
@@ -268,18 +270,16 @@ class _Importer:
             self.expand(label, node, inputs, opsets)
             return
         opset = opsets.get(domain, 0)
-        out_dtypes = [self.inferred_dtype(o) if o else None for o in node.output]
-        folded = fold_node(node, opset, [const_value(v) for v in inputs], out_dtypes)
         ctx = NodeContext(self.b, node, opset, inputs, attribute_values(node), label, self)
-        if folded is not None:
-            outs: list[Value | None] = [
-                self.b.constant(arr) if name else None
-                for arr, name in zip(folded, node.output, strict=False)]
-        else:
-            try:
-                outs = list(CONVERTERS[key](ctx))
-            except (TypeRuleError, ValueError) as exc:
-                raise ctx.fail(str(exc)) from None
+        start = len(self.b.function.body)
+        try:
+            outs: list[Value | None] = list(CONVERTERS[key](ctx))
+        except (TypeRuleError, ValueError) as exc:
+            raise ctx.fail(str(exc)) from None
+        # Ops of constant operands are computed now, with the kernels, so that later
+        # converters can read shapes computed by the graph (Shape -> Gather -> Reshape...).
+        folded = fold_ops(self.b.function, start, self.fold_context)
+        outs = [folded.get(v, v) if v is not None else None for v in outs]
         for i, name in enumerate(node.output):
             if not name:
                 continue
