@@ -49,6 +49,7 @@ def describe(path: str) -> dict:
         "collectives": collectives,
         "communication": {"collectives": len(collectives),
                           "bytes_per_execution": sum(c["traffic_bytes"] for c in collectives)},
+        "spmd": m.get("spmd"),
         "weights": {"files": len(m.get("weights", {}).get("files", {})),
                     "bytes": m.get("weights", {}).get("bytes", 0)},
         "compiler": m.get("compiler", {}),
@@ -89,8 +90,24 @@ def print_text(d: dict) -> None:
         what = c["kind"] + (f" {c['reduction']}" if "reduction" in c else "")
         click.echo(f"  #{c['id']} {what} {c['dtype']}{c['shape']} {_groups(c)}: "
                    f"{c['bytes']} bytes per rank, {c['traffic_bytes']:.0f} bytes moved")
+    if d.get("spmd"):
+        print_spmd(d["spmd"])
     w = d["weights"]
     click.echo(f"weights: {w['files']} files, {w['bytes']} bytes")
+
+
+def print_spmd(spmd: dict) -> None:
+    """The SPMD section: the world and each input's and output's global layout."""
+    world = spmd.get("world_size")
+    click.echo(f"spmd: one program for {world or 'any number of'} ranks "
+               f"(num_partitions {spmd['num_partitions']}, replica_count "
+               f"{spmd['replica_count']}); run with --world-size {world or 'N'}")
+    for kind in ("inputs", "outputs"):
+        for t in spmd[kind]:
+            layout = t["layout"]["text"] if t.get("layout") else (
+                "replicated (none written)" if kind == "inputs" else "none written")
+            click.echo(f"  {kind[:-1]} {t['name']}: global {t['shape']}, per rank "
+                       f"{t['local_shape']}, sharding {layout}")
 
 
 @click.command("inspect-neff")

@@ -1,4 +1,8 @@
-"""`neuronx-cc run`: execute a NEFF on inputs from an .npz, write the outputs to an .npz."""
+"""`neuronx-cc run`: execute a NEFF on inputs from an .npz, write the outputs to an .npz.
+
+With `--world-size N` an SPMD NEFF runs as N ranks in this process (`Runtime.load_spmd`);
+`--show-bindings` prints how the loaded model's collectives were bound.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,8 @@ import numpy as np
 
 from backend.neff import read_neff
 from backend.runtime.config import RuntimeConfig
+from backend.runtime.cores import format_cores
+from backend.runtime.handle import ModelHandle
 from backend.runtime.nrt import Runtime
 from cli.errors import fail, user_errors
 
@@ -46,18 +52,47 @@ def show(outputs: dict[str, np.ndarray]) -> None:
             click.echo(textwrap.indent(np.array2string(arr), "  "))
 
 
+def show_bindings_of(model: ModelHandle, runtime: Runtime) -> None:
+    """The collectives of `model` as the runtime bound them, one line each."""
+    instance = runtime.instance
+    where = f"{instance.name if instance else '?'}, LNC={runtime.lnc}"
+    replica = model.replicas[0]
+    click.echo(f"bindings of '{model.name}' ({len(replica.cores)} logical core(s) "
+               f"{format_cores(replica.cores)} on {where}):")
+    bindings = model.bindings
+    if not bindings:
+        click.echo("  no collectives")
+    for b in bindings:
+        click.echo(f"  {b.describe()}")
+
+
 @click.command("run")
 @click.argument("neff", type=click.Path(dir_okay=False))
 @click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False),
-              help="An .npz whose arrays are keyed by the NEFF's input names.")
+              help="An .npz whose arrays are keyed by the NEFF's input names (global tensors "
+              "with --world-size).")
 @click.option("--output", "output_path", type=click.Path(dir_okay=False),
               help="Where to write the outputs (.npz keyed by the NEFF's output names).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the outputs.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Execute N times, keeping the NeuronCores the whole time.")
+@click.option("--world-size", "world_size", type=click.IntRange(min=1),
+              help="Run an SPMD program (e.g. XLA's partitioned HLO) as N ranks in this "
+              "process, one NeuronCore each: split each global input by its parameter's "
+              "sharding, assemble each global output.")
+@click.option("--output-sharding", "output_shardings", multiple=True, metavar="SPEC",
+              help="With --world-size: how an output is laid out over the ranks, in HLO "
+              "sharding syntax (e.g. '{devices=[2,1,4]<=[8] last_tile_dim_replicate}'); once "
+              "per output, in order. Used where the program gives none; without either an "
+              "output is taken as replicated.")
+@click.option("--show-bindings", is_flag=True,
+              help="Print how each collective was bound at load (algorithm, ring of "
+              "NeuronCores, steps, bytes per step); without --inputs for a model that takes "
+              "inputs, only that.")
 @user_errors
 def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: bool,
-            repeat: int) -> None:
+            repeat: int, world_size: int | None, output_shardings: tuple[str, ...],
+            show_bindings: bool) -> None:
     """Run NEFF on the bundled runtime.
 
     The runtime honours every NEURON_RT_* variable; the instance simulated is
@@ -65,11 +100,25 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     """
     config = RuntimeConfig.from_env()
     neff_file = read_neff(neff, validate_hash=config.validate_hash)
+    spmd = neff_file.manifest.get("spmd")
+    if output_shardings and world_size is None:
+        raise click.UsageError("--output-sharding needs --world-size")
+    if spmd is not None and world_size is None:
+        ranks = spmd.get("world_size")
+        fail(f"{neff} is an SPMD program" + (f" partitioned for {ranks} ranks" if ranks else "")
+             + f"; run it with --world-size {ranks or 'N'} and global --inputs")
     runtime = Runtime(config=config)
     runtime.init(target=neff_file.manifest.get("target"))
     with runtime:
-        model = runtime.load(neff_file)
+        if world_size is None:
+            model = runtime.load(neff_file)
+        else:
+            model = runtime.load_spmd(neff_file, world_size, list(output_shardings) or None)
+        if show_bindings:
+            show_bindings_of(model, runtime)
         if inputs_path is None and model.inputs:
+            if show_bindings:
+                return
             names = ", ".join(i.name for i in model.inputs)
             fail(f"{neff} takes inputs ({names}); give them with --inputs FILE.npz")
         inputs = load_inputs(inputs_path) if inputs_path else {}

@@ -1,10 +1,7 @@
-"""The version shown by `neuronx-cc --version` and written into NEFFs."""
+"""The version shown by `neuronx-cc --version` (the one written into NEFFs)."""
 
 from __future__ import annotations
 
-from importlib import metadata
+from backend.neff.constants import NXCC_VERSION
 
-try:
-    VERSION = metadata.version("nxcc")
-except metadata.PackageNotFoundError:  # running from a source tree
-    VERSION = "0.1.0+source"
+VERSION = NXCC_VERSION

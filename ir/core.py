@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from ir.attributes import AttrValue
 from ir.sharding import Sharding
+from ir.spmd import SpmdInfo
 from ir.types import TensorType
 
 
@@ -101,11 +102,15 @@ class Function:
 
 @dataclass(eq=False)
 class Module:
-    """A set of functions, one of which (`entry`) is the program; the others are called."""
+    """A set of functions, one of which (`entry`) is the program; the others are called.
+
+    `spmd` is set on a program already partitioned for N ranks (see `ir.spmd`).
+    """
 
     name: str
     functions: dict[str, Function] = field(default_factory=dict)
     entry: str = "main"
+    spmd: SpmdInfo | None = None
 
     @property
     def entry_function(self) -> Function:

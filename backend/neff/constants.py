@@ -41,7 +41,7 @@ def _nxcc_version() -> str:
     try:
         return metadata.version("nxcc")
     except metadata.PackageNotFoundError:
-        return "0+unknown"
+        return "0.1.0+source"  # running from a source tree, not installed
 
 
 NXCC_VERSION: str = _nxcc_version()

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from backend.neff import NeffHeader, dump_npy, write_neff
+from backend.neff import FeatureBits, NeffHeader, dump_npy, write_neff
 from backend.program.collectives import block_entry, global_shape, manifest_collectives
 from backend.program.lower import WeightTable, lower_module
+from backend.program.spmd_manifest import spmd_section
 from ir.core import Module, Value
 from ir.flops import module_flops
 from ir.printer import print_module
@@ -64,7 +65,10 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
 
     All core modules share one weight table, so weights common to several cores are stored
     once. With several cores each subgraph also lists the block of every input and output
-    it reads and writes, and the manifest every collective placeholder. The write is atomic.
+    it reads and writes, and the manifest every collective placeholder. An SPMD module
+    (`Module.spmd`) gets the manifest's ``spmd`` section (`spmd_manifest`). The header's
+    COLLECTIVES bit is set when there are collectives, SPMD with the ``spmd`` section. The
+    write is atomic.
     """
     weights = WeightTable()
     files: dict[str, bytes] = {}
@@ -97,5 +101,11 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
         "weights": {"files": weight_files, "bytes": weights.nbytes},
         "compiler": spec.compiler,
     }
+    bits = FeatureBits.COLLECTIVES if manifest["collectives"] else FeatureBits(0)
+    spmd = spmd_section(core_modules[0], result_names(core_modules[0]))
+    if spmd is not None:
+        manifest["spmd"] = spmd
+        bits |= FeatureBits.SPMD
     return write_neff(path, manifest=manifest, files=files, name=spec.name,
-                      num_tpb=len(core_modules), lnc_size=spec.lnc, compress=spec.compress)
+                      num_tpb=len(core_modules), lnc_size=spec.lnc, feature_bits=int(bits),
+                      compress=spec.compress)

@@ -19,10 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
+from backend.runtime.collective_binding import CollectiveBinding
 from backend.runtime.collective_groups import Membership
 from backend.runtime.executor import ExecutionStopped
 from backend.runtime.log import logger
 from backend.runtime.model import LoadedModel, TensorInfo
+from backend.runtime.spmd import SpmdModel
 from backend.runtime.status import NrtError, NrtStatus
 
 HISTORY = 4096
@@ -38,7 +40,7 @@ class Replica:
         self.device = device
         self.lock = threading.Lock()
         self.deadline: float | None = None
-        self.model: LoadedModel | None = None
+        self.model: LoadedModel | SpmdModel | None = None
 
     def expired(self) -> bool:
         """The executors' `should_stop`: True once the current execution's deadline passed."""
@@ -71,6 +73,13 @@ class ModelHandle:
     @property
     def cores(self) -> list[int]:
         return [r.core for r in self.replicas]
+
+    @property
+    def bindings(self) -> list[CollectiveBinding]:
+        """How the first replica's collectives were bound at load (one per manifest
+        collective; empty for a model on one core). See `collective_binding`."""
+        model = self.replicas[0].model
+        return list(model.bindings) if model is not None else []
 
     def __repr__(self) -> str:
         return f"ModelHandle({self.name!r}, cores={self.cores})"

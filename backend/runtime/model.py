@@ -9,8 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from backend.neff import NeffError, NeffFile, load_npy
+from backend.runtime.collective_binding import Binder, CollectiveBinding, Placement, bind_manifest
 from backend.runtime.executor import ExecutionError, ProgramExecutor
-from backend.runtime.multicore import CoreBlocks, SharedMemoryGroup, run_cores
+from backend.runtime.multicore import Communicator, CoreBlocks, run_cores
 from backend.runtime.status import NrtError, NrtStatus
 from ir.dtypes import DType
 
@@ -43,13 +44,40 @@ def read_weights(neff: NeffFile) -> dict[str, np.ndarray]:
         raise NeffError(source, f"malformed manifest or program: {exc!r}") from None
 
 
+def check_inputs(infos: list[TensorInfo], inputs: Mapping[str, np.ndarray]
+                 ) -> list[np.ndarray]:
+    """`inputs` in the order of `infos`, exactly typed; NrtError EXEC_BAD_INPUT otherwise."""
+    expected = {i.name for i in infos}
+    unknown = sorted(set(inputs) - expected)
+    if unknown:
+        raise NrtError(NrtStatus.EXEC_BAD_INPUT,
+                       f"unknown input(s) {unknown}; the model takes {sorted(expected)}")
+    out = []
+    for info in infos:
+        if info.name not in inputs:
+            raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"missing input '{info.name}' "
+                           f"({info.dtype}{list(info.shape)})")
+        arr = np.asarray(inputs[info.name])
+        if arr.shape != info.shape:
+            raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"input '{info.name}' has shape "
+                           f"{list(arr.shape)}, the model expects {list(info.shape)}")
+        if arr.dtype != info.dtype:
+            raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"input '{info.name}' has dtype "
+                           f"{arr.dtype}, the model expects {info.dtype}")
+        out.append(arr)
+    return out
+
+
 class LoadedModel:
     """Executable form of a NEFF. `execute(inputs)` maps input names to output arrays."""
 
     def __init__(self, neff: NeffFile, weights: Mapping[str, np.ndarray] | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> None:
+                 should_stop: Callable[[], bool] | None = None,
+                 placement: Placement | None = None) -> None:
         """`weights` (from `read_weights(neff)`) lets several replicas share one copy;
-        by default the model reads its own. `should_stop` is handed to every executor."""
+        by default the model reads its own. `should_stop` is handed to every executor.
+        `placement` (physical core of each program) binds the collectives (default: the
+        programs share one logical core); `bindings` lists them, one per manifest entry."""
         source = str(neff.path)
         m = neff.manifest
         try:
@@ -62,9 +90,18 @@ class LoadedModel:
         except (KeyError, TypeError, ValueError) as exc:
             raise NeffError(source, f"malformed manifest or program: {exc!r}") from None
         # Several programs (one per physical core of an -lnc 2 NEFF) run concurrently and
-        # talk through a shared-memory communicator (multicore.py).
+        # talk through a communicator that runs each collective by its binding.
         n = len(self.programs)
-        self.group = SharedMemoryGroup(n) if n > 1 else None
+        self.placement = placement or Placement.one_logical_core(n)
+        self.bindings: list[CollectiveBinding] = []
+        self.group: Communicator | None = None
+        if n > 1:
+            entries = m.get("collectives", []) or []
+            try:
+                self.bindings = bind_manifest(entries, self.placement)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise NeffError(source, f"cannot bind its collectives: {exc}") from None
+            self.group = Communicator(n, Binder(self.placement, self.bindings, entries))
         self.executors = [ProgramExecutor(p, self.weights, partition_id=i,
                                           communicator=self.group.endpoint(i)
                                           if self.group is not None else None,
@@ -74,25 +111,7 @@ class LoadedModel:
 
     def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """The inputs in manifest order, exactly typed; NrtError EXEC_BAD_INPUT otherwise."""
-        expected = {i.name for i in self.inputs}
-        unknown = sorted(set(inputs) - expected)
-        if unknown:
-            raise NrtError(NrtStatus.EXEC_BAD_INPUT,
-                           f"unknown input(s) {unknown}; the model takes {sorted(expected)}")
-        out = []
-        for info in self.inputs:
-            if info.name not in inputs:
-                raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"missing input '{info.name}' "
-                               f"({info.dtype}{list(info.shape)})")
-            arr = np.asarray(inputs[info.name])
-            if arr.shape != info.shape:
-                raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"input '{info.name}' has shape "
-                               f"{list(arr.shape)}, the model expects {list(info.shape)}")
-            if arr.dtype != info.dtype:
-                raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"input '{info.name}' has dtype "
-                               f"{arr.dtype}, the model expects {info.dtype}")
-            out.append(arr)
-        return out
+        return check_inputs(self.inputs, inputs)
 
     def execute(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run the model once; outputs keyed by the manifest's output names."""

@@ -1,13 +1,21 @@
-"""Running the per-core programs of one model concurrently, one thread per physical core,
-exchanging data only through collectives over shared memory.
+"""Running the programs of one model concurrently, one thread per physical core, exchanging
+data only through collectives run by their bindings.
 
-`SharedMemoryGroup(n)` is the communicator of the n physical cores of a logical core (they
-share an address space): `endpoint(rank)` is what rank's executor calls. A collective is a
-barrier-delimited exchange: every rank publishes its operands in its slot, waits for all,
-computes its own result from its group's slots (in rank order, so every rank computes the
-same bits), and waits again before the slots are reused. Replica groups partition the
-ranks; every rank takes part in every collective (the programs are SPMD), each reading only
-its group's slots.
+`Communicator(n, binder)` is the communicator of n ranks: `endpoint(rank)` is what rank's
+executor calls. Each collective runs by its binding (`collective_binding`; `binder` defaults
+to every rank in one logical core, i.e. shared memory):
+
+- shared_memory / point_to_point: one barrier-delimited step: every rank publishes its
+  operands in its slot, waits for all, computes its own result from its group's slots (in
+  group order, so every rank computes the same bits; `shared_memory.compute`), and waits
+  again before the slots are reused;
+- ring: `binding.steps` such steps, in each of which a rank publishes one message and reads
+  only its ring predecessor's (`ring_algorithms`); a rank whose ring is shorter than the
+  longest (or that is in no group) passes, so every rank takes the same number of steps.
+
+Replica groups partition the ranks; every rank takes part in every collective (the programs
+are SPMD), each reading only its group's slots. `SharedMemoryGroup` is the same class (the
+name it had when shared memory was its only algorithm).
 
 Failures never hang: a rank that raises aborts the barrier, and so does a rank that finishes
 its program while another still waits in a collective (the programs disagree); the others
@@ -29,80 +37,27 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from backend.runtime.barrier import Barrier
 from backend.runtime.blas_threads import limit_this_thread
+from backend.runtime.collective_binding import RING, Binder, CollectiveBinding, Placement
 from backend.runtime.executor import ExecutionError, ExecutionStopped
+from backend.runtime.ring_algorithms import run_ring
+from backend.runtime.shared_memory import compute, members
 from ir.attributes import AttrValue
-
-_REDUCE = {
-    "sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
-    "and": np.logical_and, "or": np.logical_or,
-}
 
 
 class CollectiveMismatch(ExecutionError):
     """The ranks did not all reach the same collective."""
 
 
-class _Barrier:
-    """A reusable barrier for `n` ranks that fails instead of hanging.
+class Communicator:
+    """The communicator of `n` ranks; collectives run as `binder` binds them."""
 
-    A rank released by a completed generation always returns normally; `abort()` (a rank
-    failed) and `finish()` (a rank completed its program) make every present and future
-    waiter of an incomplete generation raise, since that generation can never complete.
-    """
-
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, binder: Binder | None = None) -> None:
         self.n = n
-        self.cond = threading.Condition()
-        self.count = 0
-        self.generation = 0
-        self.broken = False
-        self.finished = 0
-
-    def reset(self) -> None:
-        with self.cond:
-            self.count = 0
-            self.generation += 1
-            self.broken = False
-            self.finished = 0
-
-    def wait(self) -> bool:
-        """True once all n ranks arrived; False if the barrier can no longer complete."""
-        with self.cond:
-            if self.broken or self.finished:
-                return False
-            generation = self.generation
-            self.count += 1
-            if self.count == self.n:
-                self.count = 0
-                self.generation += 1
-                self.cond.notify_all()
-                return True
-            while generation == self.generation and not (self.broken or self.finished):
-                self.cond.wait()
-            if generation != self.generation:
-                return True
-            self.count -= 1
-            return False
-
-    def abort(self) -> None:
-        with self.cond:
-            self.broken = True
-            self.cond.notify_all()
-
-    def finish(self) -> None:
-        with self.cond:
-            self.finished += 1
-            self.cond.notify_all()
-
-
-class SharedMemoryGroup:
-    """The shared-memory communicator of `n` ranks (the physical cores of a logical core)."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.slots: list[Sequence[np.ndarray] | None] = [None] * n
-        self.barrier = _Barrier(n)
+        self.binder = binder or Binder(Placement.one_logical_core(n))
+        self.slots: list[object] = [None] * n
+        self.barrier = Barrier(n)
         self.calls = [0] * n
 
     def endpoint(self, rank: int) -> Endpoint:
@@ -121,10 +76,13 @@ class SharedMemoryGroup:
                 "core failed or finished without reaching it")
 
 
-class Endpoint:
-    """Rank `rank`'s side of a `SharedMemoryGroup`: the executor's `communicator`."""
+SharedMemoryGroup = Communicator
 
-    def __init__(self, group: SharedMemoryGroup, rank: int) -> None:
+
+class Endpoint:
+    """Rank `rank`'s side of a `Communicator`: the executor's `communicator`."""
+
+    def __init__(self, group: Communicator, rank: int) -> None:
         self.group = group
         self.rank = rank
 
@@ -132,60 +90,50 @@ class Endpoint:
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
         g = self.group
         g.calls[self.rank] += 1
+        try:
+            binding = g.binder.binding(opcode, attrs, sum(int(a.nbytes) for a in args))
+        except ValueError as exc:
+            raise ExecutionError(f"{opcode}: {exc}") from None
+        if binding.algorithm == RING:
+            return self._ring(opcode, args, attrs, binding)
         g.slots[self.rank] = list(args)
         g.wait(self.rank, opcode)
         try:
-            members = _members(attrs, self.rank, g.n)
-            inputs = [g.slots[m] for m in members]
-            result = _compute(opcode, inputs, members.index(self.rank), self.rank, attrs, g)
+            group = members(attrs, self.rank, g.n)
+            result = compute(opcode, g.slots, group, self.rank, attrs)
         finally:
             g.wait(self.rank, opcode)
         return result
 
+    def _ring(self, opcode: str, args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
+              binding: CollectiveBinding) -> list[np.ndarray]:
+        g, rank = self.group, self.rank
+        route = next((r for r in binding.routes if rank in r.ranks), None)
+        steps = 0
 
-def _members(attrs: Mapping[str, AttrValue], rank: int, n: int) -> list[int]:
-    groups = attrs.get("replica_groups") or ()
-    for group in groups:  # type: ignore[union-attr]
-        if rank in group:
-            return list(group)
-    return list(range(n))
+        def exchange(message: object) -> object:
+            nonlocal steps
+            steps += 1
+            g.slots[rank] = message
+            g.wait(rank, opcode)
+            got = g.slots[pred] if route is not None else None
+            g.wait(rank, opcode)
+            return got
 
-
-def _compute(opcode: str, inputs: list, pos: int, rank: int,
-             attrs: Mapping[str, AttrValue], group: SharedMemoryGroup) -> list[np.ndarray]:
-    """Rank's result of `opcode` given every member's operands (`inputs[member]`)."""
-    size = len(inputs)
-    if opcode == "all_reduce":
-        fn = _REDUCE[attrs["reduction"]]  # type: ignore[index]
-        return [_reduce(fn, [x[i] for x in inputs]) for i in range(len(inputs[0]))]
-    if opcode == "all_gather":
-        return [np.concatenate([x[0] for x in inputs], axis=attrs["dimension"])]  # type: ignore[arg-type]
-    if opcode == "reduce_scatter":
-        full = _reduce(_REDUCE[attrs["reduction"]], [x[0] for x in inputs])  # type: ignore[index]
-        return [np.split(full, size, axis=attrs["dimension"])[pos].copy()]  # type: ignore[call-overload]
-    if opcode == "all_to_all":
-        split, concat = attrs["split_dimension"], attrs["concat_dimension"]
-        parts = [np.split(x[0], size, axis=split)[pos] for x in inputs]  # type: ignore[call-overload]
-        return [np.concatenate(parts, axis=concat)]  # type: ignore[arg-type]
-    if opcode == "collective_permute":
-        mine = group.slots[rank][0]  # type: ignore[index]
-        for src, dst in attrs["source_target_pairs"]:  # type: ignore[union-attr]
-            if dst == rank:
-                return [np.array(group.slots[src][0], copy=True)]  # type: ignore[index]
-        return [np.zeros_like(mine)]
-    raise ExecutionError(f"{opcode} is not a collective this communicator performs")
-
-
-def _reduce(fn, arrays: list[np.ndarray]) -> np.ndarray:
-    dtype = arrays[0].dtype
-    out = np.array(arrays[0], copy=True)
-    for a in arrays[1:]:
-        out = fn(out, a)
-    return np.asarray(out).astype(dtype, copy=False)
+        if route is None:
+            result = [np.array(a, copy=True) for a in args]
+        else:
+            ring = route.ranks
+            pred = ring[(ring.index(rank) - 1) % len(ring)]
+            group = members(attrs, rank, g.n)
+            result = run_ring(opcode, args, attrs, group, ring, rank, exchange)
+        while steps < binding.steps:
+            exchange(None)
+        return result
 
 
 def run_cores(work: Sequence[Callable[[], list[np.ndarray]]],
-              group: SharedMemoryGroup) -> list[list[np.ndarray]]:
+              group: Communicator) -> list[list[np.ndarray]]:
     """Run `work[k]` (core k's program on its arguments) on one thread per core, core 0 on
     the calling thread; their results, or the first real error raised."""
     n = len(work)

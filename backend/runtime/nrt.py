@@ -3,6 +3,8 @@
     rt = Runtime()                      # reads nothing yet
     rt.init(target="trn1")              # env validated, logging set, cores reserved
     m = rt.load("model.neff")           # start_nc=-1, nc_count=-1: automatic placement
+    w = rt.load_spmd("spmd.neff", 8)    # an SPMD program as 8 ranks (global in, global out)
+    m.bindings                          # how its collectives were bound (collective_binding)
     out = rt.execute(m, {"x": x})       # dict of outputs
     fut = rt.execute_async(m, {"x": x}) # concurrent.futures.Future (needs
                                         # NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS > 0)
@@ -22,14 +24,15 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 
 from backend.neff import NeffError, NeffFile, read_neff
-from backend.runtime.collective_groups import GroupRegistry
+from backend.runtime.collective_binding import Placement
+from backend.runtime.collective_groups import GroupRegistry, check_rank_count, check_rank_set
 from backend.runtime.config import RuntimeConfig
 from backend.runtime.cores import CoreAllocation, allocate, format_cores, resolve_lnc
 from backend.runtime.handle import ModelHandle, Replica
@@ -37,10 +40,20 @@ from backend.runtime.log import configure_logging, logger
 from backend.runtime.model import LoadedModel, TensorInfo, read_weights
 from backend.runtime.neff_check import check_architecture, check_lnc, needed_cores
 from backend.runtime.placement import AUTO, PlacementRequest, Placer, current_request
+from backend.runtime.spmd import SpmdModel
 from backend.runtime.status import NrtError, NrtStatus
 from backend.runtime.topology import Instance, choose_instance
 
 NeffSource = str | os.PathLike[str] | bytes | NeffFile
+
+
+def program_placement(instance: Instance, lnc: int, cores: tuple[int, ...], programs: int
+                      ) -> Placement:
+    """Program i of a model on the logical `cores` runs on physical core i % lnc of logical
+    core cores[i // lnc] (the programs of an -lnc 2 NEFF fill one logical core)."""
+    physical = tuple(instance.physical_of(cores[min(i // lnc, len(cores) - 1)], lnc)[i % lnc]
+                     for i in range(programs))
+    return Placement(instance, lnc, physical)
 
 
 class Runtime:
@@ -173,6 +186,49 @@ class Runtime:
                             handle.cores[0])
         return handle
 
+    def load_spmd(self, neff: NeffSource, world_size: int,
+                  output_shardings: Sequence[str] | None = None, start_nc: int = AUTO
+                  ) -> ModelHandle:
+        """Load the SPMD program `neff` (one program, compiled at -lnc 1) as `world_size`
+        ranks in this process, one per NeuronCore from `start_nc` (relative; -1: automatic).
+        The count must suit the instance topology (`collective_groups`) and, when the
+        program says, the world it was partitioned for. `output_shardings` (HLO sharding
+        text, once per output) says how to assemble outputs the program gives no sharding
+        for. `execute` then takes and returns global tensors (`spmd.SpmdModel`)."""
+        self._check_ready()
+        assert self.config is not None and self.instance is not None and self.placer
+        if world_size < 1:
+            raise NrtError(NrtStatus.INVALID, f"world size {world_size}: give at least 1 rank")
+        neff_file = self._read(neff)
+        check_architecture(neff_file, self.instance, self.config.allow_legacy_neff)
+        check_lnc(neff_file, self.instance, self.lnc, self.config.logical_nc_config is not None)
+        check_rank_count(self.instance, self.lnc, world_size)
+        if start_nc == AUTO:
+            start_nc = self._group_start(world_size)
+        starts = self.placer.place(world_size, PlacementRequest(start_nc, world_size))
+        try:
+            cores = tuple(self.allocation.cores[starts[0]:starts[0] + world_size])  # type: ignore[union-attr]
+            check_rank_set(self.instance, self.lnc, cores)
+            replica = Replica(cores, self.instance.device_of(cores[0], self.lnc))
+            placement = Placement(self.instance, self.lnc,
+                                  tuple(self.instance.physical_of(c, self.lnc)[0] for c in cores))
+            replica.model = SpmdModel(neff_file, world_size, placement, output_shardings,
+                                      should_stop=replica.expired)
+            name = neff_file.header.name or neff_file.path.name
+            handle = ModelHandle(name, neff_file.path, neff_file.manifest, world_size, starts,
+                                 [replica])
+        except NeffError as exc:
+            self.placer.release(starts, world_size)
+            raise NrtError(NrtStatus.INVALID, str(exc)) from exc
+        except BaseException:
+            self.placer.release(starts, world_size)
+            raise
+        with self._lock:
+            self.models[handle.id] = handle
+        logger("NRT").info("loaded SPMD '%s' as %d ranks on %s", handle.name, world_size,
+                           format_cores(cores))
+        return handle
+
     def tensor_info(self, model: ModelHandle) -> tuple[list[TensorInfo], list[TensorInfo]]:
         """(inputs, outputs) of a loaded model: name, dtype and shape of each."""
         self._check_model(model)
@@ -223,6 +279,18 @@ class Runtime:
 
     # internals
 
+    def _group_start(self, n: int) -> int:
+        """The least used start (relative) of `n` of this process's cores that form a
+        collective group of the topology (consecutive, aligned to `n`), else AUTO."""
+        assert self.allocation is not None and self.placer is not None
+        owned, usage = self.allocation.cores, self.placer.usage
+        fits = [s for s in range(len(owned) - n + 1)
+                if owned[s] % n == 0 and list(owned[s:s + n]) == list(range(owned[s],
+                                                                            owned[s] + n))]
+        if not fits:
+            return AUTO
+        return min(fits, key=lambda s: (max(usage[s:s + n]), sum(usage[s:s + n]), s))
+
     def _drop(self, handle: ModelHandle) -> None:
         with self._lock:
             if self.models.pop(handle.id, None) is None:
@@ -239,10 +307,13 @@ class Runtime:
         owned = self.allocation.cores
         shared = read_weights(neff) if self.config.shared_weights else None
         replicas = []
+        programs = max(1, len(neff.manifest.get("subgraphs", [])))
         for s in starts:
             cores = tuple(owned[s:s + needed])
             replica = Replica(cores, self.instance.device_of(cores[0], self.lnc))
-            replica.model = LoadedModel(neff, weights=shared, should_stop=replica.expired)
+            placement = program_placement(self.instance, self.lnc, cores, programs)
+            replica.model = LoadedModel(neff, weights=shared, should_stop=replica.expired,
+                                        placement=placement)
             replicas.append(replica)
         name = neff.header.name or neff.path.name
         return ModelHandle(name, neff.path, neff.manifest, needed, starts, replicas)

@@ -5,7 +5,8 @@ Shardings (XLA's HloSharding text): ``{replicated}``, ``{manual}``, ``{unknown}`
 last_tile_dim_replicate}``, ``last_tile_dims={manual}``, tuple shardings ``{{...}, {...}}``,
 and ``metadata={...}`` / ``shard_as N`` / ``shard_like N`` inside. Replica groups: the list
 form ``{{0,1},{2,3}}``, the iota form ``[2,2]<=[4]`` or ``[2,2]<=[2,2]T(1,0)``, and the mesh
-form ``@mesh<x=2,y=2> {x}`` (sub-axes ``x:(1)2``, explicit device order ``(...)``).
+form ``@mesh<x=2,y=2> {x}`` (sub-axes ``x:(1)2``, explicit device order ``(...)``), also as
+newer XLA prints it, ``mesh['x'=2,'y'=2] {'x'}`` (quoted axis names in square brackets).
 Both expand to explicit device lists.
 """
 
@@ -168,7 +169,7 @@ def _skip_braces(cur: Cursor) -> None:
 
 def parse_replica_groups(text: str) -> ReplicaGroups:
     cur = Cursor(text)
-    if cur.peek("@mesh"):
+    if cur.peek("@mesh") or cur.peek("mesh["):
         groups = _mesh_groups(cur)
         form = "mesh"
     elif cur.peek("["):
@@ -184,7 +185,7 @@ def parse_replica_groups(text: str) -> ReplicaGroups:
         groups = tuple(tuple(int(d) for d in row) for row in arr.reshape(shape))
         form = "iota"
     else:
-        cur.expect("{", "'{', '[' or '@mesh' to start replica groups")
+        cur.expect("{", "'{', '[', '@mesh' or 'mesh[' to start replica groups")
         rows: list[tuple[int, ...]] = []
         if not cur.eat("}"):
             while True:
@@ -197,20 +198,38 @@ def parse_replica_groups(text: str) -> ReplicaGroups:
     return ReplicaGroups(groups, form)
 
 
+def _axis_name(cur: Cursor, what: str) -> str:
+    """A mesh axis name, bare (``x``) or single-quoted (``'x'``)."""
+    cur.ws()
+    if cur.text.startswith("'", cur.pos):
+        end = cur.text.find("'", cur.pos + 1)
+        if end < 0:
+            raise cur.error(f"{what} closed by \"'\"")
+        name = cur.text[cur.pos + 1:end]
+        cur.pos = end + 1
+        return name
+    return cur.word(what)
+
+
 def _mesh_groups(cur: Cursor) -> tuple[tuple[int, ...], ...]:
-    cur.expect("@mesh<", "'@mesh<'")
+    if cur.eat("mesh["):
+        close = "]"
+    else:
+        cur.expect("@mesh<", "'@mesh<'")
+        close = ">"
     names: list[str] = []
     sizes: list[int] = []
     while True:
-        names.append(cur.word("a mesh axis name"))
+        names.append(_axis_name(cur, "a mesh axis name"))
         cur.expect("=", "'=' after a mesh axis name")
         sizes.append(cur.int_("a mesh axis size"))
-        if cur.eat(">"):
+        if cur.eat(close):
             break
-        cur.expect(",", "',' or '>' in the mesh")
+        cur.expect(",", f"',' or '{close}' in the mesh")
     total = math.prod(sizes)
     devices = np.arange(total, dtype=np.int64)
-    if cur.eat("("):
+    if cur.eat("device_ids=") or cur.peek("("):
+        cur.expect("(", "'(' to start the mesh devices")
         at = cur.pos
         if cur.peek("["):
             devices = _iota_tail(cur)
@@ -228,7 +247,7 @@ def _mesh_groups(cur: Cursor) -> tuple[tuple[int, ...], ...]:
     if not cur.eat("}"):
         while True:
             at = cur.pos
-            name = cur.word("a mesh axis name")
+            name = _axis_name(cur, "a mesh axis name")
             if name not in names:
                 raise PieceError(f"expected one of the mesh axes {', '.join(names)}, found "
                                  f"{name!r}", at)

@@ -9,6 +9,9 @@ module with the same flattening; a fusion's computation is inlined where it is u
 
 Within a computation only what the ROOT depends on is lowered, in dependency order; every
 operand name must still refer to an instruction of the same computation.
+
+The entry's `sharding=` annotations are then recorded (`lower_annotations.annotate`): as
+`Value.sharding` for an annotated global program, as `Module.spmd` for an SPMD program.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections.abc import Sequence
 from compiler.hlo import errors as E
 from compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
 from compiler.hlo.errors import HloError
+from compiler.hlo.lower_annotations import annotate
 from compiler.hlo.nodes import ArrayShape, Computation, HloModule, Instruction, Shape
 from compiler.hlo.registry import HANDLERS
 from ir.attributes import Symbol
@@ -54,6 +58,7 @@ class ModuleLowering:
         self.module.entry = "main"
         fn = self.lower_function(entry, "main")
         fn.result_names = [f"output{i}" for i in range(len(fn.results))]
+        annotate(self.hlo, self.module, self.parameters(entry))
         return self.module
 
     def error(self, message: str, offset: int, code: str = E.SEMANTIC) -> HloError:

@@ -3,7 +3,8 @@
 An attribute value runs to the first top-level ',' or blank: bare text
 (``b01f_01io->b01f``, ``[2,2]<=[4]T(1,0)``), quoted strings, and bracketed groups
 (``{...}``, ``[...]``, ``(...)``) that nest and may contain strings; it stays on one line.
-The mesh form of replica groups (``@mesh<x=2,y=2> {x}``) is the one value with a blank.
+The mesh form of replica groups (``@mesh<x=2,y=2> {x}``, newer XLA's
+``mesh['x'=2,'y'=2] {'x'}``) is the one value with a blank.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ _FAST_VALUE = re.compile(
     r'(?:[^\s,{}\[\]()"]+|"(?:[^"\\\n]|\\.)*"|\{(?:[^{}"\n]|"(?:[^"\\\n]|\\.)*")*\}'
     r'|\[[^\[\]{}()"\n]*\]|\([^(){}\[\]"\n]*\))+')
 _STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
-_MESH = re.compile(r"@mesh<[^<>\n]*>")
+_MESH = re.compile(r"@mesh<[^<>\n]*>|mesh\[[^\[\]\n]*\]")
 _CLOSE = {"{": "}", "[": "]", "(": ")"}
 _STOP = " \t\r\n,"
 
@@ -29,7 +30,7 @@ def scan_value(text: str, pos: int) -> int:
     if m is not None:
         end = m.end()
         if end >= len(text) or text[end] in _STOP or text[end] in "}])":
-            if not text.startswith("@mesh<", pos):
+            if not text.startswith(("@mesh<", "mesh["), pos):
                 return end
     return _scan_slow(text, pos)
 
@@ -37,10 +38,12 @@ def scan_value(text: str, pos: int) -> int:
 def _scan_slow(text: str, pos: int) -> int:
     start = pos
     n = len(text)
-    if text.startswith("@mesh<", pos):
+    if text.startswith(("@mesh<", "mesh["), pos):
         m = _MESH.match(text, pos)
         if m is None:
-            raise PieceError("expected '>' to close '@mesh<', found the end of the line", 0)
+            close = ">" if text[pos] == "@" else "]"
+            raise PieceError(f"expected '{close}' to close the mesh, found the end of the line",
+                             0)
         pos = m.end()
         if pos < n and text[pos] == "(":
             pos = _scan_slow(text, pos)

@@ -1,0 +1,106 @@
+"""The ring algorithms: collectives in which a rank only ever exchanges data with its ring
+neighbours, one step at a time.
+
+`run_ring(opcode, args, attrs, group, ring, rank, exchange)` is rank `rank`'s side.
+`group` is its replica group as written (positions in it order the data: the i-th block of
+an all-gather comes from group member i), `ring` the same ranks in ring order (how data
+flows), and `exchange(message)` one step: it sends `message` to the rank after this one in
+the ring and returns what the rank before sent.
+
+- reduce-scatter: the operand is cut into k blocks (block q belongs to group member q). At
+  step s the rank at ring position p sends its running sum of the block of position
+  p-1-s and adds its own part to the block arriving from p-1; after k-1 steps it holds the
+  full reduction of its own block.
+- all-gather: at step s the rank sends the block of position p-s (its own first, then what
+  it just received); after k-1 steps it has every block.
+- all-reduce: the flattened operands cut into k chunks, reduce-scatter then all-gather; every
+  chunk is reduced at one rank and copied to the others, so all ranks hold the same bits.
+- all-to-all: each rank's operand is cut into k blocks, block q for group member q; a bundle
+  of blocks travels the ring, every hop delivering one block and forwarding the rest.
+
+Steps are those of `collective_binding` (2(k-1), k-1, k-1, k-1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from backend.runtime.shared_memory import REDUCE
+from ir.attributes import AttrValue
+
+Exchange = Callable[[object], object]
+
+
+def _combine(fn, received: np.ndarray, own: np.ndarray) -> np.ndarray:
+    return np.asarray(fn(received, own)).astype(own.dtype, copy=False)
+
+
+def reduce_scatter_steps(own: Mapping[int, list[np.ndarray]], label: Sequence[int], p: int,
+                         exchange: Exchange, fn) -> list[np.ndarray]:
+    """The full reduction of block `label[p]`; `own[label]` are this rank's parts."""
+    k = len(label)
+    acc = dict(own)
+    for s in range(k - 1):
+        got = exchange(acc[label[(p - 1 - s) % k]])
+        recv = label[(p - 2 - s) % k]
+        acc[recv] = [_combine(fn, g, o) for g, o in zip(got, own[recv], strict=True)]  # type: ignore[call-overload]
+    return acc[label[p]]
+
+
+def all_gather_steps(mine: object, label: Sequence[int], p: int, exchange: Exchange
+                     ) -> dict[int, object]:
+    """Every position's block by label, given this rank's (`label[p]`)."""
+    k = len(label)
+    have = {label[p]: mine}
+    for s in range(k - 1):
+        got = exchange(have[label[(p - s) % k]])
+        have[label[(p - 1 - s) % k]] = got
+    return have
+
+
+def all_to_all_steps(parts: list[np.ndarray], label: Sequence[int], p: int,
+                     exchange: Exchange) -> dict[int, np.ndarray]:
+    """The block every group member sent this rank, by the member's group position."""
+    k = len(label)
+    me = label[p]
+    received = {me: parts[me]}
+    bundle: tuple[int, dict[int, np.ndarray]] = (me, {q: b for q, b in enumerate(parts)
+                                                      if q != me})
+    for _ in range(k - 1):
+        origin, blocks = exchange(bundle)  # type: ignore[misc]
+        received[origin] = blocks[me]
+        bundle = (origin, {q: b for q, b in blocks.items() if q != me})
+    return received
+
+
+def run_ring(opcode: str, args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
+             group: Sequence[int], ring: Sequence[int], rank: int, exchange: Exchange
+             ) -> list[np.ndarray]:
+    """Rank `rank`'s result of `opcode` by the ring algorithm (see the module docstring)."""
+    k = len(ring)
+    p = list(ring).index(rank)
+    label = [list(group).index(r) for r in ring]
+    if opcode == "all_reduce":
+        fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
+        flat = [np.array_split(np.ascontiguousarray(x).reshape(-1), k) for x in args]
+        chunks = list(range(k))
+        own = {c: [f[c] for f in flat] for c in chunks}
+        done = reduce_scatter_steps(own, chunks, p, exchange, fn)
+        have = all_gather_steps(done, chunks, p, exchange)
+        return [np.concatenate([have[c][i] for c in chunks]).reshape(x.shape)  # type: ignore[index]
+                for i, x in enumerate(args)]
+    if opcode == "all_gather":
+        have = all_gather_steps(args[0], label, p, exchange)
+        return [np.concatenate([have[q] for q in range(k)], axis=attrs["dimension"])]  # type: ignore[arg-type,misc]
+    if opcode == "reduce_scatter":
+        fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
+        blocks = np.split(args[0], k, axis=attrs["dimension"])  # type: ignore[call-overload]
+        own = {q: [b] for q, b in enumerate(blocks)}
+        return [np.ascontiguousarray(reduce_scatter_steps(own, label, p, exchange, fn)[0])]
+    if opcode == "all_to_all":
+        parts = np.split(args[0], k, axis=attrs["split_dimension"])  # type: ignore[call-overload]
+        got = all_to_all_steps(parts, label, p, exchange)
+        return [np.concatenate([got[q] for q in range(k)], axis=attrs["concat_dimension"])]  # type: ignore[arg-type]
+    raise ValueError(f"{opcode} has no ring algorithm")
