@@ -67,3 +67,19 @@ def test_light_model(name: str, tmp_path: Path) -> None:
     shipped = onnx.TensorProto()
     shipped.ParseFromString((LIGHT / f"light_{name}_output_0.pb").read_bytes())
     np.testing.assert_allclose(got, numpy_helper.to_array(shipped), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_light_model_at_lnc2_matches_lnc1(name: str, tmp_path: Path) -> None:
+    """Sharded over the two physical cores of a trn2 logical core, the same outputs."""
+    path = LIGHT / f"light_{name}.onnx"
+    key, x = runner_input(onnx.load(path))
+    outputs = []
+    for target in ("trn1", "trn2"):
+        neff = tmp_path / f"{target}.neff"
+        compile_model(str(path), CompileOptions(target=target, output=str(neff)),
+                      emit=lambda _line: None)
+        model = LoadedModel(read_neff(neff))
+        assert len(model.programs) == (2 if target == "trn2" else 1)
+        outputs.append(list(model.execute({key: x}).values())[0])
+    np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-5, atol=1e-6)
