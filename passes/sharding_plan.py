@@ -24,6 +24,7 @@ from ir.core import Function, Op, Value
 from ir.flops import op_flops
 from ir.sharding import Sharding
 from passes.sharding_cost import Cost, collective_traffic
+from passes.sharding_graph import UNKNOWN, Node, SearchGraph
 from passes.sharding_rules import Strategy
 
 R = Sharding.replicated()
@@ -132,63 +133,104 @@ def output_sharding(actual: Sharding, hint: Sharding | None) -> Sharding:
 
 
 def plan_function(fn: Function, hints: Mapping[int, Sharding], n: int,
-                  strategies_of: Callable[[Op], list[Strategy]],
-                  op_costs: dict[tuple[int, int], Cost] | None = None) -> Plan:
-    """The cheapest plan for `fn` that follows `hints` (id(value) -> sharding) where it can.
-    `op_costs` caches `op_cost` across plans of the same function (keys: ids of op and
-    strategy)."""
-    op_costs = {} if op_costs is None else op_costs
+                  strategies_of: Callable[[Op], list[Strategy]]) -> Plan:
+    """The cheapest plan for `fn` that follows `hints` (id(value) -> sharding) where it can."""
+    graph = SearchGraph(fn, strategies_of, n)
+    return plan_graph(graph, graph.to_list(hints), record=True)
+
+
+def plan_graph(graph: SearchGraph, hints: list[int], record: bool = False) -> Plan:
+    """`plan_function` on a numbered graph with hints by value number. Without `record` only
+    the plan's cost is filled in (what the search compares). Memoises each op's step on
+    `graph`: its strategy, cost and operand sources depend only on its results' hints and
+    its operands' available shardings."""
+    n = graph.n
+    shardings = graph.shardings
     plan = Plan(n)
-    actual = plan.shardings
-    for p in fn.params:
-        hint = hints.get(id(p))
-        s = R if hint is None or hint.is_partial else hint
-        actual[id(p)] = s
-        plan.params.append(s)
-    available: dict[int, list[Sharding]] = {id(p): [actual[id(p)]] for p in fn.params}
-
-    def offer(v: Value, dst: Sharding) -> tuple[Sharding, Cost]:
-        have = available[id(v)]
-        if dst in have:
-            return dst, Cost()
-        return best_source(have, dst, v.type.nbytes, n)
-
-    for op in fn.body:
-        cands = strategies_of(op)
-        want = tuple(hints.get(id(r)) for r in op.results)
-        producing = getattr(strategies_of, "producing", None)
-        if producing is not None and None not in want:
-            match = producing(op, want)
-        else:
-            match = [s for s in cands
-                     if all(w is None or w == s.results[i] for i, w in enumerate(want))]
-        best, best_cost = None, None
-        for s in match or cands:
-            key = (id(op), id(s))
-            if key not in op_costs:
-                op_costs[key] = op_cost(op, s)
-            c = replace(op_costs[key])
-            for v, dst in zip(op.operands, s.operands, strict=True):
-                c.add(offer(v, dst)[1])
-            if best_cost is None or c.seconds < best_cost.seconds - 1e-18:
-                best, best_cost = s, c
-        assert best is not None and best_cost is not None
-        sources = []
-        for v, dst in zip(op.operands, best.operands, strict=True):
-            sources.append(offer(v, dst)[0])
-            if dst not in available[id(v)]:
-                available[id(v)].append(dst)
-        plan.ops.append(OpPlan(op, best, sources))
-        plan.cost.add(best_cost)
-        for r, s in zip(op.results, best.results, strict=True):
-            actual[id(r)] = s
-            available[id(r)] = [s]
-    for r in fn.results:
-        dst = output_sharding(actual[id(r)], hints.get(id(r)))
-        src, c = offer(r, dst)
+    available: list[tuple[int, ...]] = [()] * len(graph.values)
+    for p in graph.params:
+        hint = hints[p]
+        s = 0 if hint == UNKNOWN or shardings[hint].is_partial else hint
+        available[p] = (s,)
+    flops = weight_bytes = activation_bytes = collective_bytes = 0.0
+    collectives = 0
+    for node in graph.nodes:
+        key = (tuple([hints[r] for r in node.results]),
+               tuple([available[v] for v in node.operands]))
+        step = node.plans.get(key)
+        if step is None:
+            step = node.plans[key] = _plan_op(graph, node, key[0], available)
+        best, cost, sources, updates = step
+        flops += cost.flops  # summed in program order, as Cost.add would
+        weight_bytes += cost.weight_bytes
+        activation_bytes += cost.activation_bytes
+        collective_bytes += cost.collective_bytes
+        collectives += cost.collectives
+        for v, have in updates:
+            available[v] = have
+        if record:
+            plan.ops.append(OpPlan(node.op, node.choices[best].strategy,
+                                   [shardings[x] for x in sources]))
+    plan.cost = Cost(flops, weight_bytes, activation_bytes, collective_bytes, collectives)
+    actual = [have[0] if have else UNKNOWN for have in available]
+    for r in graph.fn.results:
+        k = graph.number[id(r)]
+        hint = None if hints[k] == UNKNOWN else shardings[hints[k]]
+        dst = output_sharding(shardings[actual[k]], hint)
+        src, c = _offer(graph, k, graph.intern(dst), available[k])
         plan.outputs.append(dst)
-        plan.output_sources.append(src)
+        plan.output_sources.append(shardings[src])
         plan.cost.add(c)
-        if dst not in available[id(r)]:
-            available[id(r)].append(dst)
+        if graph.intern(dst) not in available[k]:
+            available[k] += (graph.intern(dst),)
+    if record:
+        plan.params = [shardings[actual[p]] for p in graph.params]
+        plan.shardings.update((id(v), shardings[s]) for v, s in zip(graph.values, actual,
+                                                                   strict=True))
     return plan
+
+
+def _offer(graph: SearchGraph, v: int, dst: int, have: tuple[int, ...]) -> tuple[int, Cost]:
+    """The sharding value `v` is resharded from to reach `dst` (one of `have`, its available
+    shardings), and the cost."""
+    if dst in have:
+        return dst, Cost()
+    src, cost = best_source([graph.shardings[h] for h in have], graph.shardings[dst],
+                            graph.values[v].type.nbytes, graph.n)
+    return graph.intern(src), cost
+
+
+Step = tuple[int, Cost, tuple[int, ...], tuple[tuple[int, tuple[int, ...]], ...]]
+
+
+def _plan_op(graph: SearchGraph, node: Node, want: tuple[int, ...],
+             available: list[tuple[int, ...]]) -> Step:
+    """One op's step of the plan: (strategy index, cost, the sharding each operand is
+    resharded from, the new available shardings as (value number, shardings) in order)."""
+    if UNKNOWN not in want:
+        match = node.by_results.get(want, [])
+    else:
+        match = [i for i, c in enumerate(node.choices)
+                 if all(w in (UNKNOWN, x) for w, x in zip(want, c.results, strict=True))]
+    best, best_cost = None, None
+    for i in match or range(len(node.choices)):
+        c = node.choices[i]
+        if i not in node.op_costs:
+            node.op_costs[i] = op_cost(node.op, c.strategy)
+        total = replace(node.op_costs[i])
+        for v, dst in zip(node.operands, c.operands, strict=True):
+            total.add(_offer(graph, v, dst, available[v])[1])
+        if best_cost is None or total.seconds < best_cost.seconds - 1e-18:
+            best, best_cost = i, total
+    assert best is not None and best_cost is not None
+    sources = []
+    updates = []
+    mine = {v: available[v] for v in node.operands}
+    for v, dst in zip(node.operands, node.choices[best].operands, strict=True):
+        sources.append(_offer(graph, v, dst, mine[v])[0])
+        if dst not in mine[v]:
+            mine[v] += (dst,)
+            updates.append((v, mine[v]))
+    updates.extend((r, (s,)) for r, s in zip(node.results, node.choices[best].results,
+                                               strict=True))
+    return best, best_cost, tuple(sources), tuple(updates)

@@ -26,120 +26,144 @@ from collections.abc import Callable, Mapping
 
 from ir.core import Function, Op, Value
 from ir.sharding import Sharding
+from passes.sharding_graph import UNKNOWN, Choice, Node, SearchGraph
 from passes.sharding_rules import Strategy
 
 R = Sharding.replicated()
 MAX_ROUNDS = 8
-_PREFERENCE = {"split": 3, "batch": 3, "column": 3, "row": 2, "replicate": 2, "partial": 1}
 
 
 def is_constant(v: Value) -> bool:
     return v.owner is not None and v.owner.opcode == "constant"
 
 
-def _preference(s: Strategy) -> int:
-    return _PREFERENCE.get(s.kind, 0)
-
-
 def propagate(fn: Function, seeds: Mapping[int, Sharding],
               strategies_of: Callable[[Op], list[Strategy]]) -> dict[int, Sharding]:
     """Shardings (id(value) -> sharding) for every non-constant value of `fn`."""
-    sh: dict[int, Sharding] = dict(seeds)
-    _fixed_point(fn, sh, strategies_of)
-    if any(id(v) not in sh for v in fn.params):
-        for v in fn.params:
-            sh.setdefault(id(v), R)
-        _fixed_point(fn, sh, strategies_of)
-    for op in fn.body:
-        if op.opcode != "constant":
-            for r in op.results:
-                sh.setdefault(id(r), R)
+    graph = SearchGraph(fn, strategies_of, 0)
+    return graph.to_dict(propagate_graph(graph, graph.to_list(seeds)))
+
+
+def propagate_graph(graph: SearchGraph, seeds: list[int]) -> list[int]:
+    """`propagate` on a numbered graph: sharding numbers by value number (`UNKNOWN` only for
+    constants without a seed). Memoises each op's decisions on `graph`."""
+    sh = list(seeds)
+    _fixed_point(graph, sh)
+    if any(sh[p] == UNKNOWN for p in graph.params):
+        for p in graph.params:
+            if sh[p] == UNKNOWN:
+                sh[p] = 0
+        _fixed_point(graph, sh)
+    for k in graph.live:
+        if sh[k] == UNKNOWN:
+            sh[k] = 0
     return sh
 
 
-def _fixed_point(fn: Function, sh: dict[int, Sharding],
-                 strategies_of: Callable[[Op], list[Strategy]]) -> None:
+def _fixed_point(graph: SearchGraph, sh: list[int]) -> None:
+    """Forward and backward sweeps until one changes nothing (or every value is known, when
+    the next could change nothing)."""
+    unknown = sum(1 for k in graph.live if sh[k] == UNKNOWN)
+    nodes = graph.computing
     for _ in range(MAX_ROUNDS):
-        changed = False
-        for op in fn.body:
-            changed |= _forward(op, sh, strategies_of)
-        for op in reversed(fn.body):
-            changed |= _backward(op, sh, strategies_of)
-        if not changed:
+        if not unknown:
             return
+        assigned = 0
+        for node in nodes:
+            if UNKNOWN in [sh[r] for r in node.results]:
+                assigned += _forward(node, sh)
+        for node in reversed(nodes):
+            assigned += _backward(node, sh)
+        if not assigned:
+            return
+        unknown -= assigned
 
 
-def _agreement(op: Op, s: Strategy, sh: Mapping[int, Sharding]) -> int:
-    """Bytes of the known operands whose sharding `s` takes as they are. A constant agrees
-    with any non-partial sharding: each core takes its block of it at compile time."""
-    score = 0
-    for v, want in zip(op.operands, s.operands, strict=True):
-        if is_constant(v):
-            agrees = not want.is_partial
-        else:
-            agrees = sh.get(id(v)) == want
-        if agrees:
-            score += max(v.type.nbytes, 1)
-    return score
+def _agreement(c: Choice, sh: list[int]) -> int:
+    """Bytes of the known operands whose sharding the strategy takes as they are. A constant
+    agrees with any non-partial sharding: each core takes its block of it at compile time."""
+    return c.constant_score + sum(nbytes for v, want, nbytes in c.live if sh[v] == want)
 
 
-def _forward_preference(op: Op, s: Strategy, sh: Mapping[int, Sharding]) -> int:
-    """`_preference`, but a split strategy that no split operand agrees with (a broadcast
-    of a replicated value, say) ranks below replicate: splits spread from split values."""
-    p = _preference(s)
-    if p < 3:
-        return p
-    from_split = any(sh.get(id(v)) == want and want.split_dim is not None
-                     for v, want in zip(op.operands, s.operands, strict=True))
-    return p if from_split else 1
+def _forward_preference(c: Choice, sh: list[int]) -> int:
+    """The strategy's preference, but a split strategy that no split operand agrees with (a
+    broadcast of a replicated value, say) ranks below replicate: splits spread from split
+    values."""
+    if c.preference < 3:
+        return c.preference
+    return c.preference if any(sh[v] == want for v, want in c.splits) else 1
 
 
-def _forward(op: Op, sh: dict[int, Sharding],
-             strategies_of: Callable[[Op], list[Strategy]]) -> bool:
-    if op.opcode == "constant" or all(id(r) in sh for r in op.results):
-        return False
-    live = [v for v in op.operands if not is_constant(v)]
-    known = [v for v in live if id(v) in sh]
+def _forward(node: Node, sh: list[int]) -> int:
+    """Forward step of an op with a result still unknown; the number of results set."""
+    key = tuple([sh[v] for v in node.values])
+    if key in node.forward:
+        best = node.forward[key]
+    else:
+        best = node.forward[key] = _forward_choice(node, sh)
+    if best is None:
+        return 0
+    assigned = 0
+    for r, s in zip(node.results, node.choices[best].results, strict=True):
+        if sh[r] == UNKNOWN:
+            sh[r] = s
+            assigned += 1
+    return assigned
+
+
+def _forward_choice(node: Node, sh: list[int]) -> int | None:
+    """The strategy (index) the forward step takes, or None to wait (see the module doc)."""
+    live = node.live
+    known = sum(1 for v in live if sh[v] != UNKNOWN)
     if not known:
-        return False
-    cands = [s for s in strategies_of(op)
-             if all(sh.get(id(r)) in (None, s.results[i]) for i, r in enumerate(op.results))]
+        return None
+    results = [sh[r] for r in node.results]
+    cands = [i for i, c in enumerate(node.choices)
+             if all(k in (UNKNOWN, want) for k, want in zip(results, c.results, strict=True))]
     if not cands:
-        return False
-    best = max(cands, key=lambda s: (_agreement(op, s, sh), _forward_preference(op, s, sh)))
-    if len(known) < len(live) and best.kind == "partial":
-        return False  # a partial result needs partial operands: wait for the others
-    if not any(sh.get(id(v)) == want for v, want in zip(op.operands, best.operands,
-                                                        strict=True) if not is_constant(v)):
-        if len(known) < len(live):
-            return False
-        best = cands[0] if cands[0].kind == "replicate" else best
-    changed = False
-    for r, s in zip(op.results, best.results, strict=True):
-        if id(r) not in sh:
-            sh[id(r)] = s
-            changed = True
-    return changed
+        return None
+    choices = node.choices
+    best = max(cands, key=lambda i: (_agreement(choices[i], sh),
+                                     _forward_preference(choices[i], sh)))
+    if known < len(live) and choices[best].partial:
+        return None  # a partial result needs partial operands: wait for the others
+    if not any(sh[v] == want for v, want, _ in choices[best].live):
+        if known < len(live):
+            return None
+        best = cands[0] if choices[cands[0]].strategy.kind == "replicate" else best
+    return best
 
 
-def _backward(op: Op, sh: dict[int, Sharding],
-              strategies_of: Callable[[Op], list[Strategy]]) -> bool:
-    if op.opcode == "constant":
-        return False
-    known = [(i, sh[id(r)]) for i, r in enumerate(op.results) if id(r) in sh]
-    if not known:
-        return False
-    unknown = [v for v in op.operands if id(v) not in sh and not is_constant(v)]
-    if not unknown:
-        return False
-    cands = [s for s in strategies_of(op) if all(s.results[i] == k for i, k in known)]
-    if not cands:
-        return False
-    best = max(cands, key=lambda s: (_agreement(op, s, sh), _preference(s)))
-    changed = False
-    for v, want in zip(op.operands, best.operands, strict=True):
-        if id(v) in sh or is_constant(v) or want.is_partial:
+def _backward(node: Node, sh: list[int]) -> int:
+    """Backward step of an op; the number of operands set."""
+    if UNKNOWN not in [sh[v] for v in node.live]:
+        return 0
+    key = tuple([sh[v] for v in node.values])
+    if key in node.backward:
+        best = node.backward[key]
+    else:
+        best = node.backward[key] = _backward_choice(node, sh)
+    if best is None:
+        return 0
+    assigned = 0
+    c = node.choices[best]
+    for v, want, constant, partial in zip(node.operands, c.operands, node.constant,
+                                          c.operand_partial, strict=True):
+        if constant or partial or sh[v] != UNKNOWN:
             continue
-        sh[id(v)] = want
-        changed = True
-    return changed
+        sh[v] = want
+        assigned += 1
+    return assigned
+
+
+def _backward_choice(node: Node, sh: list[int]) -> int | None:
+    """The strategy (index) producing the known results that agrees best with the known
+    operands, or None when no result is known or no strategy produces them."""
+    known = [(i, sh[r]) for i, r in enumerate(node.results) if sh[r] != UNKNOWN]
+    if not known:
+        return None
+    choices = node.choices
+    cands = [i for i, c in enumerate(choices) if all(c.results[j] == k for j, k in known)]
+    if not cands:
+        return None
+    return max(cands, key=lambda i: (_agreement(choices[i], sh), choices[i].preference))

@@ -16,6 +16,9 @@ core (`sharding_cost`). The search keeps the cheapest choice it finds:
 A function with no matrix op has its parameters as anchors instead (candidates: whole, or
 split on any dimension that divides), so an elementwise or reduction program is split too.
 
+Every choice is priced on one `SearchGraph` of the function, whose memos of each op's
+propagation and planning step make a choice cost little more than a walk over the ops.
+
 Shardings already on values (from IR text or a frontend's annotations) are kept as seeds
 that the search never overrides.
 """
@@ -24,12 +27,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ir.core import Function, Module, Op, Value
 from ir.sharding import Sharding
-from passes.sharding_plan import Plan, plan_function
-from passes.sharding_propagation import is_constant, propagate
+from passes.sharding_graph import UNKNOWN, SearchGraph
+from passes.sharding_plan import Plan, plan_graph
+from passes.sharding_propagation import is_constant, propagate_graph
 from passes.sharding_rules import Strategy, splittable, strategies
 
 log = logging.getLogger("nxcc.passes.sharding")
@@ -41,7 +45,8 @@ MAX_SWEEPS = 4
 
 @dataclass
 class Choice:
-    """The chosen strategy per anchor, the seeds it gives, and the priced plan."""
+    """The chosen strategy per anchor, the seeds it gives, and the priced plan. During the
+    search `seeds` is left empty and `plan` has only its cost; `choose` returns both whole."""
 
     strategies: dict[int, Strategy]
     seeds: dict[int, Sharding]
@@ -149,15 +154,27 @@ def choose(fn: Function, n: int, module: Module | None = None) -> Choice:
         anchors = [p for p in fn.params if id(p) not in given]
         options = {id(p): parameter_options(p, n) for p in anchors}
     cache: dict[tuple[str, ...], Choice] = {}
-    op_costs: dict = {}
+    graph = SearchGraph(fn, strategies_of, n)
+    given_list = graph.to_list(given)
+    # each candidate's own seeds, numbered, in the order `seeds_for` sets them
+    own = {(id(op), id(s)): [(graph.number[k], graph.intern(x))
+                             for k, x in seeds_for([op], {id(op): s}, {}).items()]
+           for op in anchors for s in options[id(op)]}
+    plans: dict[tuple[int, ...], Plan] = {}  # by propagated hints: choices often agree
 
     def evaluate(chosen: dict[int, Strategy]) -> Choice:
         key = tuple(chosen[id(op)].name if id(op) in chosen else "" for op in anchors)
         if key not in cache:
-            seeds = seeds_for(anchors, chosen, given)
-            hints = propagate(fn, seeds, strategies_of)
-            cache[key] = Choice(dict(chosen), seeds,
-                                plan_function(fn, hints, n, strategies_of, op_costs))
+            seeds = list(given_list)  # as seeds_for(anchors, chosen, given), numbered
+            for op in anchors:
+                if id(op) in chosen:
+                    for k, x in own[id(op), id(chosen[id(op)])]:
+                        if seeds[k] == UNKNOWN:
+                            seeds[k] = x
+            hints = tuple(propagate_graph(graph, seeds))
+            if hints not in plans:
+                plans[hints] = plan_graph(graph, list(hints))
+            cache[key] = Choice(dict(chosen), {}, plans[hints])
         return cache[key]
 
     def construct() -> dict[int, Strategy]:
@@ -189,7 +206,9 @@ def choose(fn: Function, n: int, module: Module | None = None) -> Choice:
                     current, improved = trial, True
         if not improved:
             break
-    best = current
+    seeds = seeds_for(anchors, current.strategies, given)
+    hints = propagate_graph(graph, graph.to_list(seeds))
+    best = replace(current, seeds=seeds, plan=plan_graph(graph, hints, record=True))
     log.debug("sharding: %d anchors, %d plans priced, best %.3g s per core (%s)",
               len(anchors), len(cache), best.plan.cost.seconds,
               ", ".join(best.strategies[id(op)].name for op in anchors))
