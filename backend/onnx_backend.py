@@ -32,17 +32,11 @@ from backend.neff import read_neff
 from backend.runtime.model import LoadedModel
 from compiler.driver import compile_onnx_model
 from compiler.errors import CompileError
-from compiler.onnx.loader import SHAPE_ONLY, node_inputs
+from compiler.onnx.loader import graph_inputs, value_sources
 from compiler.options import CompileOptions
 
 DEFAULT_TARGET = "trn1"
 DYNAMIC_CODE = "NCC_EMOD025"  # a value must be known at compile time
-
-
-def _graph_inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
-    inits = {t.name for t in model.graph.initializer}
-    inits.update(t.values.name for t in model.graph.sparse_initializer)
-    return [v for v in model.graph.input if v.name not in inits]
 
 
 def _static_shape(info: onnx.ValueInfoProto) -> tuple[int, ...] | None:
@@ -65,26 +59,6 @@ def compile_to_loaded(model: onnx.ModelProto, input_shapes: Mapping[str, Sequenc
         compile_onnx_model(model, options, name=model.graph.name or "model",
                            emit=lambda _line: None)
         return LoadedModel(read_neff(path))
-
-
-def input_ancestors(model: onnx.ModelProto, value: str) -> set[str]:
-    """The graph inputs (not initializers) whose values ONNX value `value` is computed from
-    (not through Shape or Size, which read only static shapes)."""
-    producer = {o: n for n in model.graph.node for o in n.output if o}
-    names = {i.name for i in _graph_inputs(model)}
-    found: set[str] = set()
-    seen: set[str] = set()
-    todo = [value]
-    while todo:
-        v = todo.pop()
-        if v in seen or not v:
-            continue
-        seen.add(v)
-        if v in names:
-            found.add(v)
-        elif v in producer and producer[v].op_type not in SHAPE_ONLY:
-            todo.extend(node_inputs(producer[v]))
-    return found
 
 
 def freeze_inputs(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onnx.ModelProto:
@@ -111,7 +85,7 @@ class NxccRep(BackendRep):
         self.model = model
         self.target = target
         self.optlevel = optlevel
-        self.inputs = _graph_inputs(model)
+        self.inputs = graph_inputs(model)
         self.input_names = [i.name for i in self.inputs]
         self.frozen: set[str] = set()
         self._loaded: dict[tuple, LoadedModel] = {}
@@ -127,7 +101,8 @@ class NxccRep(BackendRep):
         new (the error is not one that freezing inputs can fix)."""
         if exc.code != DYNAMIC_CODE or exc.value is None:
             raise exc
-        more = input_ancestors(self.model, exc.value) - self.frozen
+        more = set(value_sources(self.model.graph.node, exc.value,
+                                     [i.name for i in graph_inputs(self.model)])) - self.frozen
         if not more:
             raise exc
         self.frozen |= more

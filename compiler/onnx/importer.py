@@ -18,7 +18,6 @@ from compiler.onnx.dtypes import IR_TO_ONNX, to_ir_dtype
 from compiler.onnx.errors import DYNAMIC, INVALID_NODE, MALFORMED, UNSUPPORTED_OP, FrontendError
 from compiler.onnx.functions import DEFAULT_DOMAINS, expand_node
 from compiler.onnx.loader import (
-    SHAPE_ONLY,
     check_operators,
     infer_shapes,
     input_types,
@@ -26,6 +25,7 @@ from compiler.onnx.loader import (
     model_opsets,
     node_inputs,
     upgrade_opset,
+    value_sources,
 )
 from compiler.onnx.registry import CONVERTERS
 from ir.builder import Builder
@@ -55,24 +55,6 @@ def import_onnx(model: onnx.ModelProto | str | Path,
     module = Module(re.sub(r"\W+", "_", name).strip("_") or "model")
     fn = module.add_function(Function("main", [Value(t, n) for n, t in types]))
     return _Importer(module, fn, inferred.graph, model_opsets(proto)).run()
-
-
-def _body_sources(nodes: Sequence[onnx.NodeProto], value: str, inputs: Sequence[str]
-                  ) -> list[str]:
-    """Which of `inputs` (a function call's inputs) body value `value` is computed from."""
-    producer = {o: n for n in nodes for o in n.output if o}
-    found, seen, todo = [], set(), [value]
-    while todo:
-        v = todo.pop()
-        if v in seen or not v:
-            continue
-        seen.add(v)
-        if v in producer:
-            if producer[v].op_type not in SHAPE_ONLY:
-                todo.extend(node_inputs(producer[v]))
-        elif v in inputs:
-            found.append(v)
-    return found
 
 
 def attribute_values(node: onnx.NodeProto) -> dict[str, Any]:
@@ -164,7 +146,7 @@ class _Importer:
             if exc.code != DYNAMIC or exc.value is None or exc.value in self.values:
                 raise
             names = {n for node in nodes for n in node_inputs(node)}
-            outer = [n for n in _body_sources(nodes, exc.value, sorted(names))
+            outer = [n for n in value_sources(nodes, exc.value, sorted(names))
                      if self.defines(n) and const_value(self.lookup(n)) is None]
             if not outer:
                 raise
@@ -310,7 +292,7 @@ class _Importer:
         except FrontendError as exc:
             if exc.code != DYNAMIC or exc.value is None:
                 raise
-            outer = [n for n in _body_sources(body.nodes, exc.value, node.input)
+            outer = [n for n in value_sources(body.nodes, exc.value, node.input)
                      if n and const_value(self.values.get(n)) is None]
             raise FrontendError(exc.message, exc.code, outer[0] if outer else None) from None
         for name in node.output:

@@ -7,7 +7,7 @@ dimensions with the user's ``--input-shape`` values and runs ONNX shape inferenc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import onnx
@@ -144,6 +144,29 @@ def node_inputs(node: onnx.NodeProto) -> list[str]:
             inner += [o.name for o in g.output]
             names += [n for n in inner if n and n not in local]
     return names
+
+
+def value_sources(nodes: Sequence[onnx.NodeProto], value: str, sources: Iterable[str]
+                  ) -> list[str]:
+    """Which of `sources` (values no node of `nodes` produces: graph or call inputs) ONNX
+    value `value` is computed from, in discovery order; not through Shape or Size, which
+    read only static shapes."""
+    producer = {o: n for n in nodes for o in n.output if o}
+    wanted = set(sources)
+    found: list[str] = []
+    seen: set[str] = set()
+    todo = [value]
+    while todo:
+        v = todo.pop()
+        if v in seen or not v:
+            continue
+        seen.add(v)
+        if v in producer:
+            if producer[v].op_type not in SHAPE_ONLY:
+                todo.extend(node_inputs(producer[v]))
+        elif v in wanted:
+            found.append(v)
+    return found
 
 
 def graph_inputs(proto: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
