@@ -56,3 +56,25 @@ def assert_same_results(original: Module, spmd: Module, n: int = 2, seed: int = 
 
 def text(module: Module) -> str:
     return print_module(module)
+
+
+# Scalar computations (reducers, comparators) the tests' IR refers to; appended after a
+# module's last function, they also close the module.
+COMPUTATIONS = """
+  func @sum(%a: f32[], %b: f32[]) -> (f32[]) {
+    %0 = add(%a, %b) : f32[]
+    return %0
+  }
+  func @max(%a: f32[], %b: f32[]) -> (f32[]) {
+    %0 = maximum(%a, %b) : f32[]
+    return %0
+  }
+  func @less(%a: f32[], %b: f32[]) -> (pred[]) {
+    %0 = compare(%a, %b) {direction = LT} : pred[]
+    return %0
+  }
+  func @ge(%a: f32[], %b: f32[]) -> (pred[]) {
+    %0 = compare(%a, %b) {direction = GE} : pred[]
+    return %0
+  }
+}"""

@@ -9,18 +9,12 @@ from __future__ import annotations
 import pytest
 
 from tests.passes.pass_check import check
-from tests.sharding.ir_check import assert_same_results, collectives, partitioned
-
-SUM = """
-  func @sum(%a: f32[], %b: f32[]) -> (f32[]) {
-    %0 = add(%a, %b) : f32[]
-    return %0
-  }
-  func @max(%a: f32[], %b: f32[]) -> (f32[]) {
-    %0 = maximum(%a, %b) : f32[]
-    return %0
-  }
-}"""
+from tests.sharding.ir_check import (
+    COMPUTATIONS,
+    assert_same_results,
+    collectives,
+    partitioned,
+)
 
 CASES = {
     # split -> replicated: all_gather
@@ -100,7 +94,7 @@ CASES = {
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_reshards_and_numbers(name: str) -> None:
     body, expected = CASES[name]
-    original, spmd = partitioned(body + SUM, "shard-propagate", "shard-partition")
+    original, spmd = partitioned(body + COMPUTATIONS, "shard-propagate", "shard-partition")
     assert collectives(spmd) == expected
     assert_same_results(original, spmd)
 

@@ -25,21 +25,11 @@ from ir.sharding import Sharding
 from ir.types import TensorType
 from passes.manager import PassManager
 from passes.registry import pipeline
+from tests.sharding.ir_check import COMPUTATIONS as SCALAR_COMPUTATIONS
 
 SIZES = (1, 2, 3, 4, 6, 8, 32)
-COMPUTATIONS = parse_module("""module @c {
-  func @main() -> () {
-    return
-  }
-  func @sum(%a: f32[], %b: f32[]) -> (f32[]) {
-    %0 = add(%a, %b) : f32[]
-    return %0
-  }
-  func @max(%a: f32[], %b: f32[]) -> (f32[]) {
-    %0 = maximum(%a, %b) : f32[]
-    return %0
-  }
-}""")
+COMPUTATIONS = parse_module("module @c {\n  func @main() -> () {\n    return\n  }"
+                            + SCALAR_COMPUTATIONS)
 
 
 def build(data: st.DataObject) -> Module:

@@ -10,26 +10,7 @@ from ir.opdef import OP_DEFS
 from ir.parser import parse_module
 from ir.printer import print_module
 from passes.sharding_rules import covered_opcodes, strategies
-from tests.sharding.ir_check import assert_same_results, partitioned
-
-COMPUTATIONS = """
-  func @sum(%a: f32[], %b: f32[]) -> (f32[]) {
-    %0 = add(%a, %b) : f32[]
-    return %0
-  }
-  func @max(%a: f32[], %b: f32[]) -> (f32[]) {
-    %0 = maximum(%a, %b) : f32[]
-    return %0
-  }
-  func @less(%a: f32[], %b: f32[]) -> (pred[]) {
-    %0 = compare(%a, %b) {direction = LT} : pred[]
-    return %0
-  }
-  func @ge(%a: f32[], %b: f32[]) -> (pred[]) {
-    %0 = compare(%a, %b) {direction = GE} : pred[]
-    return %0
-  }
-}"""
+from tests.sharding.ir_check import COMPUTATIONS, assert_same_results, partitioned
 
 # (params, the op under test as one line); every op reads %x (and %y, %i...).
 SAMPLES = {
