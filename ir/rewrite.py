@@ -4,8 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ir.attributes import Symbol
+from ir.attributes import Dense, Symbol
 from ir.core import Function, Module, Op, Value
+
+
+def constant_value(v: Value | None) -> Dense | None:
+    """The value of `v` when a ``constant`` op defines it, else None."""
+    if v is None or v.owner is None or v.owner.opcode != "constant":
+        return None
+    return v.owner.attrs["value"]  # type: ignore[return-value]
 
 
 def replace_uses(fn: Function, mapping: Mapping[Value, Value]) -> int:

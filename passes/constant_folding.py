@@ -17,7 +17,7 @@ from backend.interpreter import IRContext, evaluate_op
 from ir.attributes import Dense
 from ir.core import Function, Module, Op, Value
 from ir.opdef import get_opdef
-from ir.rewrite import replace_uses
+from ir.rewrite import constant_value, replace_uses
 
 SMALL_RESULT_BYTES = 1 << 20
 NEVER_FOLD = frozenset({
@@ -58,7 +58,7 @@ def fold_ops(fn: Function, start: int, ctx: IRContext) -> dict[Value, Value]:
     tail: list[Op] = []
     for op in fn.body[start:]:
         op.operands = [mapping.get(v, v) for v in op.operands]
-        values = [constant_of(v) for v in op.operands]
+        values = [constant_value(v) for v in op.operands]
         folded = None
         if op.opcode not in NEVER_FOLD and all(v is not None for v in values):
             folded = fold_op(op, values, ctx)  # type: ignore[arg-type]
@@ -71,13 +71,6 @@ def fold_ops(fn: Function, start: int, ctx: IRContext) -> dict[Value, Value]:
             mapping[r] = new.result
     fn.body[start:] = tail
     return mapping
-
-
-def constant_of(v: Value) -> Dense | None:
-    """The value of `v` when a constant op defines it."""
-    if v.owner is not None and v.owner.opcode == "constant":
-        return v.owner.attrs["value"]  # type: ignore[return-value]
-    return None
 
 
 def fold_op(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:

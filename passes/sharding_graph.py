@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ir.core import Function, Op, Value
+from ir.rewrite import constant_value
 from ir.sharding import Sharding
 from passes.sharding_cost import Cost
 from passes.sharding_rules import Strategy
@@ -94,8 +95,7 @@ class SearchGraph:
         self.intern(R)
         self.values: list[Value] = [*fn.params, *(r for op in fn.body for r in op.results)]
         self.number: dict[int, int] = {id(v): k for k, v in enumerate(self.values)}
-        self.constant = [v.owner is not None and v.owner.opcode == "constant"
-                         for v in self.values]
+        self.constant = [constant_value(v) is not None for v in self.values]
         self.params = list(range(len(fn.params)))
         self.live = [k for k, c in enumerate(self.constant) if not c]
         self.nodes = [Node(self, op, i, strategies_of(op)) for i, op in enumerate(fn.body)]

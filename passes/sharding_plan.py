@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from ir.attributes import Dense
 from ir.core import Function, Op, Value
 from ir.flops import op_flops
+from ir.rewrite import constant_value
 from ir.sharding import Sharding
 from passes.sharding_cost import Cost, collective_traffic
 from passes.sharding_graph import UNKNOWN, Node, SearchGraph
@@ -76,11 +76,8 @@ def best_source(available: list[Sharding], dst: Sharding, nbytes: int, n: int
 
 def is_weight(v: Value) -> bool:
     """A value read from the NEFF's weights: a non-splat constant."""
-    owner = v.owner
-    if owner is None or owner.opcode != "constant":
-        return False
-    d: Dense = owner.attrs["value"]  # type: ignore[assignment]
-    return not d.is_splat
+    d = constant_value(v)
+    return d is not None and not d.is_splat
 
 
 def local_bytes(v: Value, s: Sharding) -> float:

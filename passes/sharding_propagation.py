@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from ir.core import Function, Op, Value
+from ir.rewrite import constant_value
 from ir.sharding import Sharding
 from passes.sharding_graph import UNKNOWN, Choice, Node, SearchGraph
 from passes.sharding_rules import Strategy
@@ -34,7 +35,7 @@ MAX_ROUNDS = 8
 
 
 def is_constant(v: Value) -> bool:
-    return v.owner is not None and v.owner.opcode == "constant"
+    return constant_value(v) is not None
 
 
 def propagate(fn: Function, seeds: Mapping[int, Sharding],

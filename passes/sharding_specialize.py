@@ -15,7 +15,7 @@ from ir.attributes import Dense
 from ir.builder import Builder
 from ir.clone import clone_module
 from ir.core import Function, Module, Op, Value
-from ir.rewrite import replace_uses
+from ir.rewrite import constant_value, replace_uses
 from passes.constant_folding import ConstantFolding
 from passes.dead_code_elimination import DeadCodeElimination
 
@@ -40,10 +40,10 @@ def specialize(module: Module, core: int) -> Module:
 
 
 def _constant_scalar(v: Value) -> int | bool | None:
-    owner = v.owner
-    if owner is None or owner.opcode != "constant" or v.type.rank != 0:
+    d = constant_value(v)
+    if d is None or v.type.rank != 0:
         return None
-    return owner.attrs["value"].array.reshape(-1)[0].item()  # type: ignore[union-attr]
+    return d.array.reshape(-1)[0].item()
 
 
 def _simplify(fn: Function, module: Module) -> None:

@@ -20,13 +20,13 @@ from ir.builder import Builder
 from ir.computations import binary_computation
 from ir.core import Function, Value
 from ir.dtypes import DType
+from ir.rewrite import constant_value
 
 
 def const_value(v: Value | None) -> np.ndarray | None:
     """The compile-time value of `v` when a ``constant`` op produces it, else None."""
-    if v is None or v.owner is None or v.owner.opcode != "constant":
-        return None
-    return v.owner.attrs["value"].array  # type: ignore[union-attr]
+    d = constant_value(v)
+    return None if d is None else d.array
 
 
 class GraphConverter(Protocol):
