@@ -9,7 +9,6 @@ user-supplied value to the canonical Python value for its kind, or raises ValueE
 from __future__ import annotations
 
 import enum
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -169,6 +168,3 @@ class AttrKind(enum.Enum):
                 return tuple(AttrKind.SYMBOL.check(v) for v in value)
         raise AssertionError(self)
 
-
-def is_nan(value: object) -> bool:
-    return isinstance(value, float) and math.isnan(value)

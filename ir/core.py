@@ -8,7 +8,7 @@ computation of ``reduce``, the body of ``while``...), as HLO does; there are no 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ir.attributes import AttrValue
@@ -95,9 +95,6 @@ class Function:
     @property
     def result_types(self) -> list[TensorType]:
         return [r.type for r in self.results]
-
-    def walk(self) -> Iterator[Op]:
-        return iter(self.body)
 
 
 @dataclass(eq=False)

@@ -21,7 +21,7 @@ import numpy as np
 from ir.attributes import AttrKind, AttrValue, Dense, Symbol
 from ir.core import Function, Module, Op, Value
 from ir.dtypes import DType
-from ir.opdef import OP_DEFS, get_opdef
+from ir.opdef import get_opdef
 
 _BARE_NAME = re.compile(r"[A-Za-z0-9_.$\-]+\Z")
 DENSE_INLINE_LIMIT = 16
@@ -132,7 +132,7 @@ class Printer:
         return text
 
     def attrs(self, op: Op) -> str:
-        spec = get_opdef(op.opcode).attrs if op.opcode in OP_DEFS else {}
+        spec = get_opdef(op.opcode).attrs
         parts = []
         for key, value in op.attrs.items():
             if key in spec and spec[key].default is not None and value == spec[key].default:
