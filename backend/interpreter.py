@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels import get_kernel
-from ir.attributes import AttrValue
-from ir.core import Module, Op
-from ir.opdef import get_opdef
-from ir.types import TensorType
+from nxcc.backend.kernels import get_kernel
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.core import Module, Op
+from nxcc.ir.opdef import get_opdef
+from nxcc.ir.types import TensorType
 
 
 class IRContext:

@@ -1,6 +1,6 @@
 """nxcc as an ONNX backend (the `onnx.backend.base` convention).
 
-    import backend.onnx_backend as nxcc
+    import nxcc.backend.onnx_backend as nxcc
     rep = nxcc.prepare(model)             # compiles `model` to a NEFF
     outputs = rep.run([x, y])             # a list of numpy arrays, in graph-output order
 
@@ -28,12 +28,12 @@ from onnx import helper
 from onnx.backend import base
 from onnx.backend.base import BackendRep, Device, DeviceType
 
-from backend.neff import read_neff
-from backend.runtime.model import LoadedModel
-from compiler.driver import compile_onnx_model
-from compiler.errors import CompileError
-from compiler.onnx.loader import graph_inputs, value_sources
-from compiler.options import CompileOptions
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.model import LoadedModel
+from nxcc.compiler.driver import compile_onnx_model
+from nxcc.compiler.errors import CompileError
+from nxcc.compiler.onnx.loader import graph_inputs, value_sources
+from nxcc.compiler.options import CompileOptions
 
 DEFAULT_TARGET = "trn1"
 DYNAMIC_CODE = "NCC_EMOD025"  # a value must be known at compile time

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from compiler.hlo.parser import parse_hlo  # noqa: E402
+from nxcc.compiler.hlo.parser import parse_hlo  # noqa: E402
 
 _DIMS = ["128,256", "256,256", "128,1024", "1024,256"]
 
@@ -117,7 +117,7 @@ def main() -> None:
     args = ap.parse_args()
     text = generate(args.instructions)
     if args.engine == "lark":
-        from compiler.hlo.lark_engine import parse_hlo_lark as parse
+        from nxcc.compiler.hlo.lark_engine import parse_hlo_lark as parse
     else:
         parse = parse_hlo
     best = float("inf")

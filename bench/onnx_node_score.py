@@ -46,7 +46,7 @@ _REPS: list = []
 def _init_worker() -> None:
     """Per worker: the alarm for --timeout, the suite, and a record of every prepared rep
     (to see which inputs a case needed frozen)."""
-    import backend.onnx_backend as nxcc
+    import nxcc.backend.onnx_backend as nxcc
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     signal.signal(signal.SIGALRM, _alarm)

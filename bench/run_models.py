@@ -23,10 +23,10 @@ import onnxruntime as ort
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from backend.neff import read_neff  # noqa: E402
-from backend.runtime.model import LoadedModel  # noqa: E402
-from compiler.driver import compile_model  # noqa: E402
-from compiler.options import CompileOptions  # noqa: E402
+from nxcc.backend.neff import read_neff  # noqa: E402
+from nxcc.backend.runtime.model import LoadedModel  # noqa: E402
+from nxcc.compiler.driver import compile_model  # noqa: E402
+from nxcc.compiler.options import CompileOptions  # noqa: E402
 
 DEFAULT = sorted((Path(__file__).resolve().parent.parent / "tests" / "models").glob("*.onnx"))
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from cli.errors import user_errors
-from cli.logsetup import VERBOSE_LEVELS, setup_logging
-from compiler.driver import compile_model
-from compiler.options import TARGETS, CompileOptions, parse_input_shape
+from nxcc.cli.errors import user_errors
+from nxcc.cli.logsetup import VERBOSE_LEVELS, setup_logging
+from nxcc.compiler.driver import compile_model
+from nxcc.compiler.options import TARGETS, CompileOptions, parse_input_shape
 
 log = logging.getLogger("nxcc.compiler")
 

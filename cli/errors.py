@@ -10,10 +10,10 @@ from typing import TypeVar
 
 import click
 
-from backend.neff import NeffError
-from backend.runtime.config import ConfigError
-from backend.runtime.status import NrtError
-from compiler.errors import CompileError
+from nxcc.backend.neff import NeffError
+from nxcc.backend.runtime.config import ConfigError
+from nxcc.backend.runtime.status import NrtError
+from nxcc.compiler.errors import CompileError
 
 F = TypeVar("F", bound=Callable[..., object])
 

@@ -7,11 +7,11 @@ import json
 
 import click
 
-from backend.neff import read_neff
-from backend.program.graphviz import neff_to_dot
-from backend.runtime.model import TensorInfo
-from cli.errors import user_errors
-from passes.sharding_cost import rank_traffic
+from nxcc.backend.neff import read_neff
+from nxcc.backend.program.graphviz import neff_to_dot
+from nxcc.backend.runtime.model import TensorInfo
+from nxcc.cli.errors import user_errors
+from nxcc.passes.sharding_cost import rank_traffic
 
 
 def describe_collective(entry: dict) -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from cli.errors import user_errors
+from nxcc.cli.errors import user_errors
 
 
 @click.command("list-operators")
@@ -14,12 +14,12 @@ from cli.errors import user_errors
 def list_operators_cmd(framework: str) -> None:
     """List the operators supported for FRAMEWORK."""
     if framework.upper() == "ONNX":
-        from compiler.onnx import SUPPORTED_OPS
+        from nxcc.compiler.onnx import SUPPORTED_OPS
 
         for op in SUPPORTED_OPS:
             click.echo(op)
     else:
-        from compiler.hlo import SUPPORTED_OPCODES
+        from nxcc.compiler.hlo import SUPPORTED_OPCODES
 
         for op in SUPPORTED_OPCODES:
             click.echo(op)

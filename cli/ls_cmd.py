@@ -10,9 +10,9 @@ import json
 
 import click
 
-from backend.runtime.config import RuntimeConfig
-from backend.runtime.inventory import describe_host
-from cli.errors import user_errors
+from nxcc.backend.runtime.config import RuntimeConfig
+from nxcc.backend.runtime.inventory import describe_host
+from nxcc.cli.errors import user_errors
 
 HEADERS = (("NEURON", "DEVICE"), ("NEURON", "CORES"), ("LOGICAL", "NC"), ("NEURON", "MEMORY"),
            ("CONNECTED", "DEVICES"), ("PID", ""))

@@ -9,13 +9,13 @@ import sys
 
 import click
 
-from cli.compile_cmd import compile_cmd
-from cli.errors import one_line
-from cli.inspect_cmd import inspect_neff_cmd
-from cli.list_cmd import list_operators_cmd
-from cli.ls_cmd import ls_cmd
-from cli.run_cmd import run_cmd
-from cli.version import VERSION
+from nxcc.cli.compile_cmd import compile_cmd
+from nxcc.cli.errors import one_line
+from nxcc.cli.inspect_cmd import inspect_neff_cmd
+from nxcc.cli.list_cmd import list_operators_cmd
+from nxcc.cli.ls_cmd import ls_cmd
+from nxcc.cli.run_cmd import run_cmd
+from nxcc.cli.version import VERSION
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 

@@ -14,12 +14,12 @@ import zipfile
 import click
 import numpy as np
 
-from backend.neff import read_neff
-from backend.runtime.config import RuntimeConfig
-from backend.runtime.cores import format_cores
-from backend.runtime.handle import ModelHandle
-from backend.runtime.nrt import Runtime
-from cli.errors import fail, user_errors
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.config import RuntimeConfig
+from nxcc.backend.runtime.cores import format_cores
+from nxcc.backend.runtime.handle import ModelHandle
+from nxcc.backend.runtime.nrt import Runtime
+from nxcc.cli.errors import fail, user_errors
 
 
 def load_inputs(path: str) -> dict[str, np.ndarray]:

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from backend.neff.constants import NXCC_VERSION
+from nxcc.backend.neff.constants import NXCC_VERSION
 
 VERSION = NXCC_VERSION

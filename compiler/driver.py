@@ -12,14 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from backend.neff import NeffError, NeffHeader
-from backend.program.package import NeffSpec, write_program_neff
-from compiler.errors import CompileError
-from compiler.options import CompileOptions, framework_for
-from compiler.sharding_stage import core_programs
-from ir.core import Module
-from passes.manager import PassFailure, PassManager
-from passes.registry import PASSES, pipeline
+from nxcc.backend.neff import NeffError, NeffHeader
+from nxcc.backend.program.package import NeffSpec, write_program_neff
+from nxcc.compiler.errors import CompileError
+from nxcc.compiler.options import CompileOptions, framework_for
+from nxcc.compiler.sharding_stage import core_programs
+from nxcc.ir.core import Module
+from nxcc.passes.manager import PassFailure, PassManager
+from nxcc.passes.registry import PASSES, pipeline
 
 if TYPE_CHECKING:
     import onnx
@@ -43,14 +43,14 @@ def import_model(path: str, options: CompileOptions) -> Module:
     if not os.path.exists(path):
         raise CompileError("NCC_EARG001", f"model file {path!r} does not exist")
     if framework == "ONNX":
-        from compiler.onnx import FrontendError, import_onnx
+        from nxcc.compiler.onnx import FrontendError, import_onnx
 
         try:
             return import_onnx(path, options.input_shapes)
         except FrontendError as exc:
             raise CompileError(exc.code, str(exc.args[0] if exc.args else exc)) from None
     if framework == "XLA":
-        from compiler.hlo import HloError, import_hlo
+        from nxcc.compiler.hlo import HloError, import_hlo
 
         try:
             return import_hlo(path)
@@ -71,7 +71,7 @@ def compile_model(path: str, options: CompileOptions,
 def compile_onnx_model(proto: onnx.ModelProto, options: CompileOptions, name: str = "model",
                        emit: Callable[[str], None] = print) -> CompileResult:
     """Compile an in-memory ONNX model to the NEFF `options.output` (as `compile_model`)."""
-    from compiler.onnx import FrontendError, import_onnx
+    from nxcc.compiler.onnx import FrontendError, import_onnx
 
     check_print_ir_after(options)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from compiler.errors import CompileError
+from nxcc.compiler.errors import CompileError
 
 TARGETS = ("trn1", "trn1n", "trn2", "inf2")
 FRAMEWORKS = ("ONNX", "XLA")

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compiler.errors import CompileError
-from ir.core import Module
-from passes.manager import PassManager
-from passes.registry import sharding_pipeline
-from passes.sharding_specialize import specialize
+from nxcc.compiler.errors import CompileError
+from nxcc.ir.core import Module
+from nxcc.passes.manager import PassManager
+from nxcc.passes.registry import sharding_pipeline
+from nxcc.passes.sharding_specialize import specialize
 
 
 def core_programs(module: Module, lnc: int, print_after: frozenset[str],

@@ -1,11 +1,11 @@
 """nxcc's typed SSA IR: element types, tensor types, values, ops, functions and modules."""
 
-from ir.attributes import AttrKind, Dense, Symbol
-from ir.builder import Builder
-from ir.core import Function, Module, Op, Value
-from ir.dtypes import DType
-from ir.opdef import OP_DEFS, OpDef, TypeRuleError, get_opdef
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrKind, Dense, Symbol
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OP_DEFS, OpDef, TypeRuleError, get_opdef
+from nxcc.ir.types import TensorType
 
 __all__ = [
     "OP_DEFS",

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ir.dtypes import DType
-from ir.types import TensorType
+from nxcc.ir.dtypes import DType
+from nxcc.ir.types import TensorType
 
 
 @dataclass(frozen=True, slots=True)

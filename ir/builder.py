@@ -12,11 +12,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from ir.attributes import Dense
-from ir.core import Function, Module, Op, Value
-from ir.dtypes import DType
-from ir.opdef import get_opdef
-from ir.types import TensorType
+from nxcc.ir.attributes import Dense
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import get_opdef
+from nxcc.ir.types import TensorType
 
 
 class Builder:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ir.core import Function, Module, Op, Value
+from nxcc.ir.core import Function, Module, Op, Value
 
 
 def clone_function(fn: Function) -> Function:

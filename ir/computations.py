@@ -6,11 +6,11 @@ scalars returning their sum, creating it on first use.
 
 from __future__ import annotations
 
-from ir.attributes import Symbol
-from ir.core import Function, Module, Op, Value
-from ir.dtypes import DType
-from ir.opdef import get_opdef
-from ir.types import TensorType
+from nxcc.ir.attributes import Symbol
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import get_opdef
+from nxcc.ir.types import TensorType
 
 
 def binary_computation(module: Module, opcode: str, dtype: DType) -> Symbol:

@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ir.attributes import AttrValue
-from ir.sharding import Sharding
-from ir.spmd import SpmdInfo
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.sharding import Sharding
+from nxcc.ir.spmd import SpmdInfo
+from nxcc.ir.types import TensorType
 
 
 class Value:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import math
 
-from ir.core import Function, Module, Op
-from ir.opdef import OP_DEFS, get_opdef
+from nxcc.ir.core import Function, Module, Op
+from nxcc.ir.opdef import OP_DEFS, get_opdef
 
 
 def op_flops(op: Op) -> int:

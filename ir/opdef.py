@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ir.attributes import AttrKind, AttrValue
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrKind, AttrValue
+from nxcc.ir.types import TensorType
 
 if TYPE_CHECKING:
-    from ir.core import Module
+    from nxcc.ir.core import Module
 
 
 class TypeRuleError(ValueError):
@@ -102,7 +102,7 @@ def define(opdef: OpDef) -> OpDef:
 
 def get_opdef(name: str) -> OpDef:
     """The definition of op `name`; KeyError naming it if there is none."""
-    from ir import ops  # noqa: F401  (registers the core ops on first use)
+    from nxcc.ir import ops  # noqa: F401  (registers the core ops on first use)
 
     try:
         return OP_DEFS[name]

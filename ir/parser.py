@@ -15,12 +15,12 @@ import numpy as np
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedInput
 
-from ir.attributes import Dense, Symbol
-from ir.core import Function, Module, Op, Value
-from ir.dtypes import DType
-from ir.opdef import TypeRuleError, get_opdef
-from ir.sharding import Sharding
-from ir.types import TensorType
+from nxcc.ir.attributes import Dense, Symbol
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import TypeRuleError, get_opdef
+from nxcc.ir.sharding import Sharding
+from nxcc.ir.types import TensorType
 
 
 class IRParseError(ValueError):
@@ -29,7 +29,7 @@ class IRParseError(ValueError):
 
 @functools.cache
 def _lark() -> Lark:
-    grammar = resources.files("ir").joinpath("ir.lark").read_text()
+    grammar = resources.files("nxcc.ir").joinpath("ir.lark").read_text()
     return Lark(grammar, parser="lalr", propagate_positions=True, maybe_placeholders=True)
 
 

@@ -18,10 +18,10 @@ import re
 
 import numpy as np
 
-from ir.attributes import AttrKind, AttrValue, Dense, Symbol
-from ir.core import Function, Module, Op, Value
-from ir.dtypes import DType
-from ir.opdef import get_opdef
+from nxcc.ir.attributes import AttrKind, AttrValue, Dense, Symbol
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import get_opdef
 
 _BARE_NAME = re.compile(r"[A-Za-z0-9_.$\-]+\Z")
 DENSE_INLINE_LIMIT = 16

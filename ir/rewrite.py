@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ir.attributes import Dense, Symbol
-from ir.core import Function, Module, Op, Value
+from nxcc.ir.attributes import Dense, Symbol
+from nxcc.ir.core import Function, Module, Op, Value
 
 
 def constant_value(v: Value | None) -> Dense | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ir.dtypes import DType
+from nxcc.ir.dtypes import DType
 
 
 @dataclass(frozen=True, slots=True)

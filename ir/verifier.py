@@ -6,10 +6,10 @@ shows the IR around it, the failing line marked with ``>``.
 
 from __future__ import annotations
 
-from ir.attributes import Symbol
-from ir.core import Function, Module, Op, Value
-from ir.opdef import TypeRuleError, get_opdef
-from ir.printer import Printer
+from nxcc.ir.attributes import Symbol
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.opdef import TypeRuleError, get_opdef
+from nxcc.ir.printer import Printer
 
 CONTEXT_LINES = 3
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Protocol
 
-from ir.core import Module
+from nxcc.ir.core import Module
 
 
 class Pass(Protocol):

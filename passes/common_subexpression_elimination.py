@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ir.core import Function, Module, Value
-from ir.rewrite import replace_uses
+from nxcc.ir.core import Function, Module, Value
+from nxcc.ir.rewrite import replace_uses
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from backend.interpreter import IRContext, evaluate_op
-from ir.attributes import Dense
-from ir.core import Function, Module, Op, Value
-from ir.opdef import get_opdef
-from ir.rewrite import constant_value, replace_uses
+from nxcc.backend.interpreter import IRContext, evaluate_op
+from nxcc.ir.attributes import Dense
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.opdef import get_opdef
+from nxcc.ir.rewrite import constant_value, replace_uses
 
 SMALL_RESULT_BYTES = 1 << 20
 NEVER_FOLD = frozenset({

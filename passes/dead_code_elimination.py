@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ir.core import Function, Module
-from ir.rewrite import reachable_functions
+from nxcc.ir.core import Function, Module
+from nxcc.ir.rewrite import reachable_functions
 
 
 @dataclass(frozen=True)

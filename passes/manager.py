@@ -10,10 +10,10 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from ir.core import Module
-from ir.printer import print_module
-from ir.verifier import VerificationError, verify_module
-from passes.base import Pass
+from nxcc.ir.core import Module
+from nxcc.ir.printer import print_module
+from nxcc.ir.verifier import VerificationError, verify_module
+from nxcc.passes.base import Pass
 
 log = logging.getLogger("nxcc.passes")
 

@@ -6,13 +6,13 @@ choose shardings with the cost model, propagate them, partition into the SPMD pr
 
 from __future__ import annotations
 
-from passes.base import Pass
-from passes.common_subexpression_elimination import CommonSubexpressionElimination
-from passes.constant_folding import ConstantFolding
-from passes.dead_code_elimination import DeadCodeElimination
-from passes.shard_choose import ShardChoose
-from passes.shard_partition import ShardPartition
-from passes.shard_propagate import ShardPropagate
+from nxcc.passes.base import Pass
+from nxcc.passes.common_subexpression_elimination import CommonSubexpressionElimination
+from nxcc.passes.constant_folding import ConstantFolding
+from nxcc.passes.dead_code_elimination import DeadCodeElimination
+from nxcc.passes.shard_choose import ShardChoose
+from nxcc.passes.shard_partition import ShardPartition
+from nxcc.passes.shard_propagate import ShardPropagate
 
 PASSES: dict[str, type] = {
     cls.name: cls

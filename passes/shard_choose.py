@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ir.core import Module, Value
-from passes.sharding_cost import Cost
-from passes.sharding_search import choose
+from nxcc.ir.core import Module, Value
+from nxcc.passes.sharding_cost import Cost
+from nxcc.passes.sharding_search import choose
 
 
 @dataclass

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from ir.core import Module
-from passes.sharding_cost import Cost
-from passes.sharding_emit import emit_spmd
-from passes.sharding_plan import plan_function
-from passes.sharding_search import given_shardings, strategy_table
+from nxcc.ir.core import Module
+from nxcc.passes.sharding_cost import Cost
+from nxcc.passes.sharding_emit import emit_spmd
+from nxcc.passes.sharding_plan import plan_function
+from nxcc.passes.sharding_search import given_shardings, strategy_table
 
 
 @dataclass

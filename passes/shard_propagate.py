@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ir.core import Module
-from passes.sharding_propagation import propagate
-from passes.sharding_search import given_shardings, strategy_table
+from nxcc.ir.core import Module
+from nxcc.passes.sharding_propagation import propagate
+from nxcc.passes.sharding_search import given_shardings, strategy_table
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.builder import Builder
-from ir.core import Function, Module, Value
-from ir.dtypes import DType
-from ir.sharding import Sharding
-from ir.types import TensorType
-from passes.sharding_plan import Plan, reshard_kind
-from passes.sharding_rules import Strategy
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Function, Module, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.sharding import Sharding
+from nxcc.ir.types import TensorType
+from nxcc.passes.sharding_plan import Plan, reshard_kind
+from nxcc.passes.sharding_rules import Strategy
 
 R = Sharding.replicated()
 _IDENTITY = {"sum": 0, "prod": 1}

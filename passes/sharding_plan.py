@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
-from ir.core import Function, Op, Value
-from ir.flops import op_flops
-from ir.rewrite import constant_value
-from ir.sharding import Sharding
-from passes.sharding_cost import Cost, collective_traffic
-from passes.sharding_graph import UNKNOWN, Node, SearchGraph
-from passes.sharding_rules import Strategy
+from nxcc.ir.core import Function, Op, Value
+from nxcc.ir.flops import op_flops
+from nxcc.ir.rewrite import constant_value
+from nxcc.ir.sharding import Sharding
+from nxcc.passes.sharding_cost import Cost, collective_traffic
+from nxcc.passes.sharding_graph import UNKNOWN, Node, SearchGraph
+from nxcc.passes.sharding_rules import Strategy
 
 R = Sharding.replicated()
 MATRIX_OPS = ("dot_general", "convolution")

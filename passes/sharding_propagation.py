@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ir.core import Function, Op, Value
-from ir.rewrite import constant_value
-from ir.sharding import Sharding
-from passes.sharding_graph import UNKNOWN, Choice, Node, SearchGraph
-from passes.sharding_rules import Strategy
+from nxcc.ir.core import Function, Op, Value
+from nxcc.ir.rewrite import constant_value
+from nxcc.ir.sharding import Sharding
+from nxcc.passes.sharding_graph import UNKNOWN, Choice, Node, SearchGraph
+from nxcc.passes.sharding_rules import Strategy
 
 R = Sharding.replicated()
 MAX_ROUNDS = 8

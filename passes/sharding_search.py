@@ -29,12 +29,12 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from ir.core import Function, Module, Op, Value
-from ir.sharding import Sharding
-from passes.sharding_graph import UNKNOWN, SearchGraph
-from passes.sharding_plan import Plan, plan_graph
-from passes.sharding_propagation import is_constant, propagate_graph
-from passes.sharding_rules import Strategy, splittable, strategies
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.sharding import Sharding
+from nxcc.passes.sharding_graph import UNKNOWN, SearchGraph
+from nxcc.passes.sharding_plan import Plan, plan_graph
+from nxcc.passes.sharding_propagation import is_constant, propagate_graph
+from nxcc.passes.sharding_rules import Strategy, splittable, strategies
 
 log = logging.getLogger("nxcc.passes.sharding")
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.attributes import Dense
-from ir.builder import Builder
-from ir.clone import clone_module
-from ir.core import Function, Module, Op, Value
-from ir.rewrite import constant_value, replace_uses
-from passes.constant_folding import ConstantFolding
-from passes.dead_code_elimination import DeadCodeElimination
+from nxcc.ir.attributes import Dense
+from nxcc.ir.builder import Builder
+from nxcc.ir.clone import clone_module
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.rewrite import constant_value, replace_uses
+from nxcc.passes.constant_folding import ConstantFolding
+from nxcc.passes.dead_code_elimination import DeadCodeElimination
 
 
 def specialize(module: Module, core: int) -> Module:

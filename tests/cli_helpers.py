@@ -13,9 +13,9 @@ MODELS = REPO / "tests" / "models"
 
 def neuronx_cc(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None
                ) -> subprocess.CompletedProcess[str]:
-    """Run `neuronx-cc ARGS` (through `python -m cli.main`, so it works from a source tree)."""
+    """Run `neuronx-cc ARGS` (through `python -m nxcc`, so it works from a source tree)."""
     full_env = {**os.environ, "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "cli.main", *args], cwd=cwd or REPO,
+    return subprocess.run([sys.executable, "-m", "nxcc", *args], cwd=cwd or REPO,
                           env=full_env, capture_output=True, text=True, timeout=300)
 
 

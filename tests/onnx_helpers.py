@@ -11,9 +11,9 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from compiler.onnx import import_onnx
-from ir.core import Module
-from ir.verifier import verify_module
+from nxcc.compiler.onnx import import_onnx
+from nxcc.ir.core import Module
+from nxcc.ir.verifier import verify_module
 
 RTOL, ATOL = 1e-4, 1e-5
 
@@ -78,10 +78,10 @@ def run_reference(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]
 
 
 def _vectorized_context(module: Module) -> Any:
-    """backend.interpreter's IRContext, except that calling a scalar computation (a sort
+    """nxcc.backend.interpreter's IRContext, except that calling a scalar computation (a sort
     comparator, a scatter combiner) on whole arrays computes elementwise, as the kernel
     contract (backend/kernels/base.py) says `ctx.call` does."""
-    from backend.interpreter import IRContext, evaluate_op
+    from nxcc.backend.interpreter import IRContext, evaluate_op
 
     class VectorizedContext(IRContext):
         def call(self, function: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -94,7 +94,7 @@ def _vectorized_context(module: Module) -> Any:
                 shape = np.broadcast_shapes(*(np.shape(a) for a in ins)) if ins else ()
                 outs = [np.empty(shape, r.type.dtype.numpy) for r in op.results]
                 ins = [np.broadcast_to(a, shape) for a in ins]
-                from backend.kernels import get_kernel
+                from nxcc.backend.kernels import get_kernel
 
                 get_kernel(op.opcode)(ins, outs, op.attrs, self)
                 env.update({id(r): o for r, o in zip(op.results, outs, strict=True)})

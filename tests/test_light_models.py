@@ -14,10 +14,10 @@ import onnx
 import pytest
 from onnx import numpy_helper
 
-from backend.neff import read_neff
-from backend.runtime.model import LoadedModel
-from compiler.driver import compile_model
-from compiler.options import CompileOptions
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.model import LoadedModel
+from nxcc.compiler.driver import compile_model
+from nxcc.compiler.options import CompileOptions
 
 LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
 MODELS = ["bvlc_alexnet", "densenet121", "inception_v1", "inception_v2", "resnet50",

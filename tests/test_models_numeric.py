@@ -9,10 +9,10 @@ import onnx
 import onnxruntime as ort
 import pytest
 
-from backend.neff import read_neff
-from backend.runtime.model import LoadedModel
-from compiler.driver import compile_model
-from compiler.options import CompileOptions
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.model import LoadedModel
+from nxcc.compiler.driver import compile_model
+from nxcc.compiler.options import CompileOptions
 from tests.cli_helpers import MODELS
 
 STATIC_MODELS = sorted(p for p in MODELS.glob("*.onnx") if "dynbatch" not in p.name)

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.neff import (
+from nxcc.backend.neff import (
     HEADER_SIZE,
     NEFF_VERSION_MAJOR,
     NEFF_VERSION_MINOR,

@@ -1,4 +1,4 @@
-"""backend.onnx_backend: the ONNX backend convention over compile -> NEFF -> runtime."""
+"""nxcc.backend.onnx_backend: the ONNX backend convention over compile -> NEFF -> runtime."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.base import Backend as OnnxBackend
 
-import backend.onnx_backend as nxcc
-from backend.runtime.model import LoadedModel
-from compiler.errors import CompileError
+import nxcc.backend.onnx_backend as nxcc
+from nxcc.backend.runtime.model import LoadedModel
+from nxcc.compiler.errors import CompileError
 
 
 def _model(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto],

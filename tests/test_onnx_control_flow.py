@@ -9,8 +9,8 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import backend.onnx_backend as nxcc
-from compiler.onnx import import_onnx
+import nxcc.backend.onnx_backend as nxcc
+from nxcc.compiler.onnx import import_onnx
 
 F = TensorProto.FLOAT
 

@@ -13,7 +13,7 @@ import pytest
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
-import backend.onnx_backend as nxcc
+import nxcc.backend.onnx_backend as nxcc
 
 DTYPES = {
     "float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,

@@ -9,10 +9,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from compiler.onnx import SUPPORTED_OPS, FrontendError, import_onnx
-from ir.parser import parse_module
-from ir.printer import print_module
-from ir.verifier import verify_module
+from nxcc.compiler.onnx import SUPPORTED_OPS, FrontendError, import_onnx
+from nxcc.ir.parser import parse_module
+from nxcc.ir.printer import print_module
+from nxcc.ir.verifier import verify_module
 from tests.onnx_helpers import compare, run_module
 
 MODELS = Path(__file__).parent / "models"
@@ -85,7 +85,7 @@ def test_model_matches_onnxruntime(path: Path) -> None:
 
 def test_batchnorm_model_keeps_batchnorm_as_elementwise(monkeypatch: pytest.MonkeyPatch
                                                          ) -> None:
-    monkeypatch.setattr("compiler.onnx.importer.fold_ops", lambda *args: {})
+    monkeypatch.setattr("nxcc.compiler.onnx.importer.fold_ops", lambda *args: {})
     module = import_onnx(MODELS / "cnn_bn_ts17.onnx")
     text = print_module(module)
     assert "rsqrt(" in text and text.count("convolution(") == 2

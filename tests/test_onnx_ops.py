@@ -296,7 +296,7 @@ def test_matches_onnxruntime(case: Case) -> None:
 def test_converters_without_constant_folding(case: Case, monkeypatch: pytest.MonkeyPatch
                                              ) -> None:
     """Nodes whose inputs are all constants are folded; their converters must work too."""
-    monkeypatch.setattr("compiler.onnx.importer.fold_ops", lambda *args: {})
+    monkeypatch.setattr("nxcc.compiler.onnx.importer.fold_ops", lambda *args: {})
     compare(make_model(case), case.inputs, reference=case.reference)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.onnx import SUPPORTED_OPS, import_onnx
+from nxcc.compiler.onnx import SUPPORTED_OPS, import_onnx
 from tests.onnx_helpers import Case, compare, make_model, run_module
 from tests.test_onnx_ops import ALL as CORE
 from tests.test_onnx_ops import IMG, X, f32, i64
@@ -121,7 +121,7 @@ def test_matches_onnxruntime(case: Case) -> None:
 @pytest.mark.parametrize("case", [c for c in ALL if c.consts or not c.inputs], ids=str)
 def test_converters_without_constant_folding(case: Case, monkeypatch: pytest.MonkeyPatch
                                              ) -> None:
-    monkeypatch.setattr("compiler.onnx.importer.fold_ops", lambda *args: {})
+    monkeypatch.setattr("nxcc.compiler.onnx.importer.fold_ops", lambda *args: {})
     compare(make_model(case), case.inputs, reference=case.reference)
 
 

@@ -14,7 +14,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-import backend.onnx_backend as nxcc
+import nxcc.backend.onnx_backend as nxcc
 
 RNG = np.random.default_rng(3)
 

@@ -9,7 +9,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper
 
-import backend.onnx_backend as nxcc
+import nxcc.backend.onnx_backend as nxcc
 
 T, B, IN, H = 5, 3, 4, 6  # steps, batch, input size, hidden size
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}

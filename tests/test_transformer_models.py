@@ -10,10 +10,10 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from backend.neff import read_neff
-from backend.runtime.model import LoadedModel
-from compiler.driver import compile_model
-from compiler.options import CompileOptions
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.model import LoadedModel
+from nxcc.compiler.driver import compile_model
+from nxcc.compiler.options import CompileOptions
 
 DIR = Path(__file__).resolve().parent / "models" / "transformers"
 MODELS = sorted(DIR.glob("*.onnx"))

@@ -21,7 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue
 
 
 class KernelContext(Protocol):
@@ -67,7 +67,7 @@ def kernel(*opcodes: str) -> Callable[[Kernel], Kernel]:
 
 def get_kernel(opcode: str) -> Kernel:
     """The kernel of `opcode`; KeyError naming it when none is registered."""
-    from backend.kernels import registry  # noqa: F401  (imports every kernel module)
+    from nxcc.backend.kernels import registry  # noqa: F401  (imports every kernel module)
 
     try:
         return KERNELS[opcode]

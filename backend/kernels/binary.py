@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels import integer
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import as_compute, is_float, store
-from ir.attributes import AttrValue
+from nxcc.backend.kernels import integer
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import as_compute, is_float, store
+from nxcc.ir.attributes import AttrValue
 
 BinaryFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 

@@ -17,10 +17,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext
-from backend.kernels.common import as_compute, compute_dtype, store
-from backend.kernels.reducer import call, fast_ufunc
-from ir.attributes import Symbol
+from nxcc.backend.kernels.base import KernelContext
+from nxcc.backend.kernels.common import as_compute, compute_dtype, store
+from nxcc.backend.kernels.reducer import call, fast_ufunc
+from nxcc.ir.attributes import Symbol
 
 
 def combine_at(ctx: KernelContext, computation: Symbol | str, targets: Sequence[np.ndarray],

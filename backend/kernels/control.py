@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import store
-from ir.attributes import AttrValue, Symbol
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import store
+from nxcc.ir.attributes import AttrValue, Symbol
 
 
 def _copy_results(outs: Sequence[np.ndarray], results: Sequence[np.ndarray]) -> None:

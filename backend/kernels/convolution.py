@@ -20,10 +20,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import pad_array, store, windows
-from backend.kernels.linalg import accumulate_dtype
-from ir.attributes import AttrValue
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import pad_array, store, windows
+from nxcc.backend.kernels.linalg import accumulate_dtype
+from nxcc.ir.attributes import AttrValue
 
 
 def _grouped_conv(x: np.ndarray, w: np.ndarray, groups: int, strides: Sequence[int],

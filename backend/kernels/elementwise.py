@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import as_compute, store
-from ir.attributes import AttrValue
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import as_compute, store
+from nxcc.ir.attributes import AttrValue
 
 COMPARE_UFUNCS: dict[str, np.ufunc] = {
     "EQ": np.equal,

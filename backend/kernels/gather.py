@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import store
-from ir.attributes import AttrValue
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import store
+from nxcc.ir.attributes import AttrValue
 
 
 def index_vectors(indices: np.ndarray, index_vector_dim: int) -> np.ndarray:

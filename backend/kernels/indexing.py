@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from ir.attributes import AttrValue
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.ir.attributes import AttrValue
 
 
 def clamped_slices(shape: Sequence[int], starts: Sequence[np.ndarray],

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from backend.kernels.common import int_dtype, uint_dtype
+from nxcc.backend.kernels.common import int_dtype, uint_dtype
 
 
 def _pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import compute_dtype, is_float, store
-from ir.attributes import AttrValue
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import compute_dtype, is_float, store
+from nxcc.ir.attributes import AttrValue
 
 
 def accumulate_dtype(operand: np.dtype, result: np.dtype) -> np.dtype:

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext
-from backend.kernels.common import as_compute, is_float, move_to_end
-from ir.attributes import Symbol
+from nxcc.backend.kernels.base import KernelContext
+from nxcc.backend.kernels.common import as_compute, is_float, move_to_end
+from nxcc.ir.attributes import Symbol
 
 _PRED_UFUNCS = {
     "add": np.logical_or, "or": np.logical_or, "maximum": np.logical_or,

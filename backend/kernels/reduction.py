@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import store
-from backend.kernels.reducer import fold, prepare
-from ir.attributes import AttrValue
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import store
+from nxcc.backend.kernels.reducer import fold, prepare
+from nxcc.ir.attributes import AttrValue
 
 
 @kernel("reduce")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.kernels import (  # noqa: F401
+from nxcc.backend.kernels import (  # noqa: F401
     binary,
     collective,
     control,

@@ -16,15 +16,15 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.combine import combine_at
-from backend.kernels.gather import (
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.combine import combine_at
+from nxcc.backend.kernels.gather import (
     batch_coordinates,
     element_strides,
     index_vectors,
     window_offsets,
 )
-from ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue
 
 
 @kernel("scatter")

@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import pad_array, store
-from ir.attributes import AttrValue, Dense
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import pad_array, store
+from nxcc.ir.attributes import AttrValue, Dense
 
 
 @kernel("broadcast_in_dim")

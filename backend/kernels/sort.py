@@ -21,10 +21,10 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import as_compute
-from backend.kernels.reducer import call
-from ir.attributes import AttrValue, Symbol
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import as_compute
+from nxcc.backend.kernels.reducer import call
+from nxcc.ir.attributes import AttrValue, Symbol
 
 
 def _compare(ctx: KernelContext, comparator: Symbol, lhs: Sequence[np.ndarray],

@@ -14,11 +14,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels import integer
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.common import as_compute, compute_dtype, is_float, store
-from backend.kernels.erf import erf as erf64
-from ir.attributes import AttrValue
+from nxcc.backend.kernels import integer
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.common import as_compute, compute_dtype, is_float, store
+from nxcc.backend.kernels.erf import erf as erf64
+from nxcc.ir.attributes import AttrValue
 
 UnaryFn = Callable[[np.ndarray], np.ndarray]
 

@@ -22,13 +22,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels.base import KernelContext, kernel
-from backend.kernels.combine import combine_at
-from backend.kernels.common import as_compute, pad_array, store, windows
-from backend.kernels.elementwise import COMPARE_UFUNCS
-from backend.kernels.gather import element_strides
-from backend.kernels.reducer import call, fn_name, fold, prepare
-from ir.attributes import AttrValue, Symbol
+from nxcc.backend.kernels.base import KernelContext, kernel
+from nxcc.backend.kernels.combine import combine_at
+from nxcc.backend.kernels.common import as_compute, pad_array, store, windows
+from nxcc.backend.kernels.elementwise import COMPARE_UFUNCS
+from nxcc.backend.kernels.gather import element_strides
+from nxcc.backend.kernels.reducer import call, fn_name, fold, prepare
+from nxcc.ir.attributes import AttrValue, Symbol
 
 _OFFSET_LOOP_MAX = 64  # windows up to this many elements are folded offset by offset
 

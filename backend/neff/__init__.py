@@ -8,7 +8,7 @@ for the archive, :func:`dump_npy` / :func:`load_npy` for weights, and
 
 from __future__ import annotations
 
-from backend.neff.constants import (
+from nxcc.backend.neff.constants import (
     DEFAULT_BUILD_VERSION,
     HEADER_SIZE,
     KNOWN_FEATURE_BITS,
@@ -19,12 +19,12 @@ from backend.neff.constants import (
     SUPPORTED_MAJOR_VERSIONS,
     FeatureBits,
 )
-from backend.neff.errors import NeffError
-from backend.neff.header import HEADER_FORMAT, NeffHeader
-from backend.neff.payload import build_payload, read_payload
-from backend.neff.reader import NeffFile, read_neff
-from backend.neff.weights import dump_npy, load_npy
-from backend.neff.writer import write_neff
+from nxcc.backend.neff.errors import NeffError
+from nxcc.backend.neff.header import HEADER_FORMAT, NeffHeader
+from nxcc.backend.neff.payload import build_payload, read_payload
+from nxcc.backend.neff.reader import NeffFile, read_neff
+from nxcc.backend.neff.weights import dump_npy, load_npy
+from nxcc.backend.neff.writer import write_neff
 
 __all__ = [
     "DEFAULT_BUILD_VERSION",

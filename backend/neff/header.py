@@ -7,7 +7,7 @@ import struct
 import uuid as uuid_mod
 from typing import Any
 
-from backend.neff.constants import (
+from nxcc.backend.neff.constants import (
     HEADER_SIZE,
     KNOWN_FEATURE_BITS,
     NEFF_VERSION_MAJOR,
@@ -16,7 +16,7 @@ from backend.neff.constants import (
     SUPPORTED_MAJOR_VERSIONS,
     VALID_LNC_SIZES,
 )
-from backend.neff.errors import NeffError
+from nxcc.backend.neff.errors import NeffError
 
 # offset  field
 #   0     u64  pkg_version

@@ -8,7 +8,7 @@ import tarfile
 import zlib
 from collections.abc import Mapping
 
-from backend.neff.errors import NeffError
+from nxcc.backend.neff.errors import NeffError
 
 GZIP_MAGIC: bytes = b"\x1f\x8b"
 _FILE_MODE: int = 0o644

@@ -9,10 +9,10 @@ import os
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from backend.neff.constants import HEADER_SIZE, MANIFEST_NAME, FeatureBits
-from backend.neff.errors import NeffError
-from backend.neff.header import NeffHeader
-from backend.neff.payload import is_gzip, read_payload
+from nxcc.backend.neff.constants import HEADER_SIZE, MANIFEST_NAME, FeatureBits
+from nxcc.backend.neff.errors import NeffError
+from nxcc.backend.neff.header import NeffHeader
+from nxcc.backend.neff.payload import is_gzip, read_payload
 
 _HASH_PREFIX_CHARS: int = 12
 

@@ -6,7 +6,7 @@ import io
 
 import numpy as np
 
-from backend.neff.errors import NeffError
+from nxcc.backend.neff.errors import NeffError
 
 NPY_MAGIC: bytes = b"\x93NUMPY"
 

@@ -11,9 +11,9 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from backend.neff.constants import DEFAULT_BUILD_VERSION, MANIFEST_NAME, FeatureBits
-from backend.neff.header import NeffHeader
-from backend.neff.payload import build_payload
+from nxcc.backend.neff.constants import DEFAULT_BUILD_VERSION, MANIFEST_NAME, FeatureBits
+from nxcc.backend.neff.header import NeffHeader
+from nxcc.backend.neff.payload import build_payload
 
 
 def encode_manifest(manifest: Mapping[str, Any]) -> bytes:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from ir.attributes import AttrValue, Dense, Symbol
-from ir.dtypes import DType
+from nxcc.ir.attributes import AttrValue, Dense, Symbol
+from nxcc.ir.dtypes import DType
 
 
 def encode_attr(value: AttrValue, store_weight: Callable[[Dense], str]) -> object:

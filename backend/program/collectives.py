@@ -15,8 +15,8 @@ programs are SPMD: the i-th collective of every core is the same placeholder.
 
 from __future__ import annotations
 
-from ir.core import Module, Value
-from ir.rewrite import reachable_functions
+from nxcc.ir.core import Module, Value
+from nxcc.ir.rewrite import reachable_functions
 
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
                   "collective_permute")

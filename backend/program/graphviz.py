@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from backend.neff import NeffFile
-from backend.program.collectives import COLLECTIVE_OPS
+from nxcc.backend.neff import NeffFile
+from nxcc.backend.program.collectives import COLLECTIVE_OPS
 
 
 def _quote(text: str) -> str:

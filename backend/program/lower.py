@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from backend.interpreter import binary_opcode_of
-from backend.program.attr_codec import encode_attr, encode_attrs
-from backend.program.memory_plan import plan_memory
-from ir.attributes import Dense
-from ir.core import Function, Module
-from ir.rewrite import reachable_functions
+from nxcc.backend.interpreter import binary_opcode_of
+from nxcc.backend.program.attr_codec import encode_attr, encode_attrs
+from nxcc.backend.program.memory_plan import plan_memory
+from nxcc.ir.attributes import Dense
+from nxcc.ir.core import Function, Module
+from nxcc.ir.rewrite import reachable_functions
 
 
 @dataclass

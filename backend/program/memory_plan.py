@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ir.core import Function, Value
+from nxcc.ir.core import Function, Value
 
 ALIGNMENT = 64
 

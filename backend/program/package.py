@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from backend.neff import FeatureBits, NeffHeader, dump_npy, write_neff
-from backend.program.collectives import block_entry, global_shape, manifest_collectives
-from backend.program.lower import WeightTable, lower_module
-from backend.program.spmd_manifest import spmd_section
-from ir.core import Module, Value
-from ir.flops import module_flops
-from ir.printer import print_module
+from nxcc.backend.neff import FeatureBits, NeffHeader, dump_npy, write_neff
+from nxcc.backend.program.collectives import block_entry, global_shape, manifest_collectives
+from nxcc.backend.program.lower import WeightTable, lower_module
+from nxcc.backend.program.spmd_manifest import spmd_section
+from nxcc.ir.core import Module, Value
+from nxcc.ir.flops import module_flops
+from nxcc.ir.printer import print_module
 
 IR_TEXT_ELIDE_OVER = 16
 

@@ -19,8 +19,8 @@ with this section has the header's SPMD feature bit.
 
 from __future__ import annotations
 
-from ir.core import Module
-from ir.spmd import SpmdValue
+from nxcc.ir.core import Module
+from nxcc.ir.spmd import SpmdValue
 
 
 def _entry(name: str, v: SpmdValue) -> dict:

@@ -35,8 +35,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from backend.runtime.ring_order import hops, ring_of
-from backend.runtime.topology import Instance
+from nxcc.backend.runtime.ring_order import hops, ring_of
+from nxcc.backend.runtime.topology import Instance
 
 SHARED_MEMORY = "shared_memory"
 RING = "ring"

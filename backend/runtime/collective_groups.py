@@ -31,9 +31,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.runtime.cores import format_cores, lock_dir
-from backend.runtime.status import NrtError, NrtStatus
-from backend.runtime.topology import Instance
+from nxcc.backend.runtime.cores import format_cores, lock_dir
+from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.topology import Instance
 
 
 def possible_rank_counts(instance: Instance, lnc: int) -> tuple[int, ...]:

@@ -32,8 +32,8 @@ import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from backend.runtime.status import NrtError, NrtStatus
-from backend.runtime.topology import INSTANCES
+from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.topology import INSTANCES
 
 INT_MAX = 2**31 - 1
 LOG_LEVELS = ("ERROR", "WARNING", "INFO", "DEBUG", "TRACE", "QUIET")

@@ -32,9 +32,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from backend.runtime.config import ConfigError, RuntimeConfig
-from backend.runtime.status import NrtError, NrtStatus
-from backend.runtime.topology import Instance
+from nxcc.backend.runtime.config import ConfigError, RuntimeConfig
+from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.topology import Instance
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,12 @@ from typing import Protocol
 
 import numpy as np
 
-from backend.interpreter import allocate_results
-from backend.kernels import get_kernel
-from backend.program.attr_codec import decode_attr, decode_attrs
-from ir.attributes import AttrValue, Dense
-from ir.dtypes import DType
-from ir.types import TensorType
+from nxcc.backend.interpreter import allocate_results
+from nxcc.backend.kernels import get_kernel
+from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
+from nxcc.ir.attributes import AttrValue, Dense
+from nxcc.ir.dtypes import DType
+from nxcc.ir.types import TensorType
 
 
 class ExecutionError(RuntimeError):

@@ -19,13 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.runtime.collective_binding import CollectiveBinding
-from backend.runtime.collective_groups import Membership
-from backend.runtime.executor import ExecutionStopped
-from backend.runtime.log import logger
-from backend.runtime.model import LoadedModel, TensorInfo
-from backend.runtime.spmd import SpmdModel
-from backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.collective_binding import CollectiveBinding
+from nxcc.backend.runtime.collective_groups import Membership
+from nxcc.backend.runtime.executor import ExecutionStopped
+from nxcc.backend.runtime.log import logger
+from nxcc.backend.runtime.model import LoadedModel, TensorInfo
+from nxcc.backend.runtime.spmd import SpmdModel
+from nxcc.backend.runtime.status import NrtError, NrtStatus
 
 HISTORY = 4096
 _ids = itertools.count(1)

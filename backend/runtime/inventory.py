@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections import Counter
 
-from backend.runtime.config import RuntimeConfig
-from backend.runtime.cores import Holder, format_cores, holders, lock_dir, resolve_lnc
-from backend.runtime.topology import DEFAULT_INSTANCE, GB, INSTANCES, Instance
+from nxcc.backend.runtime.config import RuntimeConfig
+from nxcc.backend.runtime.cores import Holder, format_cores, holders, lock_dir, resolve_lnc
+from nxcc.backend.runtime.topology import DEFAULT_INSTANCE, GB, INSTANCES, Instance
 
 
 def instances_in_use(config: RuntimeConfig) -> list[Instance]:

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 
-from backend.runtime.config import COMPONENTS, ConfigError, RuntimeConfig
+from nxcc.backend.runtime.config import COMPONENTS, ConfigError, RuntimeConfig
 
 TRACE = 5
 QUIET = logging.CRITICAL + 10

@@ -8,12 +8,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backend.neff import NeffError, NeffFile, load_npy
-from backend.runtime.collective_binding import Binder, CollectiveBinding, Placement, bind_manifest
-from backend.runtime.executor import ExecutionError, ProgramExecutor
-from backend.runtime.multicore import Communicator, CoreBlocks, run_cores
-from backend.runtime.status import NrtError, NrtStatus
-from ir.dtypes import DType
+from nxcc.backend.neff import NeffError, NeffFile, load_npy
+from nxcc.backend.runtime.collective_binding import (
+    Binder,
+    CollectiveBinding,
+    Placement,
+    bind_manifest,
+)
+from nxcc.backend.runtime.executor import ExecutionError, ProgramExecutor
+from nxcc.backend.runtime.multicore import Communicator, CoreBlocks, run_cores
+from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.ir.dtypes import DType
 
 
 @dataclass(frozen=True)

@@ -37,13 +37,13 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from backend.runtime.barrier import Barrier
-from backend.runtime.blas_threads import limit_this_thread
-from backend.runtime.collective_binding import RING, Binder, CollectiveBinding, Placement
-from backend.runtime.executor import ExecutionError, ExecutionStopped
-from backend.runtime.ring_algorithms import run_ring
-from backend.runtime.shared_memory import compute, members
-from ir.attributes import AttrValue
+from nxcc.backend.runtime.barrier import Barrier
+from nxcc.backend.runtime.blas_threads import limit_this_thread
+from nxcc.backend.runtime.collective_binding import RING, Binder, CollectiveBinding, Placement
+from nxcc.backend.runtime.executor import ExecutionError, ExecutionStopped
+from nxcc.backend.runtime.ring_algorithms import run_ring
+from nxcc.backend.runtime.shared_memory import compute, members
+from nxcc.ir.attributes import AttrValue
 
 
 class CollectiveMismatch(ExecutionError):

@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
-from backend.neff import NeffFile
-from backend.runtime.status import NrtError, NrtStatus
-from backend.runtime.topology import GENERATION, Instance
+from nxcc.backend.neff import NeffFile
+from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.topology import GENERATION, Instance
 
 
 def needed_cores(neff: NeffFile) -> int:

@@ -30,19 +30,19 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.neff import NeffError, NeffFile, read_neff
-from backend.runtime.collective_binding import Placement
-from backend.runtime.collective_groups import GroupRegistry, check_rank_count, check_rank_set
-from backend.runtime.config import RuntimeConfig
-from backend.runtime.cores import CoreAllocation, allocate, format_cores, resolve_lnc
-from backend.runtime.handle import ModelHandle, Replica
-from backend.runtime.log import configure_logging, logger
-from backend.runtime.model import LoadedModel, TensorInfo, read_weights
-from backend.runtime.neff_check import check_architecture, check_lnc, needed_cores
-from backend.runtime.placement import AUTO, PlacementRequest, Placer, current_request
-from backend.runtime.spmd import SpmdModel
-from backend.runtime.status import NrtError, NrtStatus
-from backend.runtime.topology import Instance, choose_instance
+from nxcc.backend.neff import NeffError, NeffFile, read_neff
+from nxcc.backend.runtime.collective_binding import Placement
+from nxcc.backend.runtime.collective_groups import GroupRegistry, check_rank_count, check_rank_set
+from nxcc.backend.runtime.config import RuntimeConfig
+from nxcc.backend.runtime.cores import CoreAllocation, allocate, format_cores, resolve_lnc
+from nxcc.backend.runtime.handle import ModelHandle, Replica
+from nxcc.backend.runtime.log import configure_logging, logger
+from nxcc.backend.runtime.model import LoadedModel, TensorInfo, read_weights
+from nxcc.backend.runtime.neff_check import check_architecture, check_lnc, needed_cores
+from nxcc.backend.runtime.placement import AUTO, PlacementRequest, Placer, current_request
+from nxcc.backend.runtime.spmd import SpmdModel
+from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.topology import Instance, choose_instance
 
 NeffSource = str | os.PathLike[str] | bytes | NeffFile
 

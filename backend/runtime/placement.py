@@ -3,7 +3,7 @@
 The explicit placement API (this module is the counterpart of
 `torch_neuronx.experimental`):
 
-    from backend.runtime.placement import neuron_cores_context, multicore_context
+    from nxcc.backend.runtime.placement import neuron_cores_context, multicore_context
 
     with neuron_cores_context(start_nc=3):
         m0 = rt.load("model.neff")                  # on nc3
@@ -28,7 +28,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.status import NrtError, NrtStatus
 
 AUTO = -1
 

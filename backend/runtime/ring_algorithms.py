@@ -27,8 +27,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from backend.runtime.shared_memory import REDUCE
-from ir.attributes import AttrValue
+from nxcc.backend.runtime.shared_memory import REDUCE
+from nxcc.ir.attributes import AttrValue
 
 Exchange = Callable[[object], object]
 

@@ -23,7 +23,7 @@ import functools
 from collections import deque
 from collections.abc import Sequence
 
-from backend.runtime.topology import Instance
+from nxcc.backend.runtime.topology import Instance
 
 
 @functools.cache

@@ -12,8 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.runtime.executor import ExecutionError
-from ir.attributes import AttrValue
+from nxcc.backend.runtime.executor import ExecutionError
+from nxcc.ir.attributes import AttrValue
 
 REDUCE = {
     "sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,

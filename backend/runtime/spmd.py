@@ -24,15 +24,20 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from backend.neff import NeffError, NeffFile
-from backend.runtime.collective_binding import Binder, CollectiveBinding, Placement, bind_manifest
-from backend.runtime.executor import ExecutionError, ProgramExecutor
-from backend.runtime.model import TensorInfo, check_inputs, read_weights
-from backend.runtime.multicore import Communicator, run_cores
-from backend.runtime.spmd_layout import LayoutError, OutputsDisagree, assemble, split
-from backend.runtime.spmd_spec import check_layouts, output_layouts, read_spec
-from backend.runtime.status import NrtError, NrtStatus
-from ir.dtypes import DType
+from nxcc.backend.neff import NeffError, NeffFile
+from nxcc.backend.runtime.collective_binding import (
+    Binder,
+    CollectiveBinding,
+    Placement,
+    bind_manifest,
+)
+from nxcc.backend.runtime.executor import ExecutionError, ProgramExecutor
+from nxcc.backend.runtime.model import TensorInfo, check_inputs, read_weights
+from nxcc.backend.runtime.multicore import Communicator, run_cores
+from nxcc.backend.runtime.spmd_layout import LayoutError, OutputsDisagree, assemble, split
+from nxcc.backend.runtime.spmd_spec import check_layouts, output_layouts, read_spec
+from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.ir.dtypes import DType
 
 
 class SpmdModel:

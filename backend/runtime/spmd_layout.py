@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ir.spmd import TileLayout
+from nxcc.ir.spmd import TileLayout
 
 
 class LayoutError(ValueError):
@@ -30,9 +30,9 @@ class OutputsDisagree(ValueError):
 def parse_layout(text: str, rank: int) -> TileLayout:
     """The layout HLO sharding `text` gives a value of `rank` dimensions; LayoutError when
     it cannot be read or gives no block per rank (``{manual}``)."""
-    from compiler.hlo.attr_sharding import parse_sharding
-    from compiler.hlo.cursor import PieceError
-    from compiler.hlo.sharding_map import to_layout
+    from nxcc.compiler.hlo.attr_sharding import parse_sharding
+    from nxcc.compiler.hlo.cursor import PieceError
+    from nxcc.compiler.hlo.sharding_map import to_layout
 
     try:
         s = parse_sharding(text)

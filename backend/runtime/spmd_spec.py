@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from backend.runtime.spmd_layout import LayoutError, parse_layout
-from ir.spmd import TileLayout
+from nxcc.backend.runtime.spmd_layout import LayoutError, parse_layout
+from nxcc.ir.spmd import TileLayout
 
 
 @dataclass(frozen=True)

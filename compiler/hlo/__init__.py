@@ -1,6 +1,6 @@
 """The XLA HLO text frontend: HLO text (as XLA and JAX print it) -> IR module.
 
-    from compiler.hlo import import_hlo
+    from nxcc.compiler.hlo import import_hlo
     module = import_hlo("model.hlo")            # a path, or the text itself
     module = import_hlo(text, source="dump.txt")
 
@@ -12,16 +12,16 @@ from __future__ import annotations
 
 import os
 
-from compiler.hlo.errors import HloError, Source
-from compiler.hlo.lower import lower_module
-from compiler.hlo.nodes import HloModule
-from compiler.hlo.parser import parse_hlo
-from ir.core import Module
+from nxcc.compiler.hlo.errors import HloError, Source
+from nxcc.compiler.hlo.lower import lower_module
+from nxcc.compiler.hlo.nodes import HloModule
+from nxcc.compiler.hlo.parser import parse_hlo
+from nxcc.ir.core import Module
 
 
 def _supported() -> tuple[str, ...]:
-    from compiler.hlo import handlers  # noqa: F401
-    from compiler.hlo.registry import HANDLERS
+    from nxcc.compiler.hlo import handlers  # noqa: F401
+    from nxcc.compiler.hlo.registry import HANDLERS
 
     return tuple(sorted({*HANDLERS, "parameter"}))
 
@@ -55,7 +55,7 @@ def import_hlo(path_or_text: str, source: str | None = None, engine: str = "fast
 def parse(text: str, source: str = "<hlo>", engine: str = "fast") -> HloModule:
     """The syntax tree of HLO `text` with the chosen engine."""
     if engine == "lark":
-        from compiler.hlo.lark_engine import parse_hlo_lark
+        from nxcc.compiler.hlo.lark_engine import parse_hlo_lark
 
         return parse_hlo_lark(text, source)
     if engine != "fast":

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from compiler.hlo.cursor import Cursor, PieceError
+from nxcc.compiler.hlo.cursor import Cursor, PieceError
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from compiler.hlo.cursor import Cursor, PieceError, found
+from nxcc.compiler.hlo.cursor import Cursor, PieceError, found
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ import re
 from collections.abc import Callable
 from types import MappingProxyType
 
-from compiler.hlo.attr_sharding import parse_replica_groups, parse_sharding
-from compiler.hlo.attr_windows import (  # noqa: F401  (ConvDims, Window are re-exported)
+from nxcc.compiler.hlo.attr_sharding import parse_replica_groups, parse_sharding
+from nxcc.compiler.hlo.attr_windows import (  # noqa: F401  (ConvDims, Window are re-exported)
     ConvDims,
     Window,
     parse_dim_labels,
@@ -21,8 +21,8 @@ from compiler.hlo.attr_windows import (  # noqa: F401  (ConvDims, Window are re-
     parse_slice,
     parse_window,
 )
-from compiler.hlo.cursor import Cursor, PieceError, found, unquote
-from compiler.hlo.nodes import Opaque
+from nxcc.compiler.hlo.cursor import Cursor, PieceError, found, unquote
+from nxcc.compiler.hlo.nodes import Opaque
 
 _INTS_FAST = re.compile(r"\{\s*(-?\d+(?:\s*,\s*-?\d+)*)?\s*\}\Z")
 _INT_FAST = re.compile(r"[-+]?\d+\Z")

@@ -9,19 +9,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Union
 
-from compiler.hlo import errors as E
-from compiler.hlo.dtypes import ir_dtype
-from compiler.hlo.errors import HloError
-from compiler.hlo.nodes import ArrayShape, Instruction, Shape, TupleShape
-from ir.attributes import Symbol
-from ir.builder import Builder
-from ir.core import Value
-from ir.dtypes import DType
-from ir.opdef import TypeRuleError
-from ir.types import TensorType
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.dtypes import ir_dtype
+from nxcc.compiler.hlo.errors import HloError
+from nxcc.compiler.hlo.nodes import ArrayShape, Instruction, Shape, TupleShape
+from nxcc.ir.attributes import Symbol
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import TypeRuleError
+from nxcc.ir.types import TensorType
 
 if TYPE_CHECKING:
-    from compiler.hlo.lower import ModuleLowering
+    from nxcc.compiler.hlo.lower import ModuleLowering
 
 
 class _Token:

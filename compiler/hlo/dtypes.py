@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.dtypes import DType
+from nxcc.ir.dtypes import DType
 
 # Every primitive type name XLA prints; the parser accepts all of them.
 HLO_TYPES = frozenset({

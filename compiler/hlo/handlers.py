@@ -1,6 +1,6 @@
 """Imports every lowering module so that each registers its opcodes."""
 
-from compiler.hlo import (  # noqa: F401
+from nxcc.compiler.hlo import (  # noqa: F401
     lower_collective,
     lower_control,
     lower_custom_call,

@@ -15,14 +15,21 @@ from importlib import resources
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from compiler.hlo import errors as E
-from compiler.hlo.attributes import parse_attribute, parse_key_values
-from compiler.hlo.cursor import unquote
-from compiler.hlo.dtypes import IR_TYPES
-from compiler.hlo.errors import HloError, Source
-from compiler.hlo.literals import is_elided, parse_literal
-from compiler.hlo.nodes import Attribute, Computation, HloModule, Instruction, Shape, TupleShape
-from compiler.hlo.parser import Parser, assemble_module
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.attributes import parse_attribute, parse_key_values
+from nxcc.compiler.hlo.cursor import unquote
+from nxcc.compiler.hlo.dtypes import IR_TYPES
+from nxcc.compiler.hlo.errors import HloError, Source
+from nxcc.compiler.hlo.literals import is_elided, parse_literal
+from nxcc.compiler.hlo.nodes import (
+    Attribute,
+    Computation,
+    HloModule,
+    Instruction,
+    Shape,
+    TupleShape,
+)
+from nxcc.compiler.hlo.parser import Parser, assemble_module
 
 _TERMINALS = {
     "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'",
@@ -36,7 +43,7 @@ _TERMINALS = {
 @functools.cache
 def grammar() -> Lark:
     """The LALR parser of `hlo.lark` (built once per process)."""
-    text = resources.files("compiler.hlo").joinpath("hlo.lark").read_text()
+    text = resources.files("nxcc.compiler.hlo").joinpath("hlo.lark").read_text()
     return Lark(text, parser="lalr", lexer="contextual", propagate_positions=True)
 
 

@@ -19,21 +19,21 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from compiler.hlo import errors as E
-from compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
-from compiler.hlo.errors import HloError
-from compiler.hlo.lower_annotations import annotate
-from compiler.hlo.nodes import ArrayShape, Computation, HloModule, Instruction, Shape
-from compiler.hlo.registry import HANDLERS
-from ir.attributes import Symbol
-from ir.builder import Builder
-from ir.core import Function, Module, Value
-from ir.types import TensorType
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
+from nxcc.compiler.hlo.errors import HloError
+from nxcc.compiler.hlo.lower_annotations import annotate
+from nxcc.compiler.hlo.nodes import ArrayShape, Computation, HloModule, Instruction, Shape
+from nxcc.compiler.hlo.registry import HANDLERS
+from nxcc.ir.attributes import Symbol
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Function, Module, Value
+from nxcc.ir.types import TensorType
 
 
 def lower_module(hlo: HloModule) -> Module:
     """The IR module computing `hlo`'s entry computation; HloError if it cannot."""
-    from compiler.hlo import handlers  # noqa: F401  (registers every lowering)
+    from nxcc.compiler.hlo import handlers  # noqa: F401  (registers every lowering)
 
     return ModuleLowering(hlo).run()
 

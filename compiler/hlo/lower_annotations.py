@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import logging
 
-from compiler.hlo import errors as E
-from compiler.hlo.attr_sharding import Sharding as HloSharding
-from compiler.hlo.errors import HloError
-from compiler.hlo.nodes import Attribute, HloModule, Instruction
-from compiler.hlo.sharding_map import per_leaf, to_ir_sharding, to_layout
-from ir.core import Function, Module, Value
-from ir.spmd import SpmdInfo, SpmdValue
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.attr_sharding import Sharding as HloSharding
+from nxcc.compiler.hlo.errors import HloError
+from nxcc.compiler.hlo.nodes import Attribute, HloModule, Instruction
+from nxcc.compiler.hlo.sharding_map import per_leaf, to_ir_sharding, to_layout
+from nxcc.ir.core import Function, Module, Value
+from nxcc.ir.spmd import SpmdInfo, SpmdValue
 
 log = logging.getLogger("nxcc.compiler.hlo")
 

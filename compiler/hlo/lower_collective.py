@@ -4,13 +4,13 @@ Replica groups are kept, expanded from the list, iota or mesh form."""
 
 from __future__ import annotations
 
-from compiler.hlo import errors as E
-from compiler.hlo.attr_sharding import ReplicaGroups
-from compiler.hlo.context import InstrContext, Tree, leaves
-from compiler.hlo.lower_control import zeros
-from compiler.hlo.nodes import Shape
-from compiler.hlo.registry import handles
-from ir.core import Value
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.attr_sharding import ReplicaGroups
+from nxcc.compiler.hlo.context import InstrContext, Tree, leaves
+from nxcc.compiler.hlo.lower_control import zeros
+from nxcc.compiler.hlo.nodes import Shape
+from nxcc.compiler.hlo.registry import handles
+from nxcc.ir.core import Value
 
 _REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                "and": "and", "or": "or"}

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
-from compiler.hlo.nodes import ArrayShape, Shape
-from compiler.hlo.registry import handles
-from ir.attributes import Dense, Symbol
-from ir.builder import Builder
-from ir.core import Function, Value
+from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
+from nxcc.compiler.hlo.nodes import ArrayShape, Shape
+from nxcc.compiler.hlo.registry import handles
+from nxcc.ir.attributes import Dense, Symbol
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Function, Value
 
 
 def relike(tree: Tree, values: list[Value]) -> Tree:

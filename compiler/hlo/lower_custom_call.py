@@ -8,11 +8,11 @@ other target is an error naming it (NCC_EHCA005), as neuronx-cc reports.
 
 from __future__ import annotations
 
-from compiler.hlo import errors as E
-from compiler.hlo.context import InstrContext, Tree
-from compiler.hlo.registry import handles
-from ir.computations import compare_computation
-from ir.dtypes import DType
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.context import InstrContext, Tree
+from nxcc.compiler.hlo.registry import handles
+from nxcc.ir.computations import compare_computation
+from nxcc.ir.dtypes import DType
 
 IDENTITY_TARGETS = frozenset({
     "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "MoveToHost",

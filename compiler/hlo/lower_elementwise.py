@@ -3,11 +3,11 @@ bitcast-convert, reduce-precision, and copy."""
 
 from __future__ import annotations
 
-from compiler.hlo import errors as E
-from compiler.hlo.context import InstrContext, Tree
-from compiler.hlo.registry import handles
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.context import InstrContext, Tree
+from nxcc.compiler.hlo.registry import handles
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 UNARY: dict[str, str] = {
     "abs": "abs", "negate": "negate", "sign": "sign", "exponential": "exp",

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from compiler.hlo.context import InstrContext, Tree
-from compiler.hlo.registry import handles
+from nxcc.compiler.hlo.context import InstrContext, Tree
+from nxcc.compiler.hlo.registry import handles
 
 
 def _ints(cx: InstrContext, name: str, default: tuple[int, ...] | None = None

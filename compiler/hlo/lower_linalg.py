@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from compiler.hlo.attributes import ConvDims, Window
-from compiler.hlo.context import InstrContext, Tree
-from compiler.hlo.registry import handles
-from ir.core import Value
+from nxcc.compiler.hlo.attributes import ConvDims, Window
+from nxcc.compiler.hlo.context import InstrContext, Tree
+from nxcc.compiler.hlo.registry import handles
+from nxcc.ir.core import Value
 
 
 def _common_dtype(cx: InstrContext, a: Value, b: Value) -> tuple[Value, Value]:

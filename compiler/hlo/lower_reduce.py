@@ -3,13 +3,13 @@ sort (multi-operand, stable), and map (its scalar computation applied elementwis
 
 from __future__ import annotations
 
-from compiler.hlo import errors as E
-from compiler.hlo.attributes import Window
-from compiler.hlo.context import InstrContext, Tree
-from compiler.hlo.lower_elementwise import BINARY, UNARY
-from compiler.hlo.registry import handles
-from ir.attributes import Dense
-from ir.core import Value
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.attributes import Window
+from nxcc.compiler.hlo.context import InstrContext, Tree
+from nxcc.compiler.hlo.lower_elementwise import BINARY, UNARY
+from nxcc.compiler.hlo.registry import handles
+from nxcc.ir.attributes import Dense
+from nxcc.ir.core import Value
 
 
 def _split(cx: InstrContext) -> tuple[list[Value], list[Value]]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import math
 
-from compiler.hlo import errors as E
-from compiler.hlo.context import InstrContext, Tree
-from compiler.hlo.registry import handles
-from ir.core import Value
-from ir.dtypes import DType
-from ir.types import TensorType
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.context import InstrContext, Tree
+from nxcc.compiler.hlo.registry import handles
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.types import TensorType
 
 U32, U64 = DType.U32, DType.U64
 _ROTATIONS = (13, 15, 26, 6, 17, 29, 16, 24)

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.hlo import errors as E
-from compiler.hlo.context import InstrContext, Tree
-from compiler.hlo.nodes import ArrayShape
-from compiler.hlo.registry import handles
-from ir.attributes import Dense
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.context import InstrContext, Tree
+from nxcc.compiler.hlo.nodes import ArrayShape
+from nxcc.compiler.hlo.registry import handles
+from nxcc.ir.attributes import Dense
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 @handles("broadcast")

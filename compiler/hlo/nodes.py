@@ -12,7 +12,7 @@ from typing import Union
 
 import numpy as np
 
-from compiler.hlo.errors import Source
+from nxcc.compiler.hlo.errors import Source
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import re
 
-from compiler.hlo import errors as E
-from compiler.hlo.attributes import parse_attribute, parse_key_values
-from compiler.hlo.cursor import PieceError, unquote
-from compiler.hlo.dtypes import HLO_TYPES, IR_TYPES
-from compiler.hlo.errors import HloError, Source
-from compiler.hlo.literals import is_elided, parse_literal
-from compiler.hlo.nodes import (
+from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.attributes import parse_attribute, parse_key_values
+from nxcc.compiler.hlo.cursor import PieceError, unquote
+from nxcc.compiler.hlo.dtypes import HLO_TYPES, IR_TYPES
+from nxcc.compiler.hlo.errors import HloError, Source
+from nxcc.compiler.hlo.literals import is_elided, parse_literal
+from nxcc.compiler.hlo.nodes import (
     ArrayShape,
     Attribute,
     Computation,
@@ -35,7 +35,7 @@ from compiler.hlo.nodes import (
     Shape,
     TupleShape,
 )
-from compiler.hlo.scanning import scan_value
+from nxcc.compiler.hlo.scanning import scan_value
 
 _WS = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)
 _HWS = re.compile(r"(?:[ \t\r]+|/\*.*?\*/)*", re.S)

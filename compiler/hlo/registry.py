@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from compiler.hlo.context import InstrContext, Tree
+from nxcc.compiler.hlo.context import InstrContext, Tree
 
 Handler = Callable[[InstrContext], Tree]
 

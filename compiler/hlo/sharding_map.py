@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 
-from compiler.hlo.attr_sharding import Sharding as HloSharding
-from ir.sharding import Sharding
-from ir.spmd import TileLayout
+from nxcc.compiler.hlo.attr_sharding import Sharding as HloSharding
+from nxcc.ir.sharding import Sharding
+from nxcc.ir.spmd import TileLayout
 
 
 def format_sharding(s: HloSharding) -> str:

@@ -1,6 +1,6 @@
 """The ONNX frontend: an ONNX model (file or ModelProto) -> an IR module of core ops.
 
-    from compiler.onnx import import_onnx
+    from nxcc.compiler.onnx import import_onnx
     module = import_onnx("model.onnx", input_shapes={"x": (8, 16)})
 
 Every ONNX operator decomposes into the core ops of `ir.ops` (Gemm -> dot_general + add,
@@ -14,7 +14,7 @@ converter nor a function body raises `FrontendError` with code NCC_EUOC002.
 
 from __future__ import annotations
 
-from compiler.onnx import (  # noqa: F401  (each module registers its converters)
+from nxcc.compiler.onnx import (  # noqa: F401  (each module registers its converters)
     activation,
     bitwise,
     cast,
@@ -43,9 +43,9 @@ from compiler.onnx import (  # noqa: F401  (each module registers its converters
     trig,
     unpool,
 )
-from compiler.onnx.errors import FrontendError
-from compiler.onnx.importer import import_onnx
-from compiler.onnx.registry import CONVERTERS
+from nxcc.compiler.onnx.errors import FrontendError
+from nxcc.compiler.onnx.importer import import_onnx
+from nxcc.compiler.onnx.registry import CONVERTERS
 
 # Operators converted through their ONNX function body whose node cases pass
 # (operators of other domains are spelled domain.op_type).

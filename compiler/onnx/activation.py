@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import math
 
-from compiler.onnx.context import NodeContext, binary, reduce, splat_like
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
+from nxcc.compiler.onnx.context import NodeContext, binary, reduce, splat_like
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
 
 SELU_ALPHA = 1.67326319217681884765625
 SELU_GAMMA = 1.05070102214813232421875
@@ -180,7 +180,7 @@ def convert_log_softmax(ctx: NodeContext) -> list[Value]:
 @converter("Hardmax")
 def convert_hardmax(ctx: NodeContext) -> list[Value]:
     """1 at the first maximum over the softmax dims (row-major order), 0 elsewhere."""
-    from compiler.onnx.reduce import arg_extreme
+    from nxcc.compiler.onnx.reduce import arg_extreme
 
     b, x = ctx.b, ctx.input(0)
     shape = x.type.shape

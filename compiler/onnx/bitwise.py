@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from compiler.onnx.context import NodeContext, binary
-from compiler.onnx.dtypes import to_ir_dtype
-from compiler.onnx.registry import converter
-from ir.core import Value
+from nxcc.compiler.onnx.context import NodeContext, binary
+from nxcc.compiler.onnx.dtypes import to_ir_dtype
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.core import Value
 
 
 @converter("BitShift")

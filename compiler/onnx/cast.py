@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import ml_dtypes
 
-from compiler.onnx.context import NodeContext, splat_like
-from compiler.onnx.dtypes import to_ir_dtype
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext, splat_like
+from nxcc.compiler.onnx.dtypes import to_ir_dtype
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 SATURATING_F8 = frozenset({DType.F8E4M3FN, DType.F8E4M3FNUZ, DType.F8E5M2, DType.F8E5M2FNUZ})
 

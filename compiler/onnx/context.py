@@ -15,12 +15,12 @@ from typing import Any, Protocol
 import numpy as np
 import onnx
 
-from compiler.onnx.errors import DYNAMIC, INVALID_NODE, UNSUPPORTED_FEATURE, FrontendError
-from ir.builder import Builder
-from ir.computations import binary_computation
-from ir.core import Function, Value
-from ir.dtypes import DType
-from ir.rewrite import constant_value
+from nxcc.compiler.onnx.errors import DYNAMIC, INVALID_NODE, UNSUPPORTED_FEATURE, FrontendError
+from nxcc.ir.builder import Builder
+from nxcc.ir.computations import binary_computation
+from nxcc.ir.core import Function, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.rewrite import constant_value
 
 
 def const_value(v: Value | None) -> np.ndarray | None:

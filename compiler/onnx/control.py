@@ -21,14 +21,14 @@ from collections.abc import Sequence
 import numpy as np
 import onnx
 
-from compiler.onnx.context import NodeContext
-from compiler.onnx.errors import DYNAMIC, FrontendError
-from compiler.onnx.registry import converter
-from ir.attributes import Symbol
-from ir.builder import Builder
-from ir.core import Function, Value
-from ir.dtypes import DType
-from ir.types import TensorType
+from nxcc.compiler.onnx.context import NodeContext
+from nxcc.compiler.onnx.errors import DYNAMIC, FrontendError
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.attributes import Symbol
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Function, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.types import TensorType
 
 I64 = TensorType(DType.S64, ())
 PRED = TensorType(DType.PRED, ())

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext
-from compiler.onnx.indexing import take
-from compiler.onnx.registry import converter
-from ir.core import Value
+from nxcc.compiler.onnx.context import NodeContext
+from nxcc.compiler.onnx.indexing import take
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.core import Value
 
 
 @converter("Compress")

@@ -10,13 +10,13 @@ dot_general; the bias is added last.
 
 from __future__ import annotations
 
-from compiler.onnx.context import NodeContext, float_type_of, splat_like
-from compiler.onnx.indexing import take
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
-from ir.dtypes import DType
-from ir.types import TensorType
+from nxcc.compiler.onnx.context import NodeContext, float_type_of, splat_like
+from nxcc.compiler.onnx.indexing import take
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.types import TensorType
 
 
 def _ints(ctx: NodeContext, key: str, default: list[int]) -> list[int]:

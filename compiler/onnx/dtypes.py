@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from onnx import TensorProto
 
-from compiler.onnx.errors import UNSUPPORTED_DTYPE, FrontendError
-from ir.dtypes import DType
+from nxcc.compiler.onnx.errors import UNSUPPORTED_DTYPE, FrontendError
+from nxcc.ir.dtypes import DType
 
 ONNX_TO_IR: dict[int, DType] = {
     TensorProto.FLOAT: DType.F32,

@@ -8,10 +8,10 @@ by an iota equality and summed).
 
 from __future__ import annotations
 
-from compiler.onnx.context import NodeContext, reduce, splat_like
-from compiler.onnx.registry import converter
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext, reduce, splat_like
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 ELLIPSIS_BASE = 0x100  # labels for '...' dims: characters no equation uses
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.onnx.context import (
+from nxcc.compiler.onnx.context import (
     NodeContext,
     binary,
     broadcast_all,
@@ -13,9 +13,9 @@ from compiler.onnx.context import (
     lowest,
     splat_like,
 )
-from compiler.onnx.registry import converter
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide",
           "And": "and", "Or": "or", "Xor": "xor", "BitwiseAnd": "and", "BitwiseOr": "or",

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext, splat_like
-from compiler.onnx.registry import converter
-from ir.attributes import Symbol
-from ir.builder import Builder
-from ir.computations import binary_computation
-from ir.core import Function, Value
-from ir.dtypes import DType
-from ir.types import TensorType
+from nxcc.compiler.onnx.context import NodeContext, splat_like
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.attributes import Symbol
+from nxcc.ir.builder import Builder
+from nxcc.ir.computations import binary_computation
+from nxcc.ir.core import Function, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.types import TensorType
 
 REDUCTIONS = {"add": "add", "mul": "multiply", "max": "maximum", "min": "minimum"}
 

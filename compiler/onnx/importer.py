@@ -12,12 +12,18 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from backend.interpreter import IRContext
-from compiler.onnx.context import NodeContext, const_value
-from compiler.onnx.dtypes import IR_TO_ONNX, to_ir_dtype
-from compiler.onnx.errors import DYNAMIC, INVALID_NODE, MALFORMED, UNSUPPORTED_OP, FrontendError
-from compiler.onnx.functions import DEFAULT_DOMAINS, expand_node
-from compiler.onnx.loader import (
+from nxcc.backend.interpreter import IRContext
+from nxcc.compiler.onnx.context import NodeContext, const_value
+from nxcc.compiler.onnx.dtypes import IR_TO_ONNX, to_ir_dtype
+from nxcc.compiler.onnx.errors import (
+    DYNAMIC,
+    INVALID_NODE,
+    MALFORMED,
+    UNSUPPORTED_OP,
+    FrontendError,
+)
+from nxcc.compiler.onnx.functions import DEFAULT_DOMAINS, expand_node
+from nxcc.compiler.onnx.loader import (
     check_operators,
     infer_shapes,
     input_types,
@@ -27,13 +33,13 @@ from compiler.onnx.loader import (
     upgrade_opset,
     value_sources,
 )
-from compiler.onnx.registry import CONVERTERS
-from ir.builder import Builder
-from ir.core import Function, Module, Value
-from ir.dtypes import DType
-from ir.opdef import TypeRuleError
-from ir.types import TensorType
-from passes.constant_folding import fold_ops
+from nxcc.compiler.onnx.registry import CONVERTERS
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Function, Module, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import TypeRuleError
+from nxcc.ir.types import TensorType
+from nxcc.passes.constant_folding import fold_ops
 
 
 def import_onnx(model: onnx.ModelProto | str | Path,

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext, splat_like
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.computations import binary_computation
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext, splat_like
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.computations import binary_computation
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 def _slice_dim(start: int, end: int, step: int, n: int) -> tuple[int, int, int]:

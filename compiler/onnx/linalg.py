@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from compiler.onnx.context import NodeContext, broadcast_shapes, reduce, splat_like
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext, broadcast_shapes, reduce, splat_like
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 def matmul(ctx: NodeContext, a: Value, w: Value) -> Value:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import onnx
 
-from compiler.onnx.dtypes import to_ir_dtype
-from compiler.onnx.errors import (
+from nxcc.compiler.onnx.dtypes import to_ir_dtype
+from nxcc.compiler.onnx.errors import (
     BAD_ARGUMENT,
     DYNAMIC,
     MALFORMED,
@@ -21,9 +21,9 @@ from compiler.onnx.errors import (
     UNSUPPORTED_OP,
     FrontendError,
 )
-from compiler.onnx.functions import has_function
-from compiler.onnx.registry import CONVERTERS
-from ir.types import TensorType
+from nxcc.compiler.onnx.functions import has_function
+from nxcc.compiler.onnx.registry import CONVERTERS
+from nxcc.ir.types import TensorType
 
 MIN_OPSET = 7
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -56,7 +56,7 @@ def load_model(model: onnx.ModelProto | str | Path) -> tuple[onnx.ModelProto, st
             raise FrontendError(
                 f"'{source}' is not a valid ONNX model: cannot parse it as an ONNX protobuf "
                 f"({_first_line(exc)})", MALFORMED) from None
-    from compiler.onnx.validate import validate_graph
+    from nxcc.compiler.onnx.validate import validate_graph
 
     try:
         order = validate_graph(proto.graph)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext, splat_like
-from compiler.onnx.indexing import take
-from compiler.onnx.registry import converter
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext, splat_like
+from nxcc.compiler.onnx.indexing import take
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 @converter("ai.onnx.ml.Binarizer")

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from compiler.onnx.context import NodeContext, broadcast_along
-from compiler.onnx.registry import converter
-from ir.core import Value
+from nxcc.compiler.onnx.context import NodeContext, broadcast_along
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.core import Value
 
 
 @dataclass

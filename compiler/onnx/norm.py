@@ -8,17 +8,17 @@ import math
 
 import numpy as np
 
-from compiler.onnx.context import (
+from nxcc.compiler.onnx.context import (
     NodeContext,
     binary,
     float_type_of,
     reduce,
     splat_like,
 )
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 def _channel_param(ctx: NodeContext, v: Value, shape: tuple[int, ...]) -> Value:
@@ -168,7 +168,7 @@ def convert_group_norm(ctx: NodeContext) -> list[Value]:
 @converter("LRN")
 def convert_lrn(ctx: NodeContext) -> list[Value]:
     """x / (bias + alpha / size * sum of x^2 over `size` neighbouring channels)^beta."""
-    from ir.computations import binary_computation
+    from nxcc.ir.computations import binary_computation
 
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)

@@ -6,13 +6,13 @@ import math
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext, lowest, reduce, splat_like
-from compiler.onnx.nn import Window, window
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.computations import binary_computation
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext, lowest, reduce, splat_like
+from nxcc.compiler.onnx.nn import Window, window
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.computations import binary_computation
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 def _output_size(geom: Window, i: int, size: int, ceil_mode: bool) -> int:

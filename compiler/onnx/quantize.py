@@ -19,15 +19,15 @@ import math
 import ml_dtypes
 import numpy as np
 
-from compiler.onnx.cast import SATURATING_F8, saturate_to
-from compiler.onnx.context import NodeContext, splat_like
-from compiler.onnx.dtypes import to_ir_dtype
-from compiler.onnx.linalg import matmul
-from compiler.onnx.nn import conv
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.cast import SATURATING_F8, saturate_to
+from nxcc.compiler.onnx.context import NodeContext, splat_like
+from nxcc.compiler.onnx.dtypes import to_ir_dtype
+from nxcc.compiler.onnx.linalg import matmul
+from nxcc.compiler.onnx.nn import conv
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 def expand_param(ctx: NodeContext, v: Value, shape: tuple[int, ...], axis: int,

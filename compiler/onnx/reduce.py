@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from compiler.onnx.context import NodeContext, binary, keep_shape, reduce, splat_like
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext, binary, keep_shape, reduce, splat_like
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 REDUCE_OPS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
               "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
@@ -105,8 +105,8 @@ def convert_arg(ctx: NodeContext) -> list[Value]:
 def convert_topk(ctx: NodeContext) -> list[Value]:
     """A stable sort of (x, iota) along `axis` (descending when largest), sliced to K;
     ties keep the lower index first."""
-    from compiler.onnx.indexing import strided_slice
-    from ir.computations import compare_computation
+    from nxcc.compiler.onnx.indexing import strided_slice
+    from nxcc.ir.computations import compare_computation
 
     b, x = ctx.b, ctx.input(0)
     axis = ctx.axis(int(ctx.attr("axis", -1)), x.type.rank)

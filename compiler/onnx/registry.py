@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from compiler.onnx.context import NodeContext
-    from ir.core import Value
+    from nxcc.compiler.onnx.context import NodeContext
+    from nxcc.ir.core import Value
 
 Converter = Callable[["NodeContext"], Sequence["Value | None"]]
 

@@ -13,11 +13,11 @@ import math
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext, broadcast_along
-from compiler.onnx.indexing import take
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
+from nxcc.compiler.onnx.context import NodeContext, broadcast_along
+from nxcc.compiler.onnx.indexing import take
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
 
 TRANSFORMS = ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
               "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize")

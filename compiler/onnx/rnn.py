@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from compiler.onnx.context import NodeContext, splat_like
-from compiler.onnx.registry import converter
-from ir.attributes import Symbol
-from ir.builder import Builder
-from ir.core import Function, Value
-from ir.dtypes import DType
-from ir.types import TensorType
+from nxcc.compiler.onnx.context import NodeContext, splat_like
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.attributes import Symbol
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Function, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.types import TensorType
 
 I64 = TensorType(DType.S64, ())
 Act = Callable[[Builder, Value], Value]

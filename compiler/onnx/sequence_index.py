@@ -3,11 +3,11 @@ and TensorScatter (a KV-cache write), as gathers and scatters of computed indice
 
 from __future__ import annotations
 
-from compiler.onnx.context import NodeContext, splat_like
-from compiler.onnx.gather_scatter import gather_along, scatter_along
-from compiler.onnx.registry import converter
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext, splat_like
+from nxcc.compiler.onnx.gather_scatter import gather_along, scatter_along
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 @converter("ReverseSequence")

@@ -13,12 +13,12 @@ import math
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext, broadcast_shapes
-from compiler.onnx.errors import UNSUPPORTED_DTYPE
-from compiler.onnx.registry import converter
-from ir.core import Value
-from ir.dtypes import DType
-from ir.types import TensorType
+from nxcc.compiler.onnx.context import NodeContext, broadcast_shapes
+from nxcc.compiler.onnx.errors import UNSUPPORTED_DTYPE
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.types import TensorType
 
 
 def _constant(ctx: NodeContext, array: object) -> Value:
@@ -234,7 +234,7 @@ def convert_range(ctx: NodeContext) -> list[Value]:
 
 @converter("EyeLike")
 def convert_eye_like(ctx: NodeContext) -> list[Value]:
-    from compiler.onnx.dtypes import to_ir_dtype
+    from nxcc.compiler.onnx.dtypes import to_ir_dtype
 
     x = ctx.input(0)
     if x.type.rank != 2:

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext, float_type_of
-from compiler.onnx.dtypes import to_ir_dtype
-from compiler.onnx.indexing import take
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
+from nxcc.compiler.onnx.context import NodeContext, float_type_of
+from nxcc.compiler.onnx.dtypes import to_ir_dtype
+from nxcc.compiler.onnx.indexing import take
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
 
 
 def dft_matrices(in_len: int, n: int, inverse: bool, onesided: bool

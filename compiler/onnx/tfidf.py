@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext, reduce
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext, reduce
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 def pool_grams(ctx: NodeContext) -> list[tuple[int, np.ndarray, np.ndarray]]:

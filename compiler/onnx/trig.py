@@ -11,10 +11,10 @@ NaN, as ONNX specifies.
 
 from __future__ import annotations
 
-from compiler.onnx.context import NodeContext, float_type_of, splat_like
-from compiler.onnx.registry import converter
-from ir.builder import Builder
-from ir.core import Value
+from nxcc.compiler.onnx.context import NodeContext, float_type_of, splat_like
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Value
 
 
 def _k(b: Builder, value: float, like: Value) -> Value:

@@ -7,11 +7,11 @@ import math
 
 import numpy as np
 
-from compiler.onnx.context import NodeContext
-from compiler.onnx.gather_scatter import replace_computation
-from compiler.onnx.registry import converter
-from ir.core import Value
-from ir.dtypes import DType
+from nxcc.compiler.onnx.context import NodeContext
+from nxcc.compiler.onnx.gather_scatter import replace_computation
+from nxcc.compiler.onnx.registry import converter
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 
 
 @converter("MaxUnpool")

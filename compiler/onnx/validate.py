@@ -14,8 +14,8 @@ import math
 import onnx
 from onnx import numpy_helper
 
-from compiler.onnx.errors import MALFORMED, FrontendError
-from compiler.onnx.loader import node_inputs
+from nxcc.compiler.onnx.errors import MALFORMED, FrontendError
+from nxcc.compiler.onnx.loader import node_inputs
 
 # bits per element of the sub-byte types (the others use numpy's itemsize)
 SUB_BYTE_BITS = {onnx.TensorProto.INT4: 4, onnx.TensorProto.UINT4: 4,

@@ -1,6 +1,6 @@
 """The core op set (modelled on XLA HLO). Importing this package registers every op."""
 
-from ir.ops import (  # noqa: F401
+from nxcc.ir.ops import (  # noqa: F401
     collective,
     control,
     elementwise,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ir.dtypes import DType
-from ir.opdef import TypeRuleError
-from ir.types import TensorType
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import TypeRuleError
+from nxcc.ir.types import TensorType
 
 
 def fail(message: str) -> TypeRuleError:

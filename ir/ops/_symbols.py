@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ir.attributes import Symbol
-from ir.ops._rules import fail
-from ir.types import TensorType
+from nxcc.ir.attributes import Symbol
+from nxcc.ir.ops._rules import fail
+from nxcc.ir.types import TensorType
 
 if TYPE_CHECKING:
-    from ir.core import Function, Module
+    from nxcc.ir.core import Function, Module
 
 
 def lookup(op: str, module: Module | None, sym: Symbol) -> Function | None:

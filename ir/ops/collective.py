@@ -5,10 +5,10 @@ The runtime binds each one to an algorithm for the placement when it loads the N
 
 from __future__ import annotations
 
-from ir.attributes import AttrKind
-from ir.opdef import AttrSpec, OpDef, define
-from ir.ops._rules import check_dims, fail
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrKind
+from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.ops._rules import check_dims, fail
+from nxcc.ir.types import TensorType
 
 REDUCTIONS = ("sum", "prod", "max", "min", "and", "or")
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ir.attributes import AttrKind
-from ir.dtypes import DType
-from ir.opdef import AttrSpec, OpDef, define
-from ir.ops._rules import check_scalar, fail
-from ir.ops._symbols import check_signature, lookup
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrKind
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.ops._rules import check_scalar, fail
+from nxcc.ir.ops._symbols import check_signature, lookup
+from nxcc.ir.types import TensorType
 
 
 def _call(ts, attrs, module):

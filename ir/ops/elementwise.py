@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ir.attributes import AttrKind, AttrValue
-from ir.dtypes import DType
-from ir.opdef import AttrSpec, OpDef, define
-from ir.ops._rules import check_dtype, fail, same_types
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrKind, AttrValue
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.ops._rules import check_dtype, fail, same_types
+from nxcc.ir.types import TensorType
 
 # unary op -> allowed element kinds ('' means any)
 UNARY_OPS: dict[str, str] = {

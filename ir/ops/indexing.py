@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ir.attributes import AttrKind
-from ir.opdef import AttrSpec, OpDef, define
-from ir.ops._rules import check_dims, check_scalar, fail
-from ir.ops._symbols import check_signature, lookup, scalar_of
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrKind
+from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.ops._rules import check_dims, check_scalar, fail
+from nxcc.ir.ops._symbols import check_signature, lookup, scalar_of
+from nxcc.ir.types import TensorType
 
 
 def _check_start_indices(op: str, operand: TensorType, starts: list[TensorType]) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ir.attributes import AttrKind
-from ir.opdef import AttrSpec, OpDef, define
-from ir.ops._rules import check_dims, fail, window_output_size
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrKind
+from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.ops._rules import check_dims, fail, window_output_size
+from nxcc.ir.types import TensorType
 
 
 def _dot_general(ts, attrs, module):

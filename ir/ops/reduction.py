@@ -6,12 +6,12 @@ a variadic reduce over N inputs calls a computation of 2N scalars returning N.
 
 from __future__ import annotations
 
-from ir.attributes import AttrKind
-from ir.dtypes import DType
-from ir.opdef import AttrSpec, OpDef, define
-from ir.ops._rules import check_dims, check_scalar, fail, window_output_size
-from ir.ops._symbols import check_signature, lookup, scalar_of
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrKind
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.ops._rules import check_dims, check_scalar, fail, window_output_size
+from nxcc.ir.ops._symbols import check_signature, lookup, scalar_of
+from nxcc.ir.types import TensorType
 
 
 def _split_inputs_inits(op: str, ts: list[TensorType]) -> tuple[list, list]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import math
 
-from ir.attributes import AttrKind, Dense
-from ir.opdef import AttrSpec, OpDef, define
-from ir.ops._rules import check_dims, check_scalar, fail, same_types
-from ir.types import TensorType
+from nxcc.ir.attributes import AttrKind, Dense
+from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.ops._rules import check_dims, check_scalar, fail, same_types
+from nxcc.ir.types import TensorType
 
 
 def _broadcast_in_dim(ts, attrs, module):

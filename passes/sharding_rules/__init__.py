@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from ir.attributes import AttrValue
-from ir.core import Module, Op
-from ir.sharding import Sharding
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.core import Module, Op
+from nxcc.ir.sharding import Sharding
 
 R = Sharding.replicated()
 
@@ -82,7 +82,7 @@ def partial(rank: int, n: int, reduction: str = "sum") -> Sharding:
 
 
 def _load() -> None:
-    from passes.sharding_rules import (  # noqa: F401  (importing registers the rules)
+    from nxcc.passes.sharding_rules import (  # noqa: F401  (importing registers the rules)
         elementwise,
         linalg,
         reduction,

@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
-from ir.core import Module, Op
-from ir.ops.elementwise import BINARY_OPS, UNARY_OPS
-from passes.sharding_rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.ir.core import Module, Op
+from nxcc.ir.ops.elementwise import BINARY_OPS, UNARY_OPS
+from nxcc.passes.sharding_rules import R, Strategy, partial, replicate, rule, split, splittable
 
 ELEMENTWISE = (*UNARY_OPS, *BINARY_OPS, "is_finite", "compare", "select", "clamp", "convert",
                "copy")

@@ -17,8 +17,8 @@ convolution:
 
 from __future__ import annotations
 
-from ir.core import Module, Op
-from passes.sharding_rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.ir.core import Module, Op
+from nxcc.passes.sharding_rules import R, Strategy, partial, replicate, rule, split, splittable
 
 
 @rule("dot_general")

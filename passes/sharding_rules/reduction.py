@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ir.attributes import Dense, Symbol
-from ir.core import Module, Op
-from passes.sharding_rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.ir.attributes import Dense, Symbol
+from nxcc.ir.core import Module, Op
+from nxcc.passes.sharding_rules import R, Strategy, partial, replicate, rule, split, splittable
 
 #: binary op of a reducer -> the pending reduction of a partial value it leaves.
 REDUCTION_OF = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",

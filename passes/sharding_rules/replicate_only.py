@@ -10,8 +10,8 @@ the whole result. Correct for any op, and the documented choice for:
 
 from __future__ import annotations
 
-from ir.core import Module, Op
-from passes.sharding_rules import Strategy, replicate, rule
+from nxcc.ir.core import Module, Op
+from nxcc.passes.sharding_rules import Strategy, replicate, rule
 
 REPLICATE_ONLY = ("gather", "scatter", "call", "while", "conditional", "partition_id",
                   "replica_id", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",

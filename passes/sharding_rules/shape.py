@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import math
 
-from ir.core import Module, Op
-from passes.sharding_rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.ir.core import Module, Op
+from nxcc.passes.sharding_rules import R, Strategy, partial, replicate, rule, split, splittable
 
 
 def _local(shape: tuple[int, ...], d: int, n: int) -> tuple[int, ...]:

@@ -8,10 +8,10 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from backend.neff import read_neff
-from backend.runtime.model import LoadedModel
-from compiler.driver import compile_model
-from compiler.options import CompileOptions
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.model import LoadedModel
+from nxcc.compiler.driver import compile_model
+from nxcc.compiler.options import CompileOptions
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HLO_FIXTURES = sorted(FIXTURES.glob("*.hlo"))

@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-from compiler.hlo import parse
-from compiler.hlo.attr_sharding import ReplicaGroups, Sharding
-from compiler.hlo.attributes import ConvDims, Window, parse_attribute
-from compiler.hlo.nodes import ArrayShape, Opaque, TupleShape
+from nxcc.compiler.hlo import parse
+from nxcc.compiler.hlo.attr_sharding import ReplicaGroups, Sharding
+from nxcc.compiler.hlo.attributes import ConvDims, Window, parse_attribute
+from nxcc.compiler.hlo.nodes import ArrayShape, Opaque, TupleShape
 from tests.hlo.helpers import assert_same_tree
 
 

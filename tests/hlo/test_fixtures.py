@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from compiler.hlo import parse
+from nxcc.compiler.hlo import parse
 from tests.hlo.helpers import (
     HLO_FIXTURES,
     assert_close,
@@ -63,7 +63,7 @@ def test_txt_extension_means_xla_and_text_is_accepted_directly(tmp_path: Path) -
     arrays = fixture_arrays(src)
     outputs = run_fixture(compile_and_load(txt, tmp_path / "m.neff", None), arrays)
     assert_close(outputs[0], arrays["output0"], "output0")
-    from compiler.hlo import import_hlo
+    from nxcc.compiler.hlo import import_hlo
 
     from_text = import_hlo(src.read_text())
     from_path = import_hlo(str(src))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ir.parser import IRParseError, parse_module
+from nxcc.ir.parser import IRParseError, parse_module
 
 HEAD = "module @m {\n  func @main(%x: f32[2]) -> (f32[2]) {\n"
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ir import Builder, DType, Function, Module, TensorType, Value
-from ir.computations import binary_computation
-from ir.parser import IRParseError, parse_module
-from ir.printer import print_module
-from ir.verifier import verify_module
+from nxcc.ir import Builder, DType, Function, Module, TensorType, Value
+from nxcc.ir.computations import binary_computation
+from nxcc.ir.parser import IRParseError, parse_module
+from nxcc.ir.printer import print_module
+from nxcc.ir.verifier import verify_module
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.ir"))
 

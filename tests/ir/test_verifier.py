@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ir import Builder, DType, Function, Module, Op, TensorType, Value
-from ir.verifier import VerificationError, verify_module
+from nxcc.ir import Builder, DType, Function, Module, Op, TensorType, Value
+from nxcc.ir.verifier import VerificationError, verify_module
 
 F4 = TensorType(DType.F32, (4,))
 
@@ -82,7 +82,7 @@ def test_missing_entry() -> None:
 def test_type_rules_reject_bad_builder_calls() -> None:
     m, fn, b = module_with()
     x = fn.params[0]
-    from ir import TypeRuleError
+    from nxcc.ir import TypeRuleError
 
     with pytest.raises(TypeRuleError, match="cannot reshape f32\\[4\\]"):
         b.reshape(x, (3,))

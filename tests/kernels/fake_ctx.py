@@ -13,10 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from backend.kernels import get_kernel
-from ir import Builder, DType, Function, Module, TensorType, Value
-from ir.attributes import AttrValue
-from ir.opdef import get_opdef
+from nxcc.backend.kernels import get_kernel
+from nxcc.ir import Builder, DType, Function, Module, TensorType, Value
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.opdef import get_opdef
 
 Collective = Callable[[str, Sequence[np.ndarray], Mapping[str, AttrValue]], list[np.ndarray]]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-import ir
-import ir.ops  # noqa: F401  (registers the core ops)
-from backend.kernels import KERNELS, get_kernel
-from ir import Builder, DType, Module, Value
+import nxcc.ir.ops  # noqa: F401  (registers the core ops)
+from nxcc import ir
+from nxcc.backend.kernels import KERNELS, get_kernel
+from nxcc.ir import Builder, DType, Module, Value
 from tests.kernels.fake_ctx import FakeCtx, run_op, scalar_function
 
 

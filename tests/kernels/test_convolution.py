@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from ir import DType
+from nxcc.ir import DType
 from tests.kernels.fake_ctx import run1
 
 RNG = np.random.default_rng(4)

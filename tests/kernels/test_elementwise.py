@@ -6,7 +6,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ir import DType
+from nxcc.ir import DType
 from tests.kernels.fake_ctx import run1
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

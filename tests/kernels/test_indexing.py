@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from ir import Builder, DType, Module, Value
-from ir.computations import binary_computation
+from nxcc.ir import Builder, DType, Module, Value
+from nxcc.ir.computations import binary_computation
 from tests.kernels.fake_ctx import FakeCtx, run1, run_op, scalar_function
 
 RNG = np.random.default_rng(7)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-from ir import DType
+from nxcc.ir import DType
 from tests.kernels.fake_ctx import run1
 
 RNG = np.random.default_rng(3)

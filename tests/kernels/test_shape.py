@@ -8,8 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from ir import DType
-from ir.attributes import Dense
+from nxcc.ir import DType
+from nxcc.ir.attributes import Dense
 from tests.kernels.fake_ctx import run1
 
 RNG = np.random.default_rng(2)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ir import Builder, DType, Module, Value
-from ir.computations import compare_computation
+from nxcc.ir import Builder, DType, Module, Value
+from nxcc.ir.computations import compare_computation
 from tests.kernels.fake_ctx import FakeCtx, run_op, scalar_function
 
 RNG = np.random.default_rng(6)

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from backend.kernels.erf import erf
+from nxcc.backend.kernels.erf import erf
 from tests.kernels.fake_ctx import run1
 
 BF16 = np.dtype(ml_dtypes.bfloat16)

@@ -90,7 +90,7 @@ def node_test_class(module_name: str = __name__) -> type[unittest.TestCase]:
     """onnx's generated TestCase class of node cases, bound to backend.onnx_backend."""
     import onnx.backend.test
 
-    import backend.onnx_backend as nxcc
+    import nxcc.backend.onnx_backend as nxcc
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

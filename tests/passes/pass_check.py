@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import textwrap
 
-from ir.parser import parse_module
-from ir.printer import print_module
-from ir.verifier import verify_module
-from passes.manager import PassManager
-from passes.registry import PASSES
+from nxcc.ir.parser import parse_module
+from nxcc.ir.printer import print_module
+from nxcc.ir.verifier import verify_module
+from nxcc.passes.manager import PassManager
+from nxcc.passes.registry import PASSES
 
 
 def run_passes(text: str, *names: str) -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ir.parser import parse_module
-from passes.constant_folding import ConstantFolding
+from nxcc.ir.parser import parse_module
+from nxcc.passes.constant_folding import ConstantFolding
 from tests.passes.pass_check import check
 
 

@@ -7,12 +7,12 @@ from typing import ClassVar
 
 import pytest
 
-from ir.core import Module, Op
-from ir.dtypes import DType
-from ir.parser import parse_module
-from ir.types import TensorType
-from passes.manager import PassFailure, PassManager
-from passes.registry import PASSES, PIPELINES
+from nxcc.ir.core import Module, Op
+from nxcc.ir.dtypes import DType
+from nxcc.ir.parser import parse_module
+from nxcc.ir.types import TensorType
+from nxcc.passes.manager import PassFailure, PassManager
+from nxcc.passes.registry import PASSES, PIPELINES
 
 TEXT = """\
 module @m {

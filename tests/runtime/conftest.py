@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.nrt import Runtime
 from tests.runtime.neffs import spin_neff, weights_neff
 
 

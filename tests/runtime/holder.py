@@ -12,8 +12,8 @@ import json
 import os
 import sys
 
-from backend.runtime.nrt import Runtime
-from backend.runtime.status import NrtError
+from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.status import NrtError
 
 
 def main() -> int:

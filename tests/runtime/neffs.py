@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 
-from backend.neff import read_neff, write_neff
-from backend.program.package import NeffSpec, write_program_neff
-from ir.builder import Builder
-from ir.core import Function, Module, Value
-from ir.dtypes import DType
-from ir.parser import parse_module
-from ir.types import TensorType
+from nxcc.backend.neff import read_neff, write_neff
+from nxcc.backend.program.package import NeffSpec, write_program_neff
+from nxcc.ir.builder import Builder
+from nxcc.ir.core import Function, Module, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.parser import parse_module
+from nxcc.ir.types import TensorType
 
 SPIN_IR = """module @spin {
   func @main(%n: s32[]) -> ("count": s32[]) {

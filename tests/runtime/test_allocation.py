@@ -10,10 +10,10 @@ import os
 
 import pytest
 
-from backend.runtime.cores import holders
-from backend.runtime.nrt import Runtime
-from backend.runtime.status import NrtError, NrtStatus
-from backend.runtime.topology import INSTANCES
+from nxcc.backend.runtime.cores import holders
+from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.topology import INSTANCES
 
 
 def test_default_takes_every_core_of_the_instance(start) -> None:

@@ -11,9 +11,9 @@ import time
 import numpy as np
 from click.testing import CliRunner
 
-from backend.runtime.cores import holders as core_holders
-from backend.runtime.topology import INSTANCES
-from cli.ls_cmd import ls_cmd
+from nxcc.backend.runtime.cores import holders as core_holders
+from nxcc.backend.runtime.topology import INSTANCES
+from nxcc.cli.ls_cmd import ls_cmd
 from tests.runtime.procs import REPO, child_env, holders, start_holder
 
 
@@ -63,7 +63,7 @@ def test_ls_lnc_follows_the_environment(monkeypatch) -> None:
 
 
 def neuronx_cc(*args: str, **env: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "cli.main", *args], cwd=REPO,
+    return subprocess.Popen([sys.executable, "-m", "nxcc", *args], cwd=REPO,
                             env=child_env(**env), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from backend.runtime.collective_groups import check_rank_set, possible_rank_counts
-from backend.runtime.status import NrtError, NrtStatus
-from backend.runtime.topology import INSTANCES
+from nxcc.backend.runtime.collective_groups import check_rank_set, possible_rank_counts
+from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.topology import INSTANCES
 from tests.runtime.neffs import with_collectives
 from tests.runtime.procs import holders, start_holder
 

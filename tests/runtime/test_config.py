@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from backend.runtime.config import ConfigError, RuntimeConfig
-from backend.runtime.nrt import Runtime
-from backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.config import ConfigError, RuntimeConfig
+from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.status import NrtError, NrtStatus
 
 
 def test_defaults() -> None:

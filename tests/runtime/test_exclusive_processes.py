@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from backend.runtime.cores import holders as core_holders
-from backend.runtime.status import NrtStatus
-from backend.runtime.topology import INSTANCES
+from nxcc.backend.runtime.cores import holders as core_holders
+from nxcc.backend.runtime.status import NrtStatus
+from nxcc.backend.runtime.topology import INSTANCES
 from tests.runtime.procs import holders, start_holder, start_holders
 
 TRN1 = {"NXCC_INSTANCE_TYPE": "trn1.32xlarge"}

@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.status import NrtError, NrtStatus
 
 TRN1 = {"NXCC_INSTANCE_TYPE": "trn1.2xlarge"}
 FOREVER = {"n": np.array(2**31 - 1, np.int32)}

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.status import NrtError, NrtStatus
 from tests.runtime.neffs import WEIGHT_SIZE
 
 WEIGHT_BYTES = WEIGHT_SIZE * WEIGHT_SIZE * 4

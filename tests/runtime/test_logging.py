@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from backend.runtime.log import TRACE, logger
-from backend.runtime.status import NrtError
+from nxcc.backend.runtime.log import TRACE, logger
+from nxcc.backend.runtime.status import NrtError
 
 TRN1 = {"NXCC_INSTANCE_TYPE": "trn1.2xlarge"}
 LINE = re.compile(r"^\d{4}-\w{3}-\d\d \d\d:\d\d:\d\d\.\d{4} \d+:\d+ (\w+) (NRT|NMGR|TDRV):\w+ ")

@@ -8,8 +8,8 @@ import threading
 import numpy as np
 import pytest
 
-from backend.runtime.placement import multicore_context, neuron_cores_context
-from backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.placement import multicore_context, neuron_cores_context
+from nxcc.backend.runtime.status import NrtError, NrtStatus
 
 EIGHT = {"NXCC_INSTANCE_TYPE": "trn2.3xlarge", "NEURON_LOGICAL_NC_CONFIG": "1"}
 N = {"n": np.array(3, np.int32)}

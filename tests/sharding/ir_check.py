@@ -6,13 +6,13 @@ import textwrap
 
 import numpy as np
 
-from backend.interpreter import IRContext
-from ir.clone import clone_module
-from ir.core import Module
-from ir.parser import parse_module
-from ir.printer import print_module
-from passes.manager import PassManager
-from passes.registry import PASSES
+from nxcc.backend.interpreter import IRContext
+from nxcc.ir.clone import clone_module
+from nxcc.ir.core import Module
+from nxcc.ir.parser import parse_module
+from nxcc.ir.printer import print_module
+from nxcc.passes.manager import PassManager
+from nxcc.passes.registry import PASSES
 from tests.sharding.spmd import run_spmd
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",

@@ -7,12 +7,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from backend.interpreter import IRContext
-from backend.runtime.multicore import Endpoint, SharedMemoryGroup, run_cores
-from ir.attributes import AttrValue
-from ir.core import Module
-from ir.sharding import Sharding
-from passes.sharding_specialize import specialize
+from nxcc.backend.interpreter import IRContext
+from nxcc.backend.runtime.multicore import Endpoint, SharedMemoryGroup, run_cores
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.core import Module
+from nxcc.ir.sharding import Sharding
+from nxcc.passes.sharding_specialize import specialize
 
 
 class CoreContext(IRContext):

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ir.sharding import Sharding
-from passes.sharding_cost import Cost, collective_traffic, rank_traffic
-from passes.sharding_plan import reshard_cost, reshard_kind
+from nxcc.ir.sharding import Sharding
+from nxcc.passes.sharding_cost import Cost, collective_traffic, rank_traffic
+from nxcc.passes.sharding_plan import reshard_cost, reshard_kind
 
 
 @pytest.mark.parametrize(("kind", "n", "expected"), [

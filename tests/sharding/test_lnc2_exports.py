@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.neff import read_neff
-from backend.runtime.model import LoadedModel
-from compiler.driver import compile_model
-from compiler.options import CompileOptions
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.model import LoadedModel
+from nxcc.compiler.driver import compile_model
+from nxcc.compiler.options import CompileOptions
 
 EXPORTS = sorted((Path(__file__).resolve().parents[1] / "models" / "transformers").glob("*.onnx"))
 EXPECTED = np.load(EXPORTS[0].parent / "expected.npz")

@@ -9,11 +9,11 @@ import numpy as np
 import onnx
 import pytest
 
-from backend.neff import read_neff
-from backend.runtime.model import LoadedModel
-from cli.inspect_cmd import describe
-from compiler.driver import compile_model
-from compiler.options import CompileOptions
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.model import LoadedModel
+from nxcc.cli.inspect_cmd import describe
+from nxcc.compiler.driver import compile_model
+from nxcc.compiler.options import CompileOptions
 from tests.cli_helpers import MODELS
 from tests.sharding import models
 

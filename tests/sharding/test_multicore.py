@@ -7,9 +7,9 @@ import threading
 import numpy as np
 import pytest
 
-from backend.runtime.blas_threads import limit_this_thread
-from backend.runtime.executor import ExecutionStopped
-from backend.runtime.multicore import CollectiveMismatch, SharedMemoryGroup, run_cores
+from nxcc.backend.runtime.blas_threads import limit_this_thread
+from nxcc.backend.runtime.executor import ExecutionStopped
+from nxcc.backend.runtime.multicore import CollectiveMismatch, SharedMemoryGroup, run_cores
 
 
 def run(n: int, per_rank) -> list:

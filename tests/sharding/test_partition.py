@@ -103,8 +103,8 @@ def test_choose_propagate_partition_megatron_mlp() -> None:
     """With weights as constants the cost model picks column then row: one all_reduce."""
     import numpy as np
 
-    from ir.attributes import Dense
-    from ir.printer import format_dense
+    from nxcc.ir.attributes import Dense
+    from nxcc.ir.printer import format_dense
 
     rng = np.random.default_rng(0)
     w1 = format_dense(Dense.of(rng.standard_normal((16, 32)).astype(np.float32)))

@@ -12,19 +12,19 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backend.neff import read_neff
-from backend.program.package import NeffSpec, write_program_neff
-from backend.runtime.model import LoadedModel
-from compiler.sharding_stage import core_programs
-from ir.builder import Builder
-from ir.clone import clone_module
-from ir.core import Function, Module, Value
-from ir.dtypes import DType
-from ir.parser import parse_module
-from ir.sharding import Sharding
-from ir.types import TensorType
-from passes.manager import PassManager
-from passes.registry import pipeline
+from nxcc.backend.neff import read_neff
+from nxcc.backend.program.package import NeffSpec, write_program_neff
+from nxcc.backend.runtime.model import LoadedModel
+from nxcc.compiler.sharding_stage import core_programs
+from nxcc.ir.builder import Builder
+from nxcc.ir.clone import clone_module
+from nxcc.ir.core import Function, Module, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.parser import parse_module
+from nxcc.ir.sharding import Sharding
+from nxcc.ir.types import TensorType
+from nxcc.passes.manager import PassManager
+from nxcc.passes.registry import pipeline
 from tests.sharding.ir_check import COMPUTATIONS as SCALAR_COMPUTATIONS
 
 SIZES = (1, 2, 3, 4, 6, 8, 32)

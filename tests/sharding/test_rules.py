@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from ir.opdef import OP_DEFS
-from ir.parser import parse_module
-from ir.printer import print_module
-from passes.sharding_rules import covered_opcodes, strategies
+from nxcc.ir.opdef import OP_DEFS
+from nxcc.ir.parser import parse_module
+from nxcc.ir.printer import print_module
+from nxcc.passes.sharding_rules import covered_opcodes, strategies
 from tests.sharding.ir_check import COMPUTATIONS, assert_same_results, partitioned
 
 # (params, the op under test as one line); every op reads %x (and %y, %i...).

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from compiler.onnx import import_onnx
-from ir.core import Module
-from passes.manager import PassManager
-from passes.registry import pipeline
-from passes.sharding_graph import SearchGraph
-from passes.sharding_plan import plan_function, plan_graph
-from passes.sharding_propagation import propagate_graph
-from passes.sharding_search import ANCHORS, seeds_for, strategy_table
+from nxcc.compiler.onnx import import_onnx
+from nxcc.ir.core import Module
+from nxcc.passes.manager import PassManager
+from nxcc.passes.registry import pipeline
+from nxcc.passes.sharding_graph import SearchGraph
+from nxcc.passes.sharding_plan import plan_function, plan_graph
+from nxcc.passes.sharding_propagation import propagate_graph
+from nxcc.passes.sharding_search import ANCHORS, seeds_for, strategy_table
 from tests.sharding.models import gpt, mlp
 
 N = 2

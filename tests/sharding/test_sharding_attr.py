@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ir.parser import IRParseError, parse_module
-from ir.printer import print_module
-from ir.sharding import Sharding
+from nxcc.ir.parser import IRParseError, parse_module
+from nxcc.ir.printer import print_module
+from nxcc.ir.sharding import Sharding
 
 TEXT = """\
 module @m {

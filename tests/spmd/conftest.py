@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.neff import read_neff
-from backend.runtime.nrt import Runtime
-from compiler.driver import compile_model
-from compiler.options import CompileOptions
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.nrt import Runtime
+from nxcc.compiler.driver import compile_model
+from nxcc.compiler.options import CompileOptions
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROGRAMS = ("megatron_mlp", "row_sum", "contraction_matmul")

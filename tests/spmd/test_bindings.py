@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.runtime.collective_binding import (
+from nxcc.backend.runtime.collective_binding import (
     POINT_TO_POINT,
     RING,
     SHARED_MEMORY,
@@ -17,10 +17,10 @@ from backend.runtime.collective_binding import (
     Placement,
     bind,
 )
-from backend.runtime.multicore import Communicator, run_cores
-from backend.runtime.nrt import Runtime
-from backend.runtime.ring_order import adjacent, device_cycle
-from backend.runtime.topology import INSTANCES
+from nxcc.backend.runtime.multicore import Communicator, run_cores
+from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.ring_order import adjacent, device_cycle
+from nxcc.backend.runtime.topology import INSTANCES
 from tests.cli_helpers import neuronx_cc
 
 TRN1 = INSTANCES["trn1.32xlarge"]

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.neff import FeatureBits, read_neff
-from backend.runtime.nrt import Runtime
+from nxcc.backend.neff import FeatureBits, read_neff
+from nxcc.backend.runtime.nrt import Runtime
 from tests.cli_helpers import neuronx_cc
 from tests.spmd.conftest import FIXTURES, PROGRAMS, data, meta, named_inputs
 

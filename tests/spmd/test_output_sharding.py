@@ -8,10 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from backend.neff import read_neff
-from backend.runtime.nrt import Runtime
-from backend.runtime.spmd_layout import LayoutError, OutputsDisagree, assemble, parse_layout, split
-from backend.runtime.spmd_spec import output_layouts, read_spec
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.spmd_layout import (
+    LayoutError,
+    OutputsDisagree,
+    assemble,
+    parse_layout,
+    split,
+)
+from nxcc.backend.runtime.spmd_spec import output_layouts, read_spec
 from tests.cli_helpers import assert_one_line_error, neuronx_cc
 from tests.spmd.conftest import compile_hlo, named_inputs
 
