@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from nxcc.backend.neff import read_neff  # noqa: E402
 from nxcc.backend.runtime.model import LoadedModel  # noqa: E402
-from nxcc.compiler.driver import compile_model  # noqa: E402
-from nxcc.compiler.options import CompileOptions  # noqa: E402
+from nxcc.driver.compile import compile_model  # noqa: E402
+from nxcc.driver.options import CompileOptions  # noqa: E402
 
 DEFAULT = sorted((Path(__file__).resolve().parent.parent / "tests" / "models").glob("*.onnx"))
 

@@ -9,8 +9,8 @@ import click
 
 from nxcc.cli.errors import user_errors
 from nxcc.cli.logsetup import VERBOSE_LEVELS, setup_logging
-from nxcc.compiler.driver import compile_model
-from nxcc.compiler.options import TARGETS, CompileOptions, parse_input_shape
+from nxcc.driver.compile import compile_model
+from nxcc.driver.options import TARGETS, CompileOptions, parse_input_shape
 
 log = logging.getLogger("nxcc.compiler")
 

@@ -13,7 +13,7 @@ import click
 from nxcc.backend.neff import NeffError
 from nxcc.backend.runtime.config import ConfigError
 from nxcc.backend.runtime.status import NrtError
-from nxcc.compiler.errors import CompileError
+from nxcc.driver.errors import CompileError
 
 F = TypeVar("F", bound=Callable[..., object])
 

@@ -11,12 +11,12 @@ from nxcc.backend.neff import read_neff
 from nxcc.backend.program.graphviz import neff_to_dot
 from nxcc.backend.runtime.model import TensorInfo
 from nxcc.cli.errors import user_errors
-from nxcc.passes.sharding_cost import rank_traffic
+from nxcc.passes.sharding.cost_model import rank_traffic
 
 
 def describe_collective(entry: dict) -> dict:
     """A manifest collective with the bytes each rank and all ranks move per execution
-    (the bandwidth-optimal ring formulas of `passes.sharding_cost`)."""
+    (the bandwidth-optimal ring formulas of `passes.sharding.cost_model`)."""
     groups = entry.get("replica_groups") or [[0]]
     ranks = sum(len(g) for g in groups)
     size = max((len(g) for g in groups), default=1)

@@ -13,9 +13,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from nxcc.backend.interpreter import IRContext, evaluate_op
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.interpreter import IRContext, evaluate_op
 from nxcc.ir.opdef import get_opdef
 from nxcc.ir.rewrite import constant_value, replace_uses
 

@@ -10,9 +10,9 @@ from nxcc.passes.base import Pass
 from nxcc.passes.common_subexpression_elimination import CommonSubexpressionElimination
 from nxcc.passes.constant_folding import ConstantFolding
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
-from nxcc.passes.shard_choose import ShardChoose
-from nxcc.passes.shard_partition import ShardPartition
-from nxcc.passes.shard_propagate import ShardPropagate
+from nxcc.passes.sharding.shard_choose import ShardChoose
+from nxcc.passes.sharding.shard_partition import ShardPartition
+from nxcc.passes.sharding.shard_propagate import ShardPropagate
 
 PASSES: dict[str, type] = {
     cls.name: cls

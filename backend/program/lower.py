@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nxcc.backend.interpreter import binary_opcode_of
 from nxcc.backend.program.attr_codec import encode_attr, encode_attrs
 from nxcc.backend.program.memory_plan import plan_memory
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Function, Module
+from nxcc.ir.interpreter import binary_opcode_of
 from nxcc.ir.rewrite import reachable_functions
 
 

@@ -17,11 +17,11 @@ from typing import Protocol
 
 import numpy as np
 
-from nxcc.backend.interpreter import allocate_results
-from nxcc.backend.kernels import get_kernel
 from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
 from nxcc.ir.attributes import AttrValue, Dense
 from nxcc.ir.dtypes import DType
+from nxcc.ir.interpreter import allocate_results
+from nxcc.ir.kernels import get_kernel
 from nxcc.ir.types import TensorType
 
 

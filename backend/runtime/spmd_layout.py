@@ -16,6 +16,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nxcc.ir.sharding_notation.cursor import PieceError
+from nxcc.ir.sharding_notation.hlo_sharding import parse_sharding
+from nxcc.ir.sharding_notation.tile_layout import to_layout
 from nxcc.ir.spmd import TileLayout
 
 
@@ -30,10 +33,6 @@ class OutputsDisagree(ValueError):
 def parse_layout(text: str, rank: int) -> TileLayout:
     """The layout HLO sharding `text` gives a value of `rank` dimensions; LayoutError when
     it cannot be read or gives no block per rank (``{manual}``)."""
-    from nxcc.compiler.hlo.attr_sharding import parse_sharding
-    from nxcc.compiler.hlo.cursor import PieceError
-    from nxcc.compiler.hlo.sharding_map import to_layout
-
     try:
         s = parse_sharding(text)
     except PieceError as exc:

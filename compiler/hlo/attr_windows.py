@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from nxcc.compiler.hlo.cursor import Cursor, PieceError, found
+from nxcc.ir.sharding_notation.cursor import Cursor, PieceError, found
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,6 @@ import re
 from collections.abc import Callable
 from types import MappingProxyType
 
-from nxcc.compiler.hlo.attr_sharding import parse_replica_groups, parse_sharding
 from nxcc.compiler.hlo.attr_windows import (  # noqa: F401  (ConvDims, Window are re-exported)
     ConvDims,
     Window,
@@ -21,8 +20,9 @@ from nxcc.compiler.hlo.attr_windows import (  # noqa: F401  (ConvDims, Window ar
     parse_slice,
     parse_window,
 )
-from nxcc.compiler.hlo.cursor import Cursor, PieceError, found, unquote
 from nxcc.compiler.hlo.nodes import Opaque
+from nxcc.ir.sharding_notation.cursor import Cursor, PieceError, found, unquote
+from nxcc.ir.sharding_notation.hlo_sharding import parse_replica_groups, parse_sharding
 
 _INTS_FAST = re.compile(r"\{\s*(-?\d+(?:\s*,\s*-?\d+)*)?\s*\}\Z")
 _INT_FAST = re.compile(r"[-+]?\d+\Z")

@@ -17,7 +17,6 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.attributes import parse_attribute, parse_key_values
-from nxcc.compiler.hlo.cursor import unquote
 from nxcc.compiler.hlo.dtypes import IR_TYPES
 from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.literals import is_elided, parse_literal
@@ -30,6 +29,7 @@ from nxcc.compiler.hlo.nodes import (
     TupleShape,
 )
 from nxcc.compiler.hlo.parser import Parser, assemble_module
+from nxcc.ir.sharding_notation.cursor import unquote
 
 _TERMINALS = {
     "COMMA": "','", "LPAR": "'('", "RPAR": "')'", "LBRACE": "'{'", "RBRACE": "'}'",

@@ -13,9 +13,9 @@ import re
 
 import numpy as np
 
-from nxcc.compiler.hlo.cursor import PieceError
 from nxcc.compiler.hlo.dtypes import numpy_dtype_of
 from nxcc.compiler.hlo.nodes import ArrayShape, Shape, TupleShape
+from nxcc.ir.sharding_notation.cursor import PieceError
 
 _TOKEN = re.compile(r"\s*([{}(),]|[^\s{}(),]+)")
 _LEADING_SHAPE = re.compile(r"\s*[a-z][a-z0-9]*\[[^\]]*\](?:\{[^{}]*\})?\s+")

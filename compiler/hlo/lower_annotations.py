@@ -23,11 +23,11 @@ from __future__ import annotations
 import logging
 
 from nxcc.compiler.hlo import errors as E
-from nxcc.compiler.hlo.attr_sharding import Sharding as HloSharding
 from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.hlo.nodes import Attribute, HloModule, Instruction
-from nxcc.compiler.hlo.sharding_map import per_leaf, to_ir_sharding, to_layout
 from nxcc.ir.core import Function, Module, Value
+from nxcc.ir.sharding_notation.hlo_sharding import Sharding as HloSharding
+from nxcc.ir.sharding_notation.tile_layout import per_leaf, to_ir_sharding, to_layout
 from nxcc.ir.spmd import SpmdInfo, SpmdValue
 
 log = logging.getLogger("nxcc.compiler.hlo")

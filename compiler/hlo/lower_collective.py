@@ -5,12 +5,12 @@ Replica groups are kept, expanded from the list, iota or mesh form."""
 from __future__ import annotations
 
 from nxcc.compiler.hlo import errors as E
-from nxcc.compiler.hlo.attr_sharding import ReplicaGroups
 from nxcc.compiler.hlo.context import InstrContext, Tree, leaves
 from nxcc.compiler.hlo.lower_control import zeros
 from nxcc.compiler.hlo.nodes import Shape
 from nxcc.compiler.hlo.registry import handles
 from nxcc.ir.core import Value
+from nxcc.ir.sharding_notation.hlo_sharding import ReplicaGroups
 
 _REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
                "and": "and", "or": "or"}

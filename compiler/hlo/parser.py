@@ -22,7 +22,6 @@ import re
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.attributes import parse_attribute, parse_key_values
-from nxcc.compiler.hlo.cursor import PieceError, unquote
 from nxcc.compiler.hlo.dtypes import HLO_TYPES, IR_TYPES
 from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.literals import is_elided, parse_literal
@@ -36,6 +35,7 @@ from nxcc.compiler.hlo.nodes import (
     TupleShape,
 )
 from nxcc.compiler.hlo.scanning import scan_value
+from nxcc.ir.sharding_notation.cursor import PieceError, unquote
 
 _WS = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)
 _HWS = re.compile(r"(?:[ \t\r]+|/\*.*?\*/)*", re.S)

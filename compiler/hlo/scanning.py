@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from nxcc.compiler.hlo.cursor import PieceError
+from nxcc.ir.sharding_notation.cursor import PieceError
 
 # Bare runs, strings, and brace/bracket/paren groups that do not nest: most values.
 _FAST_VALUE = re.compile(

@@ -12,7 +12,6 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from nxcc.backend.interpreter import IRContext
 from nxcc.compiler.onnx.context import NodeContext, const_value
 from nxcc.compiler.onnx.dtypes import IR_TO_ONNX, to_ir_dtype
 from nxcc.compiler.onnx.errors import (
@@ -37,6 +36,7 @@ from nxcc.compiler.onnx.registry import CONVERTERS
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.interpreter import IRContext
 from nxcc.ir.opdef import TypeRuleError
 from nxcc.ir.types import TensorType
 from nxcc.passes.constant_folding import fold_ops

@@ -10,8 +10,8 @@ import numpy as np
 
 from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.model import LoadedModel
-from nxcc.compiler.driver import compile_model
-from nxcc.compiler.options import CompileOptions
+from nxcc.driver.compile import compile_model
+from nxcc.driver.options import CompileOptions
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HLO_FIXTURES = sorted(FIXTURES.glob("*.hlo"))

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from nxcc.compiler.hlo import parse
-from nxcc.compiler.hlo.attr_sharding import ReplicaGroups, Sharding
 from nxcc.compiler.hlo.attributes import ConvDims, Window, parse_attribute
 from nxcc.compiler.hlo.nodes import ArrayShape, Opaque, TupleShape
+from nxcc.ir.sharding_notation.hlo_sharding import ReplicaGroups, Sharding
 from tests.hlo.helpers import assert_same_tree
 
 

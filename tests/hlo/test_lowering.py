@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nxcc.backend.interpreter import IRContext
 from nxcc.compiler.hlo import SUPPORTED_OPCODES, HloError, import_hlo
 from nxcc.ir.core import Module
+from nxcc.ir.interpreter import IRContext
 from nxcc.ir.verifier import verify_module
 
 ADD = "add {\n  a = f32[] parameter(0)\n  b = f32[] parameter(1)\n  ROOT s = f32[] add(a, b)\n}\n"

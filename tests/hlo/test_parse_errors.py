@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from nxcc.compiler.driver import compile_model
-from nxcc.compiler.errors import CompileError
 from nxcc.compiler.hlo import HloError, import_hlo
-from nxcc.compiler.options import CompileOptions
+from nxcc.driver.compile import compile_model
+from nxcc.driver.errors import CompileError
+from nxcc.driver.options import CompileOptions
 from tests.cli_helpers import neuronx_cc
 
 BASE = """HloModule m

@@ -13,8 +13,8 @@ import pytest
 
 from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.nrt import Runtime
-from nxcc.compiler.driver import compile_model
-from nxcc.compiler.options import CompileOptions
+from nxcc.driver.compile import compile_model
+from nxcc.driver.options import CompileOptions
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROGRAMS = ("megatron_mlp", "row_sum", "contraction_matmul")

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from nxcc.compiler.errors import CompileError
 from nxcc.compiler.hlo import HloError, import_hlo, parse
-from nxcc.compiler.hlo.attr_sharding import parse_sharding
 from nxcc.compiler.hlo.attributes import parse_attribute
-from nxcc.compiler.hlo.sharding_map import to_ir_sharding
+from nxcc.driver.errors import CompileError
 from nxcc.ir.sharding import Sharding
-from nxcc.passes.sharding_search import fit_to_cores
+from nxcc.ir.sharding_notation.hlo_sharding import parse_sharding
+from nxcc.ir.sharding_notation.tile_layout import to_ir_sharding
+from nxcc.passes.sharding.search import fit_to_cores
 from tests.spmd.conftest import FIXTURES, compile_hlo
 
 ROW = "ROOT r = f32[4]{0} all-reduce(p), channel_id=1, replica_groups={}, " \

@@ -1,6 +1,0 @@
-"""The numpy kernels of the core ops: `get_kernel(opcode)` and the `KERNELS` table."""
-
-from nxcc.backend.kernels import registry  # noqa: F401  (registers every kernel)
-from nxcc.backend.kernels.base import KERNELS, KernelContext, get_kernel
-
-__all__ = ["KERNELS", "KernelContext", "get_kernel"]

@@ -1,0 +1,41 @@
+"""The -lnc stage of the driver: shard the optimised module over the physical cores of one
+logical core and make one program per core.
+
+At LNC 1 the module is the one program. At LNC N > 1 the sharding passes run
+(`passes.registry.sharding_pipeline`: shard-choose, shard-propagate, shard-partition, cse)
+under the same pass manager rules (verified, printable with --print-ir-after, timed), then
+the SPMD module is specialized to each core (`passes.sharding.specialize`).
+
+A program already partitioned for N ranks (`Module.spmd`: XLA's partitioned HLO) is one
+program every rank runs; it is not sharded again, so at LNC N > 1 it is an argument error
+(NCC_EARG001) that says to compile it with -lnc 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from nxcc.driver.errors import CompileError
+from nxcc.ir.core import Module
+from nxcc.passes.manager import PassManager
+from nxcc.passes.registry import sharding_pipeline
+from nxcc.passes.sharding.specialize import specialize
+
+
+def core_programs(module: Module, lnc: int, print_after: frozenset[str],
+                  emit: Callable[[str], None]) -> tuple[list[Module], list]:
+    """(one module per physical core, the sharding passes' timings); PassFailure on error,
+    CompileError for an SPMD program at LNC > 1."""
+    if lnc <= 1:
+        return [module], []
+    if module.spmd is not None:
+        ranks = module.spmd.world_size
+        raise CompileError(
+            "NCC_EARG001", f"this is an SPMD program (already partitioned"
+            f"{f' for {ranks} ranks' if ranks else ''}: collectives with replica groups): it "
+            f"is one program that every rank runs, not sharded again at -lnc {lnc}; compile "
+            "it with -lnc 1 and run it with neuronx-cc run --world-size N (on trn2 also "
+            "NEURON_LOGICAL_NC_CONFIG=1)")
+    manager = PassManager(sharding_pipeline(lnc), print_after=print_after, emit=emit)
+    manager.run(module)
+    return [specialize(module, core) for core in range(lnc)], manager.timings

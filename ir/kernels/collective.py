@@ -1,0 +1,31 @@
+"""Collective kernels: every collective is performed by the context's communicator
+(`ctx.collective(opcode, args, attrs)`); the kernel copies its results into the outs."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels.base import KernelContext, kernel
+
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute")
+
+
+def _collective_kernel(opcode: str):
+    def run(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+        """outs = ctx.collective(opcode, args, attrs)."""
+        results = ctx.collective(opcode, list(args), attrs)
+        if len(results) != len(outs):
+            raise ValueError(f"{opcode}: the communicator returned {len(results)} results "
+                             f"for {len(outs)} outs")
+        for out, r in zip(outs, results, strict=True):
+            np.copyto(out, r)
+
+    return run
+
+
+for _opcode in COLLECTIVES:
+    kernel(_opcode)(_collective_kernel(_opcode))

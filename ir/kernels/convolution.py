@@ -1,0 +1,110 @@
+"""convolution: HLO convolution (cross-correlation) by im2col and one matmul per group.
+
+The operands are first transposed to the canonical layouts lhs (N, C, *spatial) and
+rhs (O, I, *window). lhs_dilation is interior padding with zeros and `padding` is edge
+padding (negative crops), both by one `pad_array`. The strided, rhs-dilated windows are a
+`sliding_window_view` (no copy); they are gathered into a (G, N*P, I*K) stack of matrices and
+multiplied by the (G, I*K, O/G) kernel matrices with one batched matmul. Depthwise
+convolutions (one input feature per group) instead multiply-add one kernel offset at a time.
+
+Groups follow the StableHLO spec: with batch_group_count B the lhs batch is split into B
+contiguous chunks and the kernel output features into B chunks, chunk b convolving with
+chunk b; with feature_group_count G the lhs features and the kernel output features are split
+into G chunks likewise; results are concatenated along the output features.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.common import pad_array, store, windows
+from nxcc.ir.kernels.linalg import accumulate_dtype
+
+
+def _grouped_conv(x: np.ndarray, w: np.ndarray, groups: int, strides: Sequence[int],
+                  rhs_dilation: Sequence[int]) -> np.ndarray:
+    """Convolution of padded x (N, G*Ci, *S) with w (G*Og, Ci, *K) -> (N, G*Og, *P), lhs
+    feature chunk g convolving with kernel output chunk g; one batched matmul over groups."""
+    n = x.ndim - 2
+    nb, c = x.shape[:2]
+    ci = c // groups
+    o = w.shape[0]
+    og = o // groups
+    ksize = w.shape[2:]
+    view = windows(x, (1, 1, *ksize), (1, 1, *strides), (1, 1, *rhs_dilation))
+    view = view[(slice(None),) * (2 + n) + (0, 0)]  # (N, C, *P, *K): drop unit windows
+    positions = view.shape[2: 2 + n]
+    p = math.prod(positions)
+    k = math.prod(ksize)
+    view = view.reshape(nb, groups, ci, *positions, *ksize)
+    # (N, G, Ci, *P, *K) -> (G, N, *P, Ci, *K) -> (G, N*P, Ci*K): the im2col copy
+    order = [1, 0, *range(3, 3 + n), 2, *range(3 + n, 3 + 2 * n)]
+    cols = view.transpose(order).reshape(groups, nb * p, ci * k)
+    kernel_matrix = w.reshape(groups, og, ci * k).transpose(0, 2, 1)  # (G, Ci*K, Og)
+    res = np.matmul(cols, kernel_matrix).reshape(groups, nb, *positions, og)
+    res = res.transpose(1, 0, n + 2, *range(2, 2 + n))  # (N, G, Og, *P)
+    return res.reshape(nb, o, *positions)
+
+
+def _depthwise_conv(x: np.ndarray, w: np.ndarray, groups: int, strides: Sequence[int],
+                    rhs_dilation: Sequence[int]) -> np.ndarray:
+    """`_grouped_conv` when every group has one input feature (depthwise): a multiply-add
+    per kernel offset on broadcast views, with no im2col copy."""
+    n = x.ndim - 2
+    nb = x.shape[0]
+    og = w.shape[0] // groups
+    ksize = w.shape[2:]
+    view = windows(x, (1, 1, *ksize), (1, 1, *strides), (1, 1, *rhs_dilation))
+    view = view[(slice(None),) * (2 + n) + (0, 0)]  # (N, G, *P, *K)
+    positions = view.shape[2: 2 + n]
+    wk = w.reshape(groups, og, *ksize)
+    out = np.zeros((nb, groups, og, *positions), dtype=np.result_type(x, w))
+    for offset in np.ndindex(*ksize):
+        xk = view[(slice(None),) * (2 + n) + offset][:, :, None]  # (N, G, 1, *P)
+        out += xk * wk[(slice(None), slice(None), *offset)].reshape(1, groups, og, *[1] * n)
+    return out.reshape(nb, groups * og, *positions)
+
+
+@kernel("convolution")
+def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """HLO convolution with explicit dimension numbers, groups, padding and dilations."""
+    lhs, rhs = args
+    out = outs[0]
+    a: Mapping = attrs
+    n = len(a["input_spatial_dims"])
+    acc = accumulate_dtype(lhs.dtype, out.dtype)
+    if lhs.dtype == np.bool_:
+        acc = np.dtype(np.int64)
+    x = lhs.transpose([a["input_batch_dim"], a["input_feature_dim"], *a["input_spatial_dims"]])
+    w = rhs.transpose([a["kernel_output_feature_dim"], a["kernel_input_feature_dim"],
+                       *a["kernel_spatial_dims"]])
+    x = x.astype(acc, copy=False)
+    w = w.astype(acc, copy=False)
+    low = [lo for lo, _ in a["padding"]]
+    high = [hi for _, hi in a["padding"]]
+    interior = [d - 1 for d in a["lhs_dilation"]]
+    x = pad_array(x, np.zeros((), acc), [0, 0, *low], [0, 0, *high], [0, 0, *interior])
+
+    groups, batch_groups = a["feature_group_count"], a["batch_group_count"]
+    nb = x.shape[0] // batch_groups
+    ob = w.shape[0] // batch_groups
+    conv = _depthwise_conv if x.shape[1] == groups and groups > 1 else _grouped_conv
+    with np.errstate(all="ignore"):
+        parts = [conv(x[b * nb:(b + 1) * nb], w[b * ob:(b + 1) * ob], groups,
+                               a["window_strides"], a["rhs_dilation"])
+                 for b in range(batch_groups)]
+    result = parts[0] if batch_groups == 1 else np.concatenate(parts, axis=1)  # (N/B, O, *P)
+
+    canonical = [0] * (n + 2)
+    canonical[a["output_batch_dim"]] = 0
+    canonical[a["output_feature_dim"]] = 1
+    for i, d in enumerate(a["output_spatial_dims"]):
+        canonical[d] = 2 + i
+    final = result.transpose(canonical)
+    store(out, final != 0 if out.dtype == np.bool_ else final)

@@ -1,0 +1,61 @@
+"""The other elementwise kernels: compare, select, clamp, is_finite.
+
+compare follows IEEE (NaN is unequal to everything, including itself). select takes a
+scalar or full pred; clamp(min, x, max) = min(max(x, min), max) with scalar or full bounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.common import as_compute, store
+
+COMPARE_UFUNCS: dict[str, np.ufunc] = {
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "LT": np.less,
+    "LE": np.less_equal,
+    "GT": np.greater,
+    "GE": np.greater_equal,
+}
+
+
+@kernel("compare")
+def compare(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs[0] = args[0] <direction> args[1] (pred)."""
+    ufunc = COMPARE_UFUNCS[str(attrs["direction"])]
+    with np.errstate(all="ignore"):
+        ufunc(as_compute(args[0]), as_compute(args[1]), out=outs[0])
+
+
+@kernel("select")
+def select(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+           attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs[0] = pred ? on_true : on_false, pred scalar or elementwise."""
+    pred, on_true, on_false = args
+    out = outs[0]
+    if pred.ndim == 0 and out.shape == on_true.shape == on_false.shape:
+        store(out, on_true if bool(pred) else on_false)
+        return
+    store(out, on_false)
+    np.copyto(out, on_true, casting="unsafe", where=np.asarray(pred, dtype=bool))
+
+
+@kernel("clamp")
+def clamp(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs[0] = minimum(maximum(x, lo), hi); NaN propagates."""
+    lo, x, hi = (as_compute(a) for a in args)
+    store(outs[0], np.minimum(np.maximum(x, lo), hi))
+
+
+@kernel("is_finite")
+def is_finite(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+              attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs[0] = x is neither infinite nor NaN."""
+    np.isfinite(as_compute(args[0]), out=outs[0])

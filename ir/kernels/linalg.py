@@ -1,0 +1,61 @@
+"""dot_general: batched matrix multiplication with HLO dimension numbers.
+
+lhs is transposed to (batch, free, contracting) and rhs to (batch, contracting, free), both
+reshaped to 3-D and multiplied by one np.matmul (written straight into a 3-D view of the out
+when it is contiguous and already of the compute dtype). Floats accumulate in the wider of
+the operand and result compute dtypes (f32 at least); integers in 64 bits, which is exact
+modulo 2**64 and so wraps exactly like an accumulation in the result type.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.common import compute_dtype, is_float, store
+
+
+def accumulate_dtype(operand: np.dtype, result: np.dtype) -> np.dtype:
+    """The dtype a contraction of `operand` values into `result` values is computed in."""
+    if is_float(operand) or is_float(result):
+        wide = [compute_dtype(d) for d in (operand, result) if is_float(d)]
+        return max(wide, key=lambda d: d.itemsize)
+    if operand.kind == "u" and (result.kind == "u" or result == np.bool_):
+        return np.dtype(np.uint64)
+    return np.dtype(np.int64)
+
+
+def _as_3d(x: np.ndarray, batch: Sequence[int], first: Sequence[int],
+           second: Sequence[int], dtype: np.dtype) -> np.ndarray:
+    """`x` transposed to (batch, first, second) and reshaped to 3-D, as `dtype`."""
+    t = x.transpose([*batch, *first, *second])
+    size = [math.prod(x.shape[d] for d in dims) for dims in (batch, first, second)]
+    return t.astype(dtype, copy=False).reshape(size)
+
+
+@kernel("dot_general")
+def dot_general(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n] (dims per the attributes)."""
+    lhs, rhs = args
+    out = outs[0]
+    lb, rb = attrs["lhs_batch_dims"], attrs["rhs_batch_dims"]
+    lc, rc = attrs["lhs_contracting_dims"], attrs["rhs_contracting_dims"]
+    lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]  # type: ignore
+    rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]  # type: ignore
+    acc = accumulate_dtype(lhs.dtype, out.dtype)
+    if lhs.dtype == np.bool_:
+        acc = np.dtype(np.int64)
+    a = _as_3d(lhs, lb, lfree, lc, acc)  # type: ignore[arg-type]
+    b = _as_3d(rhs, rb, rc, rfree, acc)  # type: ignore[arg-type]
+    shape3 = (a.shape[0], a.shape[1], b.shape[2])
+    with np.errstate(all="ignore"):
+        if out.dtype == acc and out.flags.c_contiguous:
+            np.matmul(a, b, out=out.reshape(shape3))
+        else:
+            r = np.matmul(a, b).reshape(out.shape)
+            store(out, r != 0 if out.dtype == np.bool_ else r)

@@ -1,0 +1,25 @@
+"""reduce: variadic reduction of inputs over `dimensions` by a computation (see reducer)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.common import store
+from nxcc.ir.kernels.reducer import fold, prepare
+
+
+@kernel("reduce")
+def reduce(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+           attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """reduce(inputs..., inits...): outs[i] = fold of inputs over `dimensions` from inits."""
+    n = len(args) // 2
+    inputs, inits = args[:n], args[n:]
+    comp = attrs["computation"]
+    ufunc, values = prepare(ctx, comp, inputs, inits)  # type: ignore[arg-type]
+    results = fold(ctx, comp, ufunc, values, attrs["dimensions"], inits)  # type: ignore
+    for out, r in zip(outs, results, strict=True):
+        store(out, r)

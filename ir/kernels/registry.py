@@ -1,0 +1,21 @@
+"""Imports every kernel module, so that each registers its kernels in `KERNELS`."""
+
+from __future__ import annotations
+
+from nxcc.ir.kernels import (  # noqa: F401
+    binary,
+    collective,
+    control,
+    convert,
+    convolution,
+    elementwise,
+    gather,
+    indexing,
+    linalg,
+    reduction,
+    scatter,
+    shape,
+    sort,
+    unary,
+    windowed,
+)

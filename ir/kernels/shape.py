@@ -1,0 +1,97 @@
+"""Data-movement kernels: broadcast_in_dim, reshape, transpose, slice, pad, concatenate,
+reverse, iota, constant, copy. Each writes its out by one vectorized copy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir.attributes import AttrValue, Dense
+from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.common import pad_array, store
+
+
+@kernel("broadcast_in_dim")
+def broadcast_in_dim(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                     attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """Operand dim i goes to out dim broadcast_dimensions[i]; other out dims repeat."""
+    x, out = args[0], outs[0]
+    shape = [1] * out.ndim
+    for i, d in enumerate(attrs["broadcast_dimensions"]):  # type: ignore[arg-type]
+        shape[d] = x.shape[i]
+    np.copyto(out, x.reshape(shape))
+
+
+@kernel("reshape")
+def reshape(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """Row-major reshape."""
+    np.copyto(outs[0], args[0].reshape(outs[0].shape))
+
+
+@kernel("transpose")
+def transpose(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+              attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """Out dim i is operand dim permutation[i]."""
+    np.copyto(outs[0], args[0].transpose(attrs["permutation"]))
+
+
+@kernel("slice")
+def slice_(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+           attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """Static strided slice [start:limit:stride] on every dim."""
+    index = tuple(slice(a, b, s) for a, b, s in zip(
+        attrs["start_indices"], attrs["limit_indices"], attrs["strides"],  # type: ignore
+        strict=True))
+    np.copyto(outs[0], args[0][index])
+
+
+@kernel("pad")
+def pad(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+        attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """HLO pad: interior padding, then low/high (negative = cropping)."""
+    x, value = args
+    np.copyto(outs[0], pad_array(x, value, attrs["low"], attrs["high"],  # type: ignore
+                                 attrs["interior"]))
+
+
+@kernel("concatenate")
+def concatenate(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """Operands joined along `dimension`."""
+    np.concatenate(list(args), axis=attrs["dimension"], out=outs[0])  # type: ignore
+
+
+@kernel("reverse")
+def reverse(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """Operand reversed along each of `dimensions`."""
+    dims = tuple(attrs["dimensions"])  # type: ignore[arg-type]
+    np.copyto(outs[0], np.flip(args[0], dims) if dims else args[0])
+
+
+@kernel("iota")
+def iota(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+         attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """0, 1, 2... along `dimension`, repeated along the others."""
+    out = outs[0]
+    dim: int = attrs["dimension"]  # type: ignore[assignment]
+    shape = [1] * out.ndim
+    shape[dim] = out.shape[dim]
+    store(out, np.arange(out.shape[dim], dtype=np.int64).reshape(shape))
+
+
+@kernel("constant")
+def constant(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs[0] = the `value` attribute."""
+    value: Dense = attrs["value"]  # type: ignore[assignment]
+    np.copyto(outs[0], value.array)
+
+
+@kernel("copy")
+def copy(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+         attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs[0] = args[0]."""
+    np.copyto(outs[0], args[0])

@@ -1,0 +1,152 @@
+"""Windowed kernels: reduce_window and select_and_scatter.
+
+reduce_window pads each input with its init value (base dilation inserts init values
+between elements, negative padding crops), views the strided, dilated windows without
+copying, and folds the window axes like reduce (init folded in once per window); with a
+ufunc computation and a window of at most 64 elements, one ufunc call per window offset.
+
+select_and_scatter (the max-pool gradient): for each window of the padded operand, the
+`select` computation picks one element, scanning the window in row-major order and keeping
+the current choice `c` against a candidate `e` while select(c, e) holds (padding is never
+picked; a window entirely in padding picks nothing). The source value of the window is then
+combined into the out (initialised with init) at the picked position with `scatter`. The scan
+is one step per window offset on all windows at once; when select is a single compare of its
+parameters (found by probing, exactly) the step uses the numpy comparison, otherwise it calls
+the select computation.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir.attributes import AttrValue, Symbol
+from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.combine import combine_at
+from nxcc.ir.kernels.common import as_compute, pad_array, store, windows
+from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
+from nxcc.ir.kernels.gather import element_strides
+from nxcc.ir.kernels.reducer import call, fn_name, fold, prepare
+
+_OFFSET_LOOP_MAX = 64  # windows up to this many elements are folded offset by offset
+
+_PROBE_PATTERNS = {
+    (True, False, False): "EQ",
+    (False, True, True): "NE",
+    (True, False, True): "GE",
+    (False, False, True): "GT",
+    (True, True, False): "LE",
+    (False, True, False): "LT",
+}
+
+
+@kernel("reduce_window")
+def reduce_window(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                  attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """reduce_window(inputs..., inits...): each out element folds one window."""
+    a: Mapping = attrs
+    n = len(args) // 2
+    inputs, inits = args[:n], args[n:]
+    rank = inputs[0].ndim
+    low = [lo for lo, _ in a["padding"]]
+    high = [hi for _, hi in a["padding"]]
+    interior = [d - 1 for d in a["base_dilations"]]
+    padded = [pad_array(x, i, low, high, interior) for x, i in zip(inputs, inits, strict=True)]
+    ufunc, values = prepare(ctx, a["computation"], padded, inits)
+    views = [windows(v, a["window_dimensions"], a["window_strides"], a["window_dilations"])
+             for v in values]
+    if ufunc is not None and 0 < math.prod(a["window_dimensions"]) <= _OFFSET_LOOP_MAX:
+        results = [_fold_by_offsets(ufunc, views[0], inits[0], rank)]
+    else:
+        results = fold(ctx, a["computation"], ufunc, views, range(rank, 2 * rank), inits)
+    for out, r in zip(outs, results, strict=True):
+        store(out, r)
+
+
+def _fold_by_offsets(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray,
+                     rank: int) -> np.ndarray:
+    """ufunc-fold of the window axes of `view` (positions..., window...) from `init`, one
+    window offset at a time (each a whole-array ufunc call, cache friendly)."""
+    acc = np.empty(view.shape[:rank], dtype=view.dtype)
+    store(acc, as_compute(np.asarray(init)))
+    with np.errstate(all="ignore"):
+        for offset in np.ndindex(*view.shape[rank:]):
+            ufunc(acc, view[(Ellipsis, *offset)], out=acc)
+    return acc
+
+
+def compare_direction(ctx: KernelContext, computation: Symbol | str,
+                      dtype: np.dtype) -> str | None:
+    """The comparison a two-parameter select computation performs, when it is one compare
+    of its parameters (found exactly by probing three pairs); None otherwise."""
+    if dtype == np.bool_ or ctx.binary_opcode(fn_name(computation)) != "compare":
+        return None
+    lhs = np.array([1, 1, 2]).astype(dtype)
+    rhs = np.array([1, 2, 1]).astype(dtype)
+    got = call(ctx, computation, [lhs, rhs])[0]
+    return _PROBE_PATTERNS.get(tuple(bool(v) for v in np.broadcast_to(got, (3,))))
+
+
+def _pick(values: np.ndarray, valid: np.ndarray, rank: int,
+          keep: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Row-major flat index, within each window, of the element the select scan keeps.
+
+    `values`/`valid` are (positions..., window...) views; `keep(current, candidate)` is the
+    select computation on whole arrays. One pass per window offset, no window copies."""
+    shape = values.shape[:rank]
+    offsets = list(np.ndindex(*values.shape[rank:]))
+    first = (Ellipsis, *offsets[0])
+    current = values[first].copy()
+    chosen = np.zeros(shape, dtype=np.intp)
+    have = valid[first].copy()
+    for k, offset in enumerate(offsets[1:], start=1):
+        candidate = values[(Ellipsis, *offset)]
+        ok = valid[(Ellipsis, *offset)]
+        kept = np.broadcast_to(np.asarray(keep(current, candidate), dtype=bool), shape)
+        take = ok & (~have | ~kept)
+        np.copyto(current, candidate, where=take)
+        np.copyto(chosen, k, where=take)
+        have |= ok
+    return chosen
+
+
+@kernel("select_and_scatter")
+def select_and_scatter(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                       attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """select_and_scatter(operand, source, init): see the module doc."""
+    a: Mapping = attrs
+    operand, source, init = args
+    out = outs[0]
+    rank = operand.ndim
+    window, strides = tuple(a["window_dimensions"]), tuple(a["window_strides"])
+    low = [lo for lo, _ in a["padding"]]
+    high = [hi for _, hi in a["padding"]]
+    zeros, ones = [0] * rank, [1] * rank
+    padded = pad_array(operand, operand.reshape(-1)[0] if operand.size else 0, low, high, zeros)
+    mask = pad_array(np.ones(operand.shape, bool), False, low, high, zeros)
+    values = windows(padded, window, strides, ones)
+    valid = windows(mask, window, strides, ones)
+
+    result = np.empty(operand.shape, dtype=out.dtype)
+    store(result, init)
+    if values.size:
+        direction = compare_direction(ctx, a["select"], operand.dtype)
+        if direction is not None:
+            ufunc = COMPARE_UFUNCS[direction]
+            pick = _pick(values, valid, rank, lambda c, e: ufunc(as_compute(c), as_compute(e)))
+        else:
+            pick = _pick(values, valid, rank, lambda c, e: call(ctx, a["select"], [c, e])[0])
+        positions = values.shape[:rank]
+        offset = np.unravel_index(pick, window)
+        grid = np.indices(positions, sparse=True)
+        picked_valid = valid[(*grid, *offset)]
+        flat = np.zeros(positions, dtype=np.int64)
+        for d, step in enumerate(element_strides(operand.shape)):
+            flat += (grid[d] * strides[d] + offset[d] - low[d]) * step
+        flat = flat[picked_valid]
+        src = np.asarray(source)[picked_valid]
+        target = result.reshape(-1)
+        combine_at(ctx, a["scatter"], [target], flat, [src.astype(out.dtype)])
+    np.copyto(out, result)

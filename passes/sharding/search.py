@@ -1,0 +1,215 @@
+"""Choosing shardings with the cost model: a search over the strategies of the matrix ops.
+
+Each dot_general and convolution (an *anchor*) has candidates: replicate, batch, column and
+row (see `rules.linalg`). A choice of one candidate per anchor seeds its operands
+and results; `propagate` fills in every other value; `plan_function` prices the result per
+core (`cost_model`). The search keeps the cheapest choice it finds:
+
+1. two starting points: a greedy construction (anchors in program order, each taking the
+   candidate that prices best while the anchors after it are still free, so propagation
+   carries its choice through them: a column-parallel matmul makes the next one
+   row-parallel where that pays), and every anchor split by its batch;
+2. from the cheaper, coordinate descent: for every anchor in program order try each of its
+   other candidates and keep a change that lowers the cost; repeat until a sweep changes
+   nothing (at most `MAX_SWEEPS`).
+
+A function with no matrix op has its parameters as anchors instead (candidates: whole, or
+split on any dimension that divides), so an elementwise or reduction program is split too.
+
+Every choice is priced on one `SearchGraph` of the function, whose memos of each op's
+propagation and planning step make a choice cost little more than a walk over the ops.
+
+Shardings already on values (from IR text or a frontend's annotations) are kept as seeds
+that the search never overrides.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.sharding import Sharding
+from nxcc.passes.sharding.partitioning import Plan, plan_graph
+from nxcc.passes.sharding.propagation import is_constant, propagate_graph
+from nxcc.passes.sharding.rules import Strategy, splittable, strategies
+from nxcc.passes.sharding.search_graph import UNKNOWN, SearchGraph
+
+log = logging.getLogger("nxcc.passes.sharding")
+
+ANCHORS = ("dot_general", "convolution")
+CANDIDATE_KINDS = ("replicate", "batch", "column", "row")
+MAX_SWEEPS = 4
+
+
+@dataclass
+class Choice:
+    """The chosen strategy per anchor, the seeds it gives, and the priced plan. During the
+    search `seeds` is left empty and `plan` has only its cost; `choose` returns both whole."""
+
+    strategies: dict[int, Strategy]
+    seeds: dict[int, Sharding]
+    plan: Plan
+
+
+class StrategyTable:
+    """`strategies` of every op of a function, computed once; call it with an op."""
+
+    def __init__(self, fn: Function, n: int, module: Module | None) -> None:
+        self.table = {id(op): strategies(op, n, module) for op in fn.body}
+        self.by_results: dict[int, dict[tuple[Sharding, ...], list[Strategy]]] = {}
+        for key, found in self.table.items():
+            index: dict[tuple[Sharding, ...], list[Strategy]] = {}
+            for s in found:
+                index.setdefault(s.results, []).append(s)
+            self.by_results[key] = index
+
+    def __call__(self, op: Op) -> list[Strategy]:
+        return self.table[id(op)]
+
+    def producing(self, op: Op, results: tuple[Sharding, ...]) -> list[Strategy]:
+        """The strategies of `op` whose results are exactly `results`."""
+        return self.by_results[id(op)].get(results, [])
+
+
+def strategy_table(fn: Function, n: int, module: Module | None) -> StrategyTable:
+    """`strategies` of every op of `fn`, computed once."""
+    return StrategyTable(fn, n, module)
+
+
+def fit_to_cores(s: Sharding, n: int) -> Sharding:
+    """`s` for `n` devices: a split keeps its dimension, a partial value its reduction, over
+    `n` devices (an annotation written for another mesh size, e.g. JAX's 8-device mesh, still
+    says which dimension to split)."""
+    if s.is_replicated or s.num_devices == n:
+        return s
+    rank = len(s.tiles) - (1 if s.is_partial else 0)
+    if s.is_partial:
+        return Sharding.partial(rank, n, s.reduction or "sum")
+    d = s.split_dim
+    assert d is not None
+    return Sharding.split(rank, d, n)
+
+
+def given_shardings(fn: Function, n: int | None = None) -> dict[int, Sharding]:
+    """The shardings already on `fn`'s values (fitted to `n` devices when given); one that
+    does not fit its value (a tiled dimension that does not divide) is dropped, so the value
+    ends up replicated."""
+    values = [*fn.params, *(r for op in fn.body for r in op.results)]
+    found = {}
+    for v in values:
+        if v.sharding is None:
+            continue
+        s = v.sharding if n is None else fit_to_cores(v.sharding, n)
+        if s != v.sharding:
+            log.info("sharding of %s: %s fitted to %d cores as %s", v.name, v.sharding, n, s)
+        try:
+            s.check(v.type.shape)
+        except ValueError as exc:
+            log.debug("sharding of %s ignored: %s", v.name, exc)
+            continue
+        found[id(v)] = s
+    return found
+
+
+def parameter_options(p: Value, n: int) -> list[Strategy]:
+    """A parameter as an anchor: whole, or split on a dimension that divides by `n`."""
+    found = [Strategy("replicate", "replicate", (), (Sharding.replicated(),))]
+    for d, size in enumerate(p.type.shape):
+        if splittable(size, n):
+            found.append(Strategy(f"split{d}", "batch", (), (Sharding.split(p.type.rank, d, n),)))
+    return found
+
+
+def seeds_for(anchors: list[Op | Value], chosen: Mapping[int, Strategy],
+              given: Mapping[int, Sharding]) -> dict[int, Sharding]:
+    """Seeds from the anchors' strategies (first anchor wins a shared value); `given` wins."""
+    seeds = dict(given)
+    for op in anchors:
+        s = chosen.get(id(op))
+        if s is None:
+            continue
+        if isinstance(op, Value):
+            seeds.setdefault(id(op), s.results[0])
+            continue
+        for r, want in zip(op.results, s.results, strict=True):
+            seeds.setdefault(id(r), want)
+        for v, want in zip(op.operands, s.operands, strict=True):
+            if is_constant(v) or want.is_partial:
+                continue
+            seeds.setdefault(id(v), want)
+    return seeds
+
+
+def choose(fn: Function, n: int, module: Module | None = None) -> Choice:
+    """The cheapest choice of anchor strategies the search finds for `fn` on `n` devices."""
+    strategies_of = strategy_table(fn, n, module)
+    given = given_shardings(fn, n)
+    anchors: list[Op | Value] = [op for op in fn.body if op.opcode in ANCHORS and
+                                 all(id(r) not in given for r in op.results)]
+    options = {id(op): [s for s in strategies_of(op) if s.kind in CANDIDATE_KINDS]
+               for op in anchors}
+    if not any(op.opcode in ANCHORS for op in fn.body):
+        anchors = [p for p in fn.params if id(p) not in given]
+        options = {id(p): parameter_options(p, n) for p in anchors}
+    cache: dict[tuple[str, ...], Choice] = {}
+    graph = SearchGraph(fn, strategies_of, n)
+    given_list = graph.to_list(given)
+    # each candidate's own seeds, numbered, in the order `seeds_for` sets them
+    own = {(id(op), id(s)): [(graph.number[k], graph.intern(x))
+                             for k, x in seeds_for([op], {id(op): s}, {}).items()]
+           for op in anchors for s in options[id(op)]}
+    plans: dict[tuple[int, ...], Plan] = {}  # by propagated hints: choices often agree
+
+    def evaluate(chosen: dict[int, Strategy]) -> Choice:
+        key = tuple(chosen[id(op)].name if id(op) in chosen else "" for op in anchors)
+        if key not in cache:
+            seeds = list(given_list)  # as seeds_for(anchors, chosen, given), numbered
+            for op in anchors:
+                if id(op) in chosen:
+                    for k, x in own[id(op), id(chosen[id(op)])]:
+                        if seeds[k] == UNKNOWN:
+                            seeds[k] = x
+            hints = tuple(propagate_graph(graph, seeds))
+            if hints not in plans:
+                plans[hints] = plan_graph(graph, list(hints))
+            cache[key] = Choice(dict(chosen), {}, plans[hints])
+        return cache[key]
+
+    def construct() -> dict[int, Strategy]:
+        """Anchors in program order, each taking its best candidate while the later ones
+        are left to propagation."""
+        chosen: dict[int, Strategy] = {}
+        for op in anchors:
+            best = None
+            for s in options[id(op)]:
+                trial = evaluate({**chosen, id(op): s})
+                if best is None or trial.plan.cost.seconds < best[1] * (1 - 1e-9):
+                    best = (s, trial.plan.cost.seconds)
+            assert best is not None
+            chosen[id(op)] = best[0]
+        return chosen
+
+    starts = [evaluate(construct()),
+              evaluate({id(op): next((s for s in options[id(op)] if s.kind == "batch"),
+                                     options[id(op)][0]) for op in anchors})]
+    current = min(starts, key=lambda c: c.plan.cost.seconds)
+    for _ in range(MAX_SWEEPS if anchors else 0):
+        improved = False
+        for op in anchors:
+            for s in options[id(op)]:
+                if s is current.strategies[id(op)]:
+                    continue
+                trial = evaluate({**current.strategies, id(op): s})
+                if trial.plan.cost.seconds < current.plan.cost.seconds * (1 - 1e-9):
+                    current, improved = trial, True
+        if not improved:
+            break
+    seeds = seeds_for(anchors, current.strategies, given)
+    hints = propagate_graph(graph, graph.to_list(seeds))
+    best = replace(current, seeds=seeds, plan=plan_graph(graph, hints, record=True))
+    log.debug("sharding: %d anchors, %d plans priced, best %.3g s per core (%s)",
+              len(anchors), len(cache), best.plan.cost.seconds,
+              ", ".join(best.strategies[id(op)].name for op in anchors))
+    return best
