@@ -8,8 +8,8 @@ import pytest
 
 from nxcc.compiler.onnx import SUPPORTED_OPS, import_onnx
 from tests.onnx.helpers import Case, compare, make_model, run_module
-from tests.test_onnx_ops import ALL as CORE
-from tests.test_onnx_ops import IMG, X, f32, i64
+from tests.onnx.test_ops import ALL as CORE
+from tests.onnx.test_ops import IMG, X, f32, i64
 
 SMALL = {"x": f32(1, 2, 5, 4)}
 
