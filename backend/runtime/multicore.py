@@ -110,6 +110,10 @@ class Endpoint:
         g, rank = self.group, self.rank
         route = next((r for r in binding.routes if rank in r.ranks), None)
         steps = 0
+        # The operands are views of this rank's planned buffers, which it reuses as soon as it
+        # leaves the collective, while a neighbour may still hold blocks it was handed: the
+        # collective works on its own copy, so nothing a neighbour reads is ever overwritten.
+        args = [np.array(a, copy=True) for a in args]
 
         def exchange(message: object) -> object:
             nonlocal steps

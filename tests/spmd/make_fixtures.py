@@ -1,7 +1,7 @@
 """Regenerates the SPMD fixtures with JAX on 8 simulated CPU devices (JAX is never needed by
 the tests).
 
-    /work/jaxenv/bin/python tests/spmd/make_fixtures.py
+    /work/jaxvenv/bin/python tests/spmd/make_fixtures.py
 
 For each program NAME below it writes, into tests/spmd/fixtures/:
 
@@ -51,7 +51,22 @@ def programs() -> dict:
     def contraction_matmul(a, b):
         return a @ b
 
+    def attention(x, wqkv, wo):
+        # fused QKV weight split by columns over tp: heads end up split four ways
+        b, s, d = x.shape
+        heads = 4
+        qkv = (x @ wqkv).reshape(b, s, 3, heads, d // heads)
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(d // heads)
+        probs = jax.nn.softmax(scores, axis=-1)
+        ctx = jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(b, s, d)
+        return ctx @ wo
+
     return {
+        "attention_qkv": (attention, (2, 4), ("dp", "tp"),
+                          (P("dp", None, None), P(None, "tp"), P("tp", None)),
+                          P("dp", None, None),
+                          (f32(4, 8, 32), f32(32, 96) * 0.2, f32(32, 32) * 0.2)),
         "megatron_mlp": (megatron_mlp, (2, 4), ("dp", "tp"),
                          (P("dp", None), P(None, "tp"), P("tp"), P("tp", None), P(None)),
                          P("dp", None),
