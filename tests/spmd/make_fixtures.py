@@ -62,7 +62,24 @@ def programs() -> dict:
         ctx = jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(b, s, d)
         return ctx @ wo
 
+    def mlp_loss(params, x, y):
+        w1, w2 = params
+        h = jnp.tanh(x @ w1)
+        return jnp.mean((h @ w2 - y) ** 2)
+
+    def train_step(w1, w2, x, y):
+        # one SGD step; data parallel or FSDP depending on the shardings given
+        loss, (g1, g2) = jax.value_and_grad(mlp_loss)((w1, w2), x, y)
+        return w1 - 0.1 * g1, w2 - 0.1 * g2, loss
+
     return {
+        "dp_train_step": (train_step, (8,), ("dp",),
+                          (P(), P(), P("dp", None), P("dp", None)), (P(), P(), P()),
+                          (f32(16, 32) * 0.3, f32(32, 8) * 0.3, f32(16, 16), f32(16, 8))),
+        "fsdp_train_step": (train_step, (8,), ("dp",),
+                            (P("dp", None), P("dp", None), P("dp", None), P("dp", None)),
+                            (P("dp", None), P("dp", None), P()),
+                            (f32(16, 32) * 0.3, f32(32, 8) * 0.3, f32(16, 16), f32(16, 8))),
         "attention_qkv": (attention, (2, 4), ("dp", "tp"),
                           (P("dp", None, None), P(None, "tp"), P("tp", None)),
                           P("dp", None, None),
@@ -94,8 +111,11 @@ def main() -> None:
     for name, (f, mesh_shape, axes, in_specs, out_spec, args) in programs().items():
         mesh = Mesh(devices.reshape(mesh_shape), axes)
         in_shardings = tuple(NamedSharding(mesh, s) for s in in_specs)
-        out_sharding = NamedSharding(mesh, out_spec)
-        jitted = jax.jit(f, in_shardings=in_shardings, out_shardings=out_sharding)
+        out_specs = out_spec if isinstance(out_spec, tuple) else (out_spec,)
+        out_shardings = tuple(NamedSharding(mesh, s) for s in out_specs)
+        jitted = jax.jit(f, in_shardings=in_shardings,
+                         out_shardings=out_shardings if isinstance(out_spec, tuple)
+                         else out_shardings[0])
         lowered = jitted.lower(*args)
         compiled = lowered.compile()
         (OUT / f"{name}.lowered.hlo").write_text(lowered.as_text(dialect="hlo"))
@@ -109,7 +129,8 @@ def main() -> None:
         meta = {"mesh": dict(zip(axes, mesh_shape, strict=True)),
                 "input_shardings": [hlo_text(s, a.ndim)
                                     for s, a in zip(in_shardings, args, strict=True)],
-                "output_shardings": [hlo_text(out_sharding, np.ndim(o)) for o in outs]}
+                "output_shardings": [hlo_text(s, np.ndim(o))
+                                     for s, o in zip(out_shardings, outs, strict=True)]}
         (OUT / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
         print(f"wrote {name}: {len(args)} inputs, {len(outs)} outputs")
 
