@@ -1,0 +1,91 @@
+"""SPMD programs run by several processes under `mpiexec` give the bits of the one-process run.
+
+The multi-process cases need mpi4py and mpiexec (`pip install '.[mpi]'`, which CI installs);
+without them they are skipped with that reason. They are few and small: the machine may have
+two cores, and `mpiexec -n 4` oversubscribes it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nxcc.backend.runtime.mpi_job import job_layout, launched_processes, world_communicator
+from nxcc.backend.runtime.status import NrtError
+from tests.cli_helpers import REPO, neuronx_cc
+from tests.spmd.conftest import data, meta, named_inputs
+
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+try:
+    import mpi4py  # noqa: F401
+    HAVE_MPI = MPIEXEC is not None
+except ImportError:
+    HAVE_MPI = False
+needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs the mpi extra: pip install '.[mpi]'")
+
+
+def mpiexec(n: int, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PYTHONPATH": str(REPO), **env}
+    return subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "nxcc", *args],
+                          cwd=REPO, env=full, capture_output=True, text=True, timeout=240)
+
+
+@pytest.fixture
+def megatron(spmd_neffs: dict[str, Path], tmp_path: Path) -> tuple[Path, Path, str]:
+    neff = spmd_neffs["megatron_mlp"]
+    np.savez(tmp_path / "in.npz", **named_inputs(neff, "megatron_mlp"))
+    return neff, tmp_path / "in.npz", meta("megatron_mlp")["output_shardings"][0]
+
+
+@needs_mpi
+def test_processes_give_the_bits_of_threads(megatron: tuple[Path, Path, str],
+                                            tmp_path: Path, runtime_env: Path) -> None:
+    neff, inputs, spec = megatron
+    env = {"NXCC_RUNTIME_DIR": str(runtime_env / "rt")}
+    r = neuronx_cc("run", str(neff), "--world-size", "8", "--inputs", str(inputs), "--output",
+                   str(tmp_path / "threads.npz"), "--output-sharding", spec, "-q", env=env)
+    assert r.returncode == 0, r.stderr
+    threads = np.load(tmp_path / "threads.npz")["output0"]
+    np.testing.assert_allclose(threads, data("megatron_mlp")["output0"], rtol=1e-5)
+    for n in (2, 4):
+        out = tmp_path / f"mpi{n}.npz"
+        r = mpiexec(n, "run", str(neff), "--world-size", "8", "--inputs", str(inputs),
+                    "--output", str(out), "--output-sharding", spec, "-q", env=env)
+        assert r.returncode == 0, r.stderr
+        np.testing.assert_array_equal(np.load(out)["output0"], threads)
+
+
+@needs_mpi
+def test_a_job_that_does_not_fit_the_program_is_refused(megatron: tuple[Path, Path, str],
+                                                        runtime_env: Path) -> None:
+    neff, inputs, _ = megatron
+    r = mpiexec(2, "run", str(neff), "--inputs", str(inputs), "-q",
+                env={"NXCC_RUNTIME_DIR": str(runtime_env / "rt")})
+    assert r.returncode != 0
+    lines = [line for line in r.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(lines) == 2  # one line from each process, no traceback
+    assert "partitioned for 8 ranks, but this job runs 2" in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_launcher_variables_and_layout() -> None:
+    assert launched_processes({}) == 1
+    assert launched_processes({"PMI_SIZE": "4"}) == 4
+    assert launched_processes({"OMPI_COMM_WORLD_SIZE": "2"}) == 2
+    lay = job_layout(8, 2, 1)
+    assert (lay.per_process, lay.local_ranks) == (4, [4, 5, 6, 7])
+    assert job_layout(None, 8, 3).local_ranks == [3]
+    with pytest.raises(NrtError, match="--world-size 8 cannot be spread over the 3 processes"):
+        job_layout(8, 3, 0)
+
+
+def test_without_mpi4py_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    with pytest.raises(NrtError, match=r"pip install 'nxcc\[mpi\]'"):
+        world_communicator()
