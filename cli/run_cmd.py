@@ -69,7 +69,8 @@ def show_bindings_of(model: ModelHandle, runtime: Runtime) -> None:
 
 def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
             inputs_path: str | None, output_path: str | None,
-            output_shardings: tuple[str, ...], repeat: int, quiet: bool) -> None:
+            output_shardings: tuple[str, ...], repeat: int, quiet: bool,
+            show_bindings: bool = False) -> None:
     """This process's part of a multi-process run (`mpiexec -n P neuronx-cc run ...`):
     process 0 writes and prints the global outputs."""
     if neff_file.manifest.get("spmd") is None:
@@ -77,8 +78,14 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
              "(compile XLA's partitioned HLO)")
     inputs = load_inputs(inputs_path) if inputs_path else {}
     job = MpiJob(config, world_size)
+    outputs = None
     try:
         job.load(neff_file, list(output_shardings) or None)
+        if show_bindings and job.is_root:
+            assert job.model is not None
+            show_bindings_of(job.model, job.runtime)
+            if inputs_path is None:
+                return
         for _ in range(repeat):
             outputs = job.execute(inputs)
     finally:
@@ -129,7 +136,7 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     spmd = neff_file.manifest.get("spmd")
     if launched_processes() > 1:
         run_job(config, neff_file, world_size, inputs_path, output_path, output_shardings,
-                repeat, quiet)
+                repeat, quiet, show_bindings)
         return
     if output_shardings and world_size is None:
         raise click.UsageError("--output-sharding needs --world-size")

@@ -8,6 +8,9 @@ instance or processes on several instances:
 
 - ring: `ring_algorithms.run_ring`, each step sending to the ring successor and receiving from
   the predecessor (no global step: ranks of other groups are not waited for);
+- hierarchical (an all-reduce over several instances): reduce-scatter round the ring inside
+  each instance, then the ranks holding the same chunk on every instance send it to each
+  other and fold it in instance order, then all-gather round the ring inside each instance;
 - shared_memory / point_to_point: every member of the rank's group sends it its operands and it
   computes its result from them in group order (`shared_memory.compute`); a
   collective-permute sends only to its target.
@@ -23,10 +26,19 @@ from typing import Protocol
 
 import numpy as np
 
-from nxcc.backend.runtime.collective_binding import RING, Binder, CollectiveBinding
+from nxcc.backend.runtime.collective_binding import (
+    HIERARCHICAL,
+    RING,
+    Binder,
+    CollectiveBinding,
+)
 from nxcc.backend.runtime.executor import ExecutionError
-from nxcc.backend.runtime.ring_algorithms import run_ring
-from nxcc.backend.runtime.shared_memory import compute, members
+from nxcc.backend.runtime.ring_algorithms import (
+    all_gather_steps,
+    reduce_scatter_steps,
+    run_ring,
+)
+from nxcc.backend.runtime.shared_memory import REDUCE, compute, members, reduce_all
 from nxcc.ir.attributes import AttrValue
 
 
@@ -73,6 +85,8 @@ class ChannelEndpoint:
         mine = [np.array(a, copy=True) for a in args]
         if binding.algorithm == RING:
             return self._ring(opcode, mine, attrs, binding)
+        if binding.algorithm == HIERARCHICAL:
+            return self._hierarchical(mine, attrs, binding)
         if opcode == "collective_permute":
             return self._permute(mine, attrs)
         return self._gathered(opcode, mine, attrs)
@@ -93,6 +107,37 @@ class ChannelEndpoint:
 
         return run_ring(opcode, args, attrs, members(attrs, rank, self.comm.n), ring, rank,
                         exchange)
+
+    def _hierarchical(self, args: list[np.ndarray], attrs: Mapping[str, AttrValue],
+                      binding: CollectiveBinding) -> list[np.ndarray]:
+        rank, ch = self.rank, self.comm.channels
+        placement = self.comm.binder.placement
+        route = next(r for r in binding.routes if rank in r.ranks)
+        inner_of: dict[int, list[int]] = {}
+        for r in route.ranks:  # ring order, instance by instance
+            inner_of.setdefault(placement.instance_of(r), []).append(r)
+        inner = inner_of[placement.instance_of(rank)]
+        k, p = len(inner), inner.index(rank)
+        succ, pred = inner[(p + 1) % k], inner[(p - 1) % k]
+
+        def exchange(message: object) -> object:
+            ch.send(rank, succ, message)
+            return ch.recv(pred, rank)
+
+        fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
+        flat = [np.array_split(x.reshape(-1), k) for x in args]
+        chunks = list(range(k))
+        mine = reduce_scatter_steps({c: [f[c] for f in flat] for c in chunks}, chunks, p,
+                                    exchange, fn)
+        peers = [inner_of[i][p] for i in sorted(inner_of)]
+        for q in peers:
+            if q != rank:
+                ch.send(rank, q, mine)
+        parts = [mine if q == rank else ch.recv(q, rank) for q in peers]
+        total = [reduce_all(fn, [part[i] for part in parts]) for i in range(len(args))]  # type: ignore[index]
+        have = all_gather_steps(total, chunks, p, exchange)
+        return [np.concatenate([have[c][i] for c in chunks]).reshape(x.shape)  # type: ignore[index]
+                for i, x in enumerate(args)]
 
     def _permute(self, args: list[np.ndarray], attrs: Mapping[str, AttrValue]
                  ) -> list[np.ndarray]:

@@ -7,6 +7,10 @@ blocks: process p runs ranks p*L .. p*L+L-1 (L = world_size / P) on threads, as
 1. claims its own NeuronCores through the ordinary allocation rules: `NEURON_RT_VISIBLE_CORES`
    / `NEURON_RT_NUM_CORES` when set for it, else exactly the block of L cores its process
    number selects (never all of them, which would refuse every other process);
+   With `NXCC_RANKS_PER_INSTANCE=N` the job is laid out as world_size / N simulated
+   instances of `NXCC_INSTANCE_TYPE` (ranks r*N .. r*N+N-1 on instance r, each with its own
+   cores), joined by EFA; each instance's rank set must suit its topology, and an instance
+   type without EFA (trn1.2xlarge) cannot be joined to another;
 2. learns every process's cores (an MPI all-gather), so all processes bind the collectives to
    the same placement, and checks that they loaded the same collectives (a handshake that
    names the first difference);
@@ -39,6 +43,7 @@ from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.nrt import Runtime
 from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.topology import choose_instance
 
 #: (size, rank) variables set by the MPI launchers we know (MPICH/Hydra, Open MPI, MVAPICH).
 LAUNCHER_VARIABLES = (("PMI_SIZE", "PMI_RANK"), ("OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"),
@@ -100,12 +105,38 @@ def job_layout(world_size: int | None, processes: int, process: int) -> JobLayou
     return JobLayout(processes, process, ranks)
 
 
-def own_cores(config: RuntimeConfig, layout: JobLayout) -> RuntimeConfig:
-    """`config`, claiming the process's block of cores unless the user chose its cores."""
+def instance_layout(config: RuntimeConfig, layout: JobLayout, target: str | None
+                    ) -> tuple[int, int]:
+    """(ranks per simulated instance, instances) of the job: `NXCC_RANKS_PER_INSTANCE`
+    (default: every rank on one instance). NrtError(INVALID) with the reason when the ranks
+    do not divide into instances, a process's ranks would span two, or the instance type
+    cannot be joined to others (no EFA)."""
+    per = config.ranks_per_instance or layout.world_size
+    if layout.world_size % per:
+        raise NrtError(NrtStatus.INVALID, f"{layout.world_size} ranks cannot be laid out as "
+                       f"instances of {per} ranks (NXCC_RANKS_PER_INSTANCE={per})")
+    count = layout.world_size // per
+    if per % layout.per_process:
+        raise NrtError(NrtStatus.INVALID, f"each process runs {layout.per_process} ranks, "
+                       f"which do not fit evenly in instances of {per} ranks "
+                       f"(NXCC_RANKS_PER_INSTANCE): a process's ranks are on one instance")
+    instance = choose_instance(config.instance_type, target)
+    if count > 1 and not instance.efa:
+        raise NrtError(NrtStatus.INVALID, f"{count} instances of {instance.name}: EFA is not "
+                       f"available on {instance.name}, and the ranks cannot be extended beyond "
+                       "a single instance")
+    return per, count
+
+
+def own_cores(config: RuntimeConfig, layout: JobLayout, per_instance: int) -> RuntimeConfig:
+    """`config` for this process: its instance, and its block of that instance's cores
+    unless the user chose its cores."""
+    first = layout.local_ranks[0]
+    config = dataclasses.replace(config, instance_index=first // per_instance)
     if config.visible_cores is not None or config.num_cores:
         return config
-    first = layout.process * layout.per_process
-    return dataclasses.replace(config, visible_cores=(first, first + layout.per_process - 1))
+    start = first % per_instance
+    return dataclasses.replace(config, visible_cores=(start, start + layout.per_process - 1))
 
 
 class MpiJob:
@@ -114,8 +145,9 @@ class MpiJob:
     def __init__(self, config: RuntimeConfig, world_size: int | None) -> None:
         self.comm = world_communicator()
         self.layout = job_layout(world_size, self.comm.Get_size(), self.comm.Get_rank())
-        self.config = own_cores(config, self.layout)
-        self.runtime = Runtime(config=self.config)
+        self.given = config
+        self.config = config
+        self.runtime = Runtime(config=config)
         self.model: ModelHandle | None = None
         self.channels: MpiChannels | None = None
 
@@ -142,10 +174,16 @@ class MpiJob:
         """Init the runtime, place every rank, load this process's ranks, check the others
         loaded the same collectives."""
         lay = self.layout
+        target = neff.manifest.get("target")
         self.agree(lambda: check_world_size(neff, lay))
-        self.agree(lambda: self.runtime.init(target=neff.manifest.get("target")))
+        per_instance, _ = self.agree(lambda: instance_layout(self.given, lay, target))
+        self.config = own_cores(self.given, lay, per_instance)
+        self.runtime = Runtime(config=self.config)
+        self.agree(lambda: self.runtime.init(target=target))
         mine = list(self.runtime.cores[:lay.per_process])
-        cores = [c for block in self.comm.allgather(mine) for c in block]
+        blocks = self.comm.allgather((self.config.instance_index, mine))
+        cores = [c for _, block in blocks for c in block]
+        instances = [index for index, block in blocks for _ in block]
         timeout = float(self.config.exec_timeout or 10 ** 9)
         self.channels = MpiChannels(self.comm, lay.world_size, lay.local_ranks, timeout)
         channels = self.channels
@@ -154,7 +192,8 @@ class MpiJob:
             return ChannelCommunicator(n, binder, channels)
 
         self.model = self.agree(lambda: self.runtime.load_spmd_ranks(
-            neff, lay.world_size, lay.local_ranks, cores, communicator, output_shardings))
+            neff, lay.world_size, lay.local_ranks, cores, communicator, output_shardings,
+            instances if per_instance < lay.world_size else ()))
         self.agree(lambda: check_same_collectives(
             self.comm.allgather(neff.manifest.get("collectives") or [])))
 

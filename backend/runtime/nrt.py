@@ -233,18 +233,23 @@ class Runtime:
     def load_spmd_ranks(self, neff: NeffSource, world_size: int, local_ranks: Sequence[int],
                         global_cores: Sequence[int],
                         communicator: Callable[[int, Binder], Any],
-                        output_shardings: Sequence[str] | None = None) -> ModelHandle:
+                        output_shardings: Sequence[str] | None = None,
+                        instances: Sequence[int] = ()) -> ModelHandle:
         """Load this process's ranks (`local_ranks`, one per core of this process's, in order)
         of the SPMD program `neff` run as `world_size` ranks by several processes:
         `global_cores[r]` is rank r's global logical core (the job's placement, the same in
-        every process), `communicator(world_size, binder)` how the ranks reach each other.
-        The handle's model runs only the local ranks (`SpmdModel.execute_local`)."""
+        every process) and `instances[r]` the simulated instance it is on (empty: one),
+        `communicator(world_size, binder)` how the ranks reach each other. Each instance's
+        rank set must suit its topology. The handle's model runs only the local ranks
+        (`SpmdModel.execute_local`)."""
         self._check_ready()
         assert self.config is not None and self.instance is not None and self.placer
         neff_file = self._read(neff)
         check_architecture(neff_file, self.instance, self.config.allow_legacy_neff)
         check_lnc(neff_file, self.instance, self.lnc, self.config.logical_nc_config is not None)
-        check_rank_set(self.instance, self.lnc, tuple(global_cores))
+        for index in sorted(set(instances)) or [0]:
+            check_rank_set(self.instance, self.lnc, tuple(
+                c for r, c in enumerate(global_cores) if not instances or instances[r] == index))
         n = len(local_ranks)
         starts = self.placer.place(n, PlacementRequest(0, n))
         try:
@@ -255,7 +260,8 @@ class Runtime:
                                f"{list(local_ranks)} on {[global_cores[r] for r in local_ranks]}")
             replica = Replica(mine, self.instance.device_of(mine[0], self.lnc))
             placement = Placement(self.instance, self.lnc, tuple(
-                self.instance.physical_of(c, self.lnc)[0] for c in global_cores))
+                self.instance.physical_of(c, self.lnc)[0] for c in global_cores),
+                tuple(instances))
             replica.model = SpmdModel(neff_file, world_size, placement, output_shardings,
                                       should_stop=replica.expired, local_ranks=local_ranks,
                                       communicator=communicator)

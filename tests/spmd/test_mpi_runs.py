@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.mpi_job import job_layout, launched_processes, world_communicator
 from nxcc.backend.runtime.status import NrtError
 from tests.cli_helpers import REPO, neuronx_cc
@@ -89,3 +90,66 @@ def test_without_mpi4py_the_error_says_what_to_install(monkeypatch: pytest.Monke
     monkeypatch.setitem(sys.modules, "mpi4py", None)
     with pytest.raises(NrtError, match=r"pip install 'nxcc\[mpi\]'"):
         world_communicator()
+
+
+ALL_REDUCE = """HloModule allreduce, num_partitions=RANKS
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  p = f32[4,8]{1,0} parameter(0), sharding={devices=[RANKS,1]<=[RANKS]}
+  ROOT r = f32[4,8]{1,0} all-reduce(p), channel_id=1, replica_groups={}, to_apply=add
+}
+"""
+
+
+def all_reduce_neff(n: int, tmp_path: Path) -> Path:
+    src = tmp_path / f"ar{n}.hlo"
+    src.write_text(ALL_REDUCE.replace("RANKS", str(n)))
+    r = neuronx_cc("compile", str(src), "--target", "trn1", "--output",
+                   str(tmp_path / f"ar{n}.neff"))
+    assert r.returncode == 0, r.stderr
+    return tmp_path / f"ar{n}.neff"
+
+
+@needs_mpi
+def test_64_ranks_on_two_trn1_instances(tmp_path: Path, runtime_env: Path) -> None:
+    """64 ranks laid out as two trn1.32xlarge (one process each): the all-reduce is
+    hierarchical, its ring leaves each instance once over EFA, and the sum is right."""
+    neff = all_reduce_neff(64, tmp_path)
+    x = np.random.default_rng(0).standard_normal((256, 8)).astype(np.float32)
+    name = read_neff(neff).manifest["inputs"][0]["name"]
+    np.savez(tmp_path / "in.npz", **{name: x})
+    env = {"NXCC_RUNTIME_DIR": str(runtime_env / "rt"), "NXCC_INSTANCE_TYPE": "trn1.32xlarge",
+           "NXCC_RANKS_PER_INSTANCE": "32"}
+    r = mpiexec(2, "run", str(neff), "--world-size", "64", "--inputs",
+                str(tmp_path / "in.npz"), "--output", str(tmp_path / "out.npz"), "-q",
+                "--show-bindings", env=env)
+    assert r.returncode == 0, r.stderr
+    line = next(s for s in r.stdout.splitlines() if "all_reduce" in s)
+    assert "hierarchical of 64" in line
+    hops = line.split("hops ")[1].split(")")[0].split(",")
+    assert len(hops) == 64 and [i for i, h in enumerate(hops) if h == "EFA"] == [31, 63]
+    out = np.load(tmp_path / "out.npz")
+    np.testing.assert_allclose(out[out.files[0]], x.reshape(64, 4, 8).sum(0), rtol=1e-5,
+                               atol=1e-5)
+
+
+@needs_mpi
+@pytest.mark.parametrize("instance, per, n, why", [
+    ("trn1.32xlarge", "3", 6, "a collective group of 3 ranks is not possible"),
+    ("trn1.2xlarge", "2", 4, "EFA is not available on trn1.2xlarge, and the ranks cannot be "
+                             "extended beyond a single instance"),
+])
+def test_the_seed_rules_hold_per_instance(instance: str, per: str, n: int, why: str,
+                                          tmp_path: Path, runtime_env: Path) -> None:
+    neff = all_reduce_neff(n, tmp_path)
+    env = {"NXCC_RUNTIME_DIR": str(runtime_env / "rt"), "NXCC_INSTANCE_TYPE": instance,
+           "NXCC_RANKS_PER_INSTANCE": per}
+    r = mpiexec(2, "run", str(neff), "--world-size", str(n), "--show-bindings", env=env)
+    assert r.returncode != 0
+    assert why in r.stderr and "Traceback" not in r.stderr
