@@ -33,6 +33,7 @@ from nxcc.backend.runtime.collective_binding import (
     CollectiveBinding,
 )
 from nxcc.backend.runtime.executor import ExecutionError
+from nxcc.backend.runtime.p2p import P2P_OPS, point_to_point
 from nxcc.backend.runtime.ring_algorithms import (
     all_gather_steps,
     reduce_scatter_steps,
@@ -45,8 +46,8 @@ from nxcc.ir.attributes import AttrValue
 class Channels(Protocol):
     """What `channels.LocalChannels` and `channels.MpiChannels` offer."""
 
-    def send(self, src: int, dst: int, message: object) -> None: ...
-    def recv(self, src: int, dst: int) -> object: ...
+    def send(self, src: int, dst: int, message: object, stream: int = 0) -> None: ...
+    def recv(self, src: int, dst: int, stream: int = 0) -> object: ...
     def abort(self) -> None: ...
     def reset(self) -> None: ...
     def finish(self) -> None: ...
@@ -77,6 +78,8 @@ class ChannelEndpoint:
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
+        if opcode in P2P_OPS:
+            return point_to_point(self.comm.channels, self.rank, opcode, args, attrs)
         try:
             binding = self.comm.binder.binding(opcode, attrs,
                                                sum(int(a.nbytes) for a in args))

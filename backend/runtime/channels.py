@@ -1,13 +1,14 @@
 """Point-to-point channels between ranks: in one process (queues) or across processes (MPI).
 
 A rank sends a message to one other rank and receives one from one other rank; messages
-between one pair of ranks arrive in the order they were sent. `send` never blocks; `recv`
-waits for the next message from `src` to `dst` until the deadline, then raises `RankLost`
-naming the rank that sent nothing (a rank that died, exited early or hangs), so a job never
-hangs on a lost peer. `abort()` makes every waiting and later `recv` of this process fail at
-once (a local rank failed; see `multicore.run_cores`).
+between one pair of ranks on one stream arrive in the order they were sent (stream 0 carries
+the collectives, stream 1 + c the point-to-point transfers of channel c). `send` never
+blocks; `recv` waits for the next message from `src` to `dst` until the deadline, then
+raises `RankLost` naming the rank that sent nothing (a rank that died, exited early or
+hangs), so a job never hangs on a lost peer. `abort()` makes every waiting and later `recv`
+of this process fail at once (a local rank failed; see `multicore.run_cores`).
 
-- `LocalChannels`: every rank in this process (threads); a queue per (src, dst) pair.
+- `LocalChannels`: every rank in this process (threads); a queue per (stream, src, dst).
 - `MpiChannels`: ranks spread over the processes of an MPI job in blocks (process p holds
   ranks p*L .. p*L+L-1). Pairs within this process use queues; other pairs MPI's
   non-blocking send and a matched probe-and-receive of pickled messages (mpi4py), tagged by
@@ -20,7 +21,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from nxcc.backend.runtime.executor import ExecutionError
@@ -40,27 +41,31 @@ class ChannelsAborted(ExecutionError):
 class LocalChannels:
     """Channels between the ranks of this process (see the module docstring)."""
 
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, also_aborted: Callable[[], bool] = lambda: False
+                 ) -> None:
+        """`also_aborted()` true makes waiting receives fail too (the barrier of the
+        in-process communicator was broken)."""
         self.timeout = timeout
+        self.also_aborted = also_aborted
         self._queues: dict[tuple[int, int], queue.SimpleQueue] = {}
         self._lock = threading.Lock()
         self._aborted = threading.Event()
 
-    def _queue(self, src: int, dst: int) -> queue.SimpleQueue:
+    def _queue(self, src: int, dst: int, stream: int) -> queue.SimpleQueue:
         with self._lock:
-            q = self._queues.get((src, dst))
+            q = self._queues.get((stream, src, dst))
             if q is None:
-                q = self._queues[(src, dst)] = queue.SimpleQueue()
+                q = self._queues[(stream, src, dst)] = queue.SimpleQueue()
             return q
 
-    def send(self, src: int, dst: int, message: object) -> None:
-        self._queue(src, dst).put(message)
+    def send(self, src: int, dst: int, message: object, stream: int = 0) -> None:
+        self._queue(src, dst, stream).put(message)
 
-    def recv(self, src: int, dst: int) -> object:
-        q = self._queue(src, dst)
+    def recv(self, src: int, dst: int, stream: int = 0) -> object:
+        q = self._queue(src, dst, stream)
         deadline = time.monotonic() + self.timeout
         while True:
-            if self._aborted.is_set():
+            if self._aborted.is_set() or self.also_aborted():
                 raise ChannelsAborted(f"rank {dst}: the job was aborted while it waited for "
                                       f"rank {src}")
             try:
@@ -99,21 +104,21 @@ class MpiChannels(LocalChannels):
     def process_of(self, rank: int) -> int:
         return rank // self.per_process
 
-    def _tag(self, src: int, dst: int) -> int:
-        return src * self.world_size + dst
+    def _tag(self, src: int, dst: int, stream: int) -> int:
+        return (stream * self.world_size + src) * self.world_size + dst
 
-    def send(self, src: int, dst: int, message: object) -> None:
+    def send(self, src: int, dst: int, message: object, stream: int = 0) -> None:
         if dst in self.local:
-            super().send(src, dst, message)
+            super().send(src, dst, message, stream)
             return
         with self._mpi_lock:
             self._pending.append(self.comm.isend(message, dest=self.process_of(dst),
-                                                 tag=self._tag(src, dst)))
+                                                 tag=self._tag(src, dst, stream)))
 
-    def recv(self, src: int, dst: int) -> object:
+    def recv(self, src: int, dst: int, stream: int = 0) -> object:
         if src in self.local:
-            return super().recv(src, dst)
-        source, tag = self.process_of(src), self._tag(src, dst)
+            return super().recv(src, dst, stream)
+        source, tag = self.process_of(src), self._tag(src, dst, stream)
         deadline = time.monotonic() + self.timeout
         wait = 0.0001
         while True:

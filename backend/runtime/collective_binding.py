@@ -216,7 +216,7 @@ def bind(kind: str, groups: Sequence[Sequence[int]], pairs: Sequence[Sequence[in
     `pairs` the source-target pairs of a collective_permute). ValueError for a rank the
     placement does not have."""
     same_core = placement.instance is None
-    if kind == "collective_permute":
+    if kind in ("collective_permute", "send", "recv_done"):
         _check_ranks([r for p in pairs for r in p], placement, kind)
         local = same_core or all(placement.logical(a) == placement.logical(b) for a, b in pairs)
         algorithm = SHARED_MEMORY if local else POINT_TO_POINT

@@ -20,7 +20,7 @@ from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.mpi_job import job_layout, launched_processes, world_communicator
 from nxcc.backend.runtime.status import NrtError
 from tests.cli_helpers import REPO, neuronx_cc
-from tests.spmd.conftest import data, meta, named_inputs
+from tests.spmd.conftest import FIXTURES, data, meta, named_inputs
 
 MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
 try:
@@ -153,3 +153,39 @@ def test_the_seed_rules_hold_per_instance(instance: str, per: str, n: int, why: 
     r = mpiexec(2, "run", str(neff), "--world-size", str(n), "--show-bindings", env=env)
     assert r.returncode != 0
     assert why in r.stderr and "Traceback" not in r.stderr
+
+
+def send_recv_neff(tmp_path: Path) -> tuple[Path, Path]:
+    neff = tmp_path / "p2p.neff"
+    r = neuronx_cc("compile", str(FIXTURES / "send_recv.hlo"), "--target", "trn1",
+                   "--output", str(neff))
+    assert r.returncode == 0, r.stderr
+    name = read_neff(neff).manifest["inputs"][0]["name"]
+    np.savez(tmp_path / "in.npz", **{name: np.arange(1, 5, dtype=np.float32)})
+    return neff, tmp_path / "in.npz"
+
+
+SEND_RECV_EXPECTED = np.array([1, 2, 10 * 1 + 3, 10 * 2 + 4], np.float32)
+
+
+def test_send_recv_between_two_ranks_in_one_process(tmp_path: Path, runtime_env: Path) -> None:
+    """Rank 0 sends its block to rank 1 (a hand-written HLO send/recv pair); rank 1 adds ten
+    times what it received to its own block, rank 0 received nothing (zeros)."""
+    neff, inputs = send_recv_neff(tmp_path)
+    r = neuronx_cc("run", str(neff), "--world-size", "2", "--inputs", str(inputs), "--output",
+                   str(tmp_path / "out.npz"), "-q",
+                   env={"NXCC_RUNTIME_DIR": str(runtime_env / "rt")})
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["output0"], SEND_RECV_EXPECTED)
+    shown = neuronx_cc("inspect-neff", str(neff)).stdout
+    assert "send f32[2] pairs 0->1: 8 bytes per rank, 8 bytes moved" in shown
+    assert "recv_done f32[2] pairs 0->1" in shown
+
+
+@needs_mpi
+def test_send_recv_between_two_processes(tmp_path: Path, runtime_env: Path) -> None:
+    neff, inputs = send_recv_neff(tmp_path)
+    r = mpiexec(2, "run", str(neff), "--inputs", str(inputs), "--output",
+                str(tmp_path / "out.npz"), "-q", env={"NXCC_RUNTIME_DIR": str(runtime_env / "rt")})
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["output0"], SEND_RECV_EXPECTED)
