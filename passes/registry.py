@@ -2,6 +2,7 @@
 
 With `-lnc N` (N > 1) the driver then runs `SHARDING_PIPELINE` (`sharding_pipeline(N)`):
 choose shardings with the cost model, propagate them, partition into the SPMD program.
+Last in each, `latency-hiding` splits all_reduces into start/done pairs scheduled apart.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from nxcc.passes.base import Pass
 from nxcc.passes.common_subexpression_elimination import CommonSubexpressionElimination
 from nxcc.passes.constant_folding import ConstantFolding
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
+from nxcc.passes.latency_hiding import LatencyHiding
 from nxcc.passes.sharding.shard_choose import ShardChoose
 from nxcc.passes.sharding.shard_partition import ShardPartition
 from nxcc.passes.sharding.shard_propagate import ShardPropagate
@@ -17,16 +19,17 @@ from nxcc.passes.sharding.shard_propagate import ShardPropagate
 PASSES: dict[str, type] = {
     cls.name: cls
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
-                ShardChoose, ShardPropagate, ShardPartition)
+                ShardChoose, ShardPropagate, ShardPartition, LatencyHiding)
 }
 
 PIPELINES: dict[int, list[str]] = {
-    1: ["fold", "dce"],
-    2: ["fold", "cse", "dce"],
-    3: ["fold", "cse", "dce", "fold", "cse", "dce"],
+    1: ["fold", "dce", "latency-hiding"],
+    2: ["fold", "cse", "dce", "latency-hiding"],
+    3: ["fold", "cse", "dce", "fold", "cse", "dce", "latency-hiding"],
 }
 
-SHARDING_PIPELINE: list[str] = ["shard-choose", "shard-propagate", "shard-partition", "cse"]
+SHARDING_PIPELINE: list[str] = ["shard-choose", "shard-propagate", "shard-partition", "cse",
+                                 "latency-hiding"]
 
 
 def pipeline(optlevel: int) -> list[Pass]:

@@ -21,7 +21,7 @@ from nxcc.ir.core import Module, Value
 from nxcc.ir.rewrite import reachable_functions
 
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                  "collective_permute", "send", "recv_done")
+                  "collective_permute", "send", "recv_done", "all_reduce_start")
 #: Kinds that move data between (source, target) pairs rather than within replica groups.
 PAIRED_OPS = ("collective_permute", "send", "recv_done")
 _EXTRA = ("reduction", "dimension", "split_dimension", "concat_dimension")
@@ -36,7 +36,9 @@ def collectives_of(module: Module) -> list[dict]:
                 continue
             # the data moved: a send's operand, a receive's result
             operand = op.results[0].type if op.opcode == "recv_done" else op.operands[0].type
-            entry: dict = {"kind": op.opcode}
+            # an all_reduce_start is the all_reduce it begins (its done moves no data)
+            entry: dict = {"kind": "all_reduce" if op.opcode == "all_reduce_start"
+                           else op.opcode}
             for key in _EXTRA:
                 if key in op.attrs:
                     entry[key] = op.attrs[key]

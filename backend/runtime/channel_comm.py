@@ -26,6 +26,7 @@ from typing import Protocol
 
 import numpy as np
 
+from nxcc.backend.runtime.async_comm import AsyncEndpoint
 from nxcc.backend.runtime.collective_binding import (
     HIERARCHICAL,
     RING,
@@ -62,8 +63,8 @@ class ChannelCommunicator:
         self.channels = channels
         self.barrier = channels  # run_cores calls barrier.finish() / barrier.abort()
 
-    def endpoint(self, rank: int) -> ChannelEndpoint:
-        return ChannelEndpoint(self, rank)
+    def endpoint(self, rank: int) -> AsyncEndpoint:
+        return AsyncEndpoint(ChannelEndpoint(self, rank), f"nxcc-comm{rank}")
 
     def reset(self) -> None:
         self.channels.reset()

@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from nxcc.backend.runtime.async_comm import AsyncEndpoint
 from nxcc.backend.runtime.barrier import Barrier
 from nxcc.backend.runtime.blas_threads import limit_this_thread
 from nxcc.backend.runtime.channels import LocalChannels
@@ -68,8 +69,8 @@ class Communicator:
         # send/recv do not step together: queues, failing when the barrier breaks
         self.p2p = LocalChannels(P2P_TIMEOUT, lambda: self.barrier.broken)
 
-    def endpoint(self, rank: int) -> Endpoint:
-        return Endpoint(self, rank)
+    def endpoint(self, rank: int) -> AsyncEndpoint:
+        return AsyncEndpoint(Endpoint(self, rank), f"nxcc-comm{rank}")
 
     def reset(self) -> None:
         """Ready for a new execution (after a failed one left the barrier broken)."""

@@ -11,7 +11,7 @@ from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
-               "send", "send_done", "recv", "recv_done")
+               "send", "send_done", "recv", "recv_done", "all_reduce_start", "all_reduce_done")
 
 
 def _collective_kernel(opcode: str):

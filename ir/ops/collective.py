@@ -42,6 +42,25 @@ define(
 )
 
 
+def _all_reduce_done(ts, attrs, module):
+    if not ts or ts[0] != TensorType(DType.U32, ()):
+        raise fail("all_reduce_done: expected the u32[] context of an all_reduce_start first")
+    return list(ts[1:])
+
+
+# The asynchronous halves of all_reduce (the latency-hiding pass makes them): the start
+# begins the reduction of its operands and gives a context; the done takes that context and
+# the same operands (for their types) and gives the reduced values. Compute between the two
+# overlaps the communication.
+define(OpDef("all_reduce_start", lambda ts, attrs, module: [TensorType(DType.U32, ())],
+             attrs={"reduction": AttrSpec(AttrKind.ENUM, choices=REDUCTIONS), **_GROUPS},
+             operands=None, min_operands=1, side_effects=True,
+             doc="Begins an all_reduce of its operands; its context goes to all_reduce_done."))
+define(OpDef("all_reduce_done", _all_reduce_done, operands=None, min_operands=2,
+             side_effects=True,
+             doc="The results of the all_reduce_start whose context is its first operand."))
+
+
 def _all_gather(ts, attrs, module):
     t = ts[0]
     dim = attrs["dimension"]

@@ -16,7 +16,8 @@ from nxcc.passes.sharding.rules import Strategy, replicate, rule
 
 REPLICATE_ONLY = ("gather", "scatter", "call", "while", "conditional", "partition_id",
                   "replica_id", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                  "collective_permute", "send", "send_done", "recv", "recv_done")
+                  "collective_permute", "send", "send_done", "recv", "recv_done",
+                  "all_reduce_start", "all_reduce_done")
 
 
 @rule(*REPLICATE_ONLY)
