@@ -17,10 +17,12 @@ from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.model import LoadedModel
 from nxcc.cli.compile_cmd import compile_cmd
 from nxcc.cli.run_cmd import run_cmd
-from nxcc.compiler.hlo import import_hlo
+from nxcc.compiler.hlo import import_hlo, parse
+from nxcc.compiler.hlo.nodes import HloModule, Instruction
+from nxcc.compiler.hlo.proto import load_hlo_proto
 from nxcc.ir.printer import print_module
 from tests.cli_helpers import neuronx_cc
-from tests.hlo.helpers import assert_close
+from tests.hlo.helpers import TREE_SKIP, assert_close, assert_same_tree
 
 PROTO = Path(__file__).resolve().parent / "fixtures" / "proto"
 PROTOS = sorted(PROTO.glob("*.hlo.pb"))
@@ -86,6 +88,27 @@ def test_proto_and_text_give_the_same_ir(pb: Path) -> None:
     assert from_proto.spmd == from_text.spmd
     shardings = [(p.name, p.sharding) for p in from_proto.entry_function.params]
     assert shardings == [(p.name, p.sharding) for p in from_text.entry_function.params]
+
+
+@pytest.mark.parametrize("pb", PROTOS, ids=[p.name for p in PROTOS])
+def test_proto_and_text_give_the_same_tree(pb: Path) -> None:
+    """Instruction by instruction, attribute by attribute (their text aside, and the
+    metadata the converter does not read; computations and instructions by name, as the
+    optimised text orders them otherwise, and without the signatures it prints); the header
+    as far as the proto holds it."""
+    from_proto = load_hlo_proto(str(pb))
+    from_text = parse(pb.with_suffix("").read_text())
+    assert from_proto is not None and from_proto.name == from_text.name
+    assert from_proto.entry.name == from_text.entry.name
+
+    def by_name(tree: HloModule) -> dict[str, dict[str, Instruction]]:
+        return {c.name: {i.name: i for i in c.instructions} for c in tree.computations}
+
+    assert_same_tree(by_name(from_proto), by_name(from_text), "computations", TREE_SKIP)
+    for key in ("num_partitions", "replica_count", "frontend_attributes"):
+        text_attr = from_text.attrs.get(key)
+        proto_attr = from_proto.attrs.get(key)
+        assert (text_attr and text_attr.value) == (proto_attr and proto_attr.value), key
 
 
 @pytest.mark.parametrize("pb", SINGLE, ids=[p.name for p in SINGLE])

@@ -101,10 +101,8 @@ def _called(p: Message, op: str, cx: AttrContext) -> Iterator[Emitted]:
         yield "to_apply", names[0], names[0]
     elif op == "custom-call" or op in TO_APPLY_OPS:
         yield "called_computations", _names_text(names), tuple(names)
-    elif len(names) == 1:
-        yield "calls", names[0], names[0]
-    else:
-        yield "calls", _names_text(names), tuple(names)
+    else:  # a list of names, as `calls=` reads (one name written bare)
+        yield "calls", names[0] if len(names) == 1 else _names_text(names), tuple(names)
 
 
 def _names_text(names: list[str]) -> str:

@@ -49,8 +49,8 @@ def literal_value(lit: Message, shape: Shape, depth: int = 0) -> np.ndarray | tu
     """The value of `lit` for a constant of `shape` (a tuple of values for a tuple)."""
     if isinstance(shape, TupleShape):
         if len(lit.tuple_literals) != len(shape.elements):
-            raise LiteralError(f"a tuple literal of {len(lit.tuple_literals)} elements for "
-                               f"the {len(shape.elements)}-tuple {shape}")
+            raise LiteralError(f"expected a literal of {len(shape.elements)} elements for the "
+                               f"tuple {shape}, found {len(lit.tuple_literals)}")
         return tuple(literal_value(e, s, depth + 1)
                      for e, s in zip(lit.tuple_literals, shape.elements, strict=True))
     return _array(lit, shape)
@@ -61,11 +61,11 @@ def _array(lit: Message, shape: ArrayShape) -> np.ndarray:
         stored = PRIMITIVE_TYPES.get(lit.shape.element_type)
         if stored != shape.dtype or tuple(lit.shape.dimensions) != shape.dims:
             dims = ",".join(map(str, lit.shape.dimensions))
-            raise LiteralError(f"a literal of {stored}[{dims}] for a constant of {shape}")
+            raise LiteralError(f"expected a literal of {shape}, found one of {stored}[{dims}]")
     n = math.prod(shape.dims)
     flat = _flat(lit, shape.dtype)
     if flat.size != n:
-        raise LiteralError(f"{n} values for {shape}, found {flat.size}")
+        raise LiteralError(f"expected {n} values for {shape}, found {flat.size}")
     target = numpy_dtype_of(shape.dtype)
     if shape.dtype in _BIT_VIEWS:
         flat = flat.view(target)
@@ -83,7 +83,8 @@ def _flat(lit: Message, dtype: str) -> np.ndarray:
     data = getattr(lit, field)
     width = np.dtype(code).itemsize
     if len(data) % width:
-        raise LiteralError(f"{len(data)} bytes of {dtype} values, not a multiple of {width}")
+        raise LiteralError(f"expected {dtype} values of {width} bytes each, found "
+                           f"{len(data)} bytes")
     return np.frombuffer(data, dtype=code).copy()
 
 
@@ -94,8 +95,8 @@ def _logical(flat: np.ndarray, shape: ArrayShape, lit: Message) -> np.ndarray:
     if not minor or minor == list(range(rank - 1, -1, -1)):
         return flat.reshape(shape.dims)
     if sorted(minor) != list(range(rank)):
-        raise LiteralError(f"a literal layout {{{','.join(map(str, minor))}}} that does not "
-                           f"permute the {rank} dimensions")
+        raise LiteralError(f"expected a literal layout that permutes the {rank} dimensions, "
+                           f"found {{{','.join(map(str, minor))}}}")
     major = minor[::-1]
     stored = flat.reshape([shape.dims[d] for d in major])
     return np.ascontiguousarray(stored.transpose(np.argsort(major)))

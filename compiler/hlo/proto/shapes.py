@@ -28,16 +28,17 @@ class ShapeError(ValueError):
 def to_shape(p: Message, depth: int = 0) -> Shape:
     """The tree's shape of ShapeProto `p`; ShapeError when it has none."""
     if depth > MAX_DEPTH:
-        raise ShapeError(f"a tuple shape nests more than {MAX_DEPTH} deep")
+        raise ShapeError(f"expected a shape, found tuples nested more than {MAX_DEPTH} "
+                         "deep")
     if p.element_type == TUPLE:
         return TupleShape(tuple(to_shape(e, depth + 1) for e in p.tuple_shapes))
     dtype = PRIMITIVE_TYPES.get(p.element_type)
     if dtype is None:
-        raise ShapeError(f"an element type the schema does not know (PrimitiveType "
-                         f"{p.element_type})")
+        raise ShapeError(f"expected an element type, found PrimitiveType {p.element_type}, "
+                         "which the schema does not know")
     dims = tuple(int(d) for d in p.dimensions)
     if any(p.is_dynamic_dimension) or any(d < 0 for d in dims):
-        raise ShapeError(f"a static shape, found the dynamic shape {dtype}"
+        raise ShapeError(f"expected a static shape, found the dynamic shape {dtype}"
                          f"[{','.join(map(str, dims))}] (dynamic shapes are not supported)",
                          "NCC_EMOD025")
     layout = None
@@ -46,7 +47,8 @@ def to_shape(p: Message, depth: int = 0) -> Shape:
         minor = tuple(int(d) for d in p.layout.minor_to_major)
         if minor:
             if sorted(minor) != list(range(len(dims))):
-                raise ShapeError(f"a layout that permutes the {len(dims)} dimensions, found "
+                raise ShapeError(f"expected a layout that permutes the {len(dims)} dimensions, "
+                                 f"found "
                                  f"{{{','.join(map(str, minor))}}}", E.SEMANTIC)
             layout = minor
         extra = _layout_extra(p.layout)

@@ -105,8 +105,8 @@ class _Builder:
             try:
                 shapes[p.id] = to_shape(p.shape)
             except ShapeError as exc:
-                raise self.fail(f"computation '{c.name}', instruction '{name}': expected "
-                                f"{exc}", exc.code) from None
+                raise self.fail(f"computation '{c.name}', instruction '{name}': {exc}",
+                                exc.code) from None
         if not names:
             raise self.fail(f"expected at least one instruction in computation '{c.name}'",
                             E.SEMANTIC)
@@ -150,8 +150,7 @@ class _Builder:
             try:
                 instr.literal = literal_value(p.literal, instr.shape)
             except LiteralError as exc:
-                raise self.fail(f"{where}: expected a literal of its shape, found {exc}",
-                                E.SEMANTIC) from None
+                raise self.fail(f"{where}: {exc}", E.SEMANTIC) from None
         return instr
 
     def header(self) -> dict[str, Attribute]:
@@ -184,7 +183,7 @@ class _Builder:
             params = ", ".join(shape_text(to_shape(s)) for s in ps.parameters)
             result = shape_text(to_shape(ps.result))
         except ShapeError:
-            return ""  # only printed in the header, never read
+            return ""  # the header's copy of the entry's shapes; never read
         return "{(" + params + ")->" + result + "}"
 
 
