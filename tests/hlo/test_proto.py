@@ -4,6 +4,7 @@ command lines of the build pipelines that hand neuronx-cc a `.hlo.pb` work as wr
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -20,6 +21,8 @@ from nxcc.cli.run_cmd import run_cmd
 from nxcc.compiler.hlo import import_hlo, parse
 from nxcc.compiler.hlo.nodes import HloModule, Instruction
 from nxcc.compiler.hlo.proto import load_hlo_proto
+from nxcc.driver.compile import compile_model
+from nxcc.driver.options import CompileOptions
 from nxcc.ir.printer import print_module
 from tests.cli_helpers import neuronx_cc
 from tests.hlo.helpers import TREE_SKIP, assert_close, assert_same_tree
@@ -197,3 +200,23 @@ def test_import_hlo_takes_the_bytes_too() -> None:
     data = (PROTO / "softmax.lowered.hlo.pb").read_bytes()
     text = (PROTO / "softmax.lowered.hlo").read_text()
     assert print_module(import_hlo(data)) == print_module(import_hlo(text))
+
+
+@pytest.mark.parametrize("pb", [PROTO / "transformer.compiled.hlo.pb",
+                                PROTO / "megatron_mlp.compiled.hlo.pb",
+                                PROTO / "megatron_mlp.lowered.hlo.pb",
+                                PROTO / "rng.lowered.hlo.pb"], ids=lambda p: p.name)
+def test_proto_and_text_give_the_same_neff(pb: Path, tmp_path: Path) -> None:
+    """Byte for byte but the NEFF's uuid: the same payload hash, manifest and files (both
+    copied under one name, which the NEFF header records)."""
+    shutil.copy(pb, tmp_path / "m.pb")
+    shutil.copy(pb.with_suffix(""), tmp_path / "m.hlo")
+    neffs = []
+    for name in ("m.pb", "m.hlo"):
+        out = tmp_path / f"{name}.neff"
+        compile_model(str(tmp_path / name), CompileOptions(target="trn1", output=str(out)),
+                      emit=lambda line: None)
+        neffs.append(read_neff(str(out)))
+    a, b = neffs
+    assert dataclasses.replace(a.header, uuid=b.header.uuid) == b.header
+    assert a.manifest == b.manifest and a.files == b.files
