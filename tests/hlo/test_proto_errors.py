@@ -145,3 +145,11 @@ def test_the_cli_says_one_line_and_writes_nothing(cut: int, tmp_path: Path) -> N
                    str(tmp_path / "bad.neff"), cwd=tmp_path)
     assert_one_line_error(r, "NCC_EFRM001", "bad.hlo.pb")
     assert not (tmp_path / "bad.neff").exists()
+
+
+def test_a_module_inside_an_hlo_proto_is_read_too() -> None:
+    """XLA's --xla_dump_hlo_as_proto writes an HloProto: the module and its buffers."""
+    wrapped = message_class("HloProto")(hlo_module=tiny()).SerializeToString()
+    wrapped += b"\x1a\x02\x08\x01"  # field 3, buffer_assignment: not read
+    assert looks_like_proto(wrapped)
+    assert parse_hlo_proto(wrapped).entry.name == "main"

@@ -86,6 +86,11 @@ def test_sharding_text(fields: dict, text: str) -> None:
     parse_sharding(written)
 
 
+def test_a_named_sharding_is_refused() -> None:
+    with pytest.raises(T.ProtoFieldError, match="NamedShardingProto"):
+        T.sharding(_sharding(named_sharding=b"\x12\x00"))
+
+
 def _instr(**fields: object) -> object:
     return message_class("HloInstructionProto")(**fields)
 

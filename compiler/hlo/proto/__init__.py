@@ -27,18 +27,37 @@ from nxcc.compiler.hlo.proto.to_nodes import ProtoSource, module_from_proto
 MAX_BYTES = 2**31 - 1
 
 
+def _try_decode(data: bytes) -> tuple[Message | None, str]:
+    """(the module in `data`, '') or (None, why not): an HloModuleProto, else the module of
+    an HloProto (XLA's dump form)."""
+    try:
+        module = message_class("HloModuleProto").FromString(data)
+        if module.computations:
+            return module, ""
+    except (DecodeError, RecursionError, ValueError) as exc:
+        module, why = None, str(exc) or type(exc).__name__
+    else:
+        why = ""
+    try:
+        wrapped = message_class("HloProto").FromString(data)
+    except (DecodeError, RecursionError, ValueError):
+        return module, why
+    if wrapped.hlo_module.computations:
+        return wrapped.hlo_module, ""
+    return module, why
+
+
 def decode(data: bytes, source: str = "<hlo proto>") -> Message:
-    """The HloModuleProto serialized in `data`; HloError (NCC_EFRM001) when it is not one."""
+    """The HloModuleProto serialized in `data` (alone or in an HloProto); HloError
+    (NCC_EFRM001) when it is not one."""
     if len(data) > MAX_BYTES:
         raise HloError(f"expected a serialized HloModuleProto of at most 2 GiB, found "
                        f"{len(data)} bytes", ProtoSource("", source), 0, E.SYNTAX)
-    try:
-        return message_class("HloModuleProto").FromString(data)
-    except (DecodeError, RecursionError, ValueError) as exc:
-        why = str(exc) or type(exc).__name__
+    module, why = _try_decode(data)
+    if module is None:
         raise HloError(f"expected a serialized HloModuleProto, found bytes that do not "
-                       f"decode as one ({why})", ProtoSource("", source), 0,
-                       E.SYNTAX) from None
+                       f"decode as one ({why})", ProtoSource("", source), 0, E.SYNTAX)
+    return module
 
 
 def parse_hlo_proto(data: bytes, source: str = "<hlo proto>") -> HloModule:
@@ -55,9 +74,8 @@ def looks_like_proto(data: bytes) -> bool:
         return True
     if text.lstrip().startswith("HloModule"):
         return False
-    try:
-        m = message_class("HloModuleProto").FromString(data)
-    except (DecodeError, RecursionError, ValueError):
+    m, _ = _try_decode(data)
+    if m is None:
         return False
     ids = {c.id for c in m.computations}
     names = {c.name for c in m.computations}

@@ -8,6 +8,12 @@ into a `FileDescriptorProto` in a private descriptor pool (no protoc, no generat
 clash with another copy of the schema a process may have loaded), and `message_class(name)`
 gives the message class.
 
+HloInstructionProto's `iota_collective_device_list` (92) and `mesh_axes_replica_group_list`
+(93) are those of newer XLA (the replica-group oneof JAX 0.10 writes for Shardy-partitioned
+programs). OpSharding's `named_sharding` (14, a NamedShardingProto) is kept as bytes only to
+refuse it. `HloProto` (an HloModuleProto and its buffer assignment, as XLA's
+``--xla_dump_hlo_as_proto`` writes) is declared for its module alone.
+
 Enumerations are declared as int32 (the wire format is the same), so an enum value this
 schema does not know stays a number instead of being dropped; their names are in
 `compiler.hlo.proto.enums`.
@@ -28,6 +34,9 @@ PACKAGE = "xla"
 
 MESSAGES: dict[str, str] = {
     # -- xla/service/hlo.proto ---------------------------------------------------------
+    "HloProto": """
+        hlo_module                  1  HloModuleProto
+    """,
     "HloModuleProto": """
         name                        1  string
         entry_computation_name      2  string
@@ -250,6 +259,7 @@ MESSAGES: dict[str, str] = {
         is_shard_group              11 bool
         shard_group_id              12 int64
         shard_group_type            13 int32
+        named_sharding              14 bytes
     """,
     "ReplicaGroup": """
         replica_ids                 1  repeated int64

@@ -131,6 +131,9 @@ def sharding(s: Message, depth: int = 0) -> str:
     `{devices=[2,4]<=[8] last_tile_dim_replicate}`, tuples as `{{...}, {...}}`."""
     if depth > 64:
         raise ProtoFieldError("a sharding nests tuples more than 64 deep")
+    if s.named_sharding:
+        raise ProtoFieldError("expected an OpSharding, found a NamedShardingProto (Shardy's "
+                              "form), which is not supported")
     kind = SHARDING_TYPES.get(s.type)
     if kind is None:
         raise ProtoFieldError(f"unknown OpSharding type {s.type}")
