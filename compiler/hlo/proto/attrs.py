@@ -10,7 +10,7 @@ follows XLA's printer; a proto field that does not belong to the opcode is not r
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from google.protobuf.message import Message
 
@@ -29,6 +29,7 @@ TO_APPLY_OPS = frozenset({"call", "map", "reduce", "reduce-window", "all-reduce"
 GROUPED_OPS = frozenset({"all-reduce", "all-reduce-start", "all-gather", "all-gather-start",
                          "reduce-scatter", "all-to-all", "collective-broadcast"})
 PERMUTE_OPS = frozenset({"collective-permute", "collective-permute-start"})
+LINALG_OPS = frozenset({"dot", "convolution", "reduce-window", "select-and-scatter"})
 
 Emitted = tuple[str, str, object]  # (name, text, typed value or None to read the text)
 
@@ -36,29 +37,42 @@ Emitted = tuple[str, str, object]  # (name, text, typed value or None to read th
 @dataclass
 class AttrContext:
     """What the attributes of an instruction refer to: computation names by id, the
-    names of instructions by id (its computation's), its operands' shapes."""
+    names of instructions by id (its computation's), its operands' shapes (set for each
+    instruction); `cache` keeps the typed value of each (name, text) seen, as the text
+    parser does (the values are immutable)."""
 
     computation_name: Callable[[int], str]
     instruction_name: Callable[[int], str]
-    operand_shapes: list[Shape]
+    operand_shapes: list[Shape] = field(default_factory=list)
+    cache: dict[tuple[str, str], object] = field(default_factory=dict)
 
 
 def attributes(p: Message, cx: AttrContext) -> dict[str, Attribute]:
     """The attributes of instruction `p` (PieceError/ValueError from a value's parser and
     ProtoFieldError from an unwritable field propagate)."""
     out: dict[str, Attribute] = {}
+    cache = cx.cache
     for name, raw, value in _emitted(p, cx):
-        typed = parse_attribute(name, raw) if value is None else value
-        out[name] = Attribute(name, typed, raw, 0)
+        if value is None:
+            value = cache.get((name, raw), cache)
+            if value is cache:
+                value = cache[(name, raw)] = parse_attribute(name, raw)
+        out[name] = Attribute(name, value, raw, 0)
     return out
 
 
 def _emitted(p: Message, cx: AttrContext) -> Iterator[Emitted]:
     op = p.opcode
     yield from _shape_attrs(p, op)
-    yield from _called(p, op, cx)
-    for part in (_linalg(p, op), _indexing(p, op), _collective(p, op), _misc(p, op, cx)):
-        yield from part
+    if p.called_computation_ids:
+        yield from _called(p, op, cx)
+    if op in LINALG_OPS:
+        yield from _linalg(p, op)
+    if op in ("gather", "scatter"):
+        yield from _indexing(p, op)
+    yield from _collective(p, op)
+    yield from _misc(p, op, cx)
+    yield from _annotations(p, cx)
 
 
 def _shape_attrs(p: Message, op: str) -> Iterator[Emitted]:
@@ -217,7 +231,6 @@ def _misc(p: Message, op: str, cx: AttrContext) -> Iterator[Emitted]:
             yield "api_version", enums.API_VERSIONS[p.custom_call_api_version], None
     if p.is_host_transfer:
         yield "is_host_transfer", "true", None
-    yield from _annotations(p, cx)
 
 
 def _annotations(p: Message, cx: AttrContext) -> Iterator[Emitted]:

@@ -77,8 +77,7 @@ def _array(lit: Message, shape: ArrayShape) -> np.ndarray:
 def _flat(lit: Message, dtype: str) -> np.ndarray:
     if dtype in _REPEATED:
         field, np_type = _REPEATED[dtype]
-        values = getattr(lit, field)
-        return np.fromiter(values, dtype=np_type, count=len(values))
+        return np.array(getattr(lit, field), dtype=np_type)
     field, code = _BYTES[dtype]
     data = getattr(lit, field)
     width = np.dtype(code).itemsize

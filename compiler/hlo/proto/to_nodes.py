@@ -43,6 +43,8 @@ class _Builder:
         self.proto = proto
         self.src = source
         self.comp_names: dict[int, str] = {}
+        self.shapes: dict[bytes, Shape] = {}  # shapes are immutable: one per distinct proto
+        self.attr_cache: dict[tuple[str, str], object] = {}
 
     def fail(self, message: str, code: str = E.SYNTAX) -> HloError:
         return HloError(message, self.src, 0, code)
@@ -93,6 +95,13 @@ class _Builder:
                                     "the module")
         return name
 
+    def shape(self, p: Message) -> Shape:
+        key = p.SerializeToString()
+        shape = self.shapes.get(key)
+        if shape is None:
+            shape = self.shapes[key] = to_shape(p)
+        return shape
+
     def computation(self, c: Message) -> Computation:
         names: dict[int, str] = {}
         shapes: dict[int, Shape] = {}
@@ -103,7 +112,7 @@ class _Builder:
                                 f"found id {p.id} again ('{name}')")
             names[p.id] = name
             try:
-                shapes[p.id] = to_shape(p.shape)
+                shapes[p.id] = self.shape(p.shape)
             except ShapeError as exc:
                 raise self.fail(f"computation '{c.name}', instruction '{name}': {exc}",
                                 exc.code) from None
@@ -113,7 +122,14 @@ class _Builder:
         if c.root_id not in names:
             raise self.fail(f"computation '{c.name}': root_id {c.root_id} names none of its "
                             "instructions")
-        instrs = [self.instruction(p, c, names, shapes) for p in c.instructions]
+        def instruction_name(iid: int) -> str:
+            if iid not in names:
+                raise T.ProtoFieldError(f"id {iid} names no instruction of computation "
+                                        f"'{c.name}'")
+            return names[iid]
+
+        cx = AttrContext(self.computation_name, instruction_name, cache=self.attr_cache)
+        instrs = [self.instruction(p, c, cx, names, shapes) for p in c.instructions]
         comp = Computation(c.name, instrs)
         if c.execution_thread and c.execution_thread != "main":
             raw = T.quote(c.execution_thread)
@@ -121,27 +137,21 @@ class _Builder:
                                                        raw, 0)
         return comp
 
-    def instruction(self, p: Message, c: Message, names: dict[int, str],
+    def instruction(self, p: Message, c: Message, cx: AttrContext, names: dict[int, str],
                     shapes: dict[int, Shape]) -> Instruction:
         name = names[p.id]
-        where = f"computation '{c.name}', instruction '{name}'"
-
-        def instruction_name(iid: int) -> str:
-            if iid not in names:
-                raise T.ProtoFieldError(f"id {iid} names no instruction of computation "
-                                        f"'{c.name}'")
-            return names[iid]
-
         try:
-            operands = [instruction_name(i) for i in p.operand_ids]
-            cx = AttrContext(self.computation_name, instruction_name,
-                             [shapes[i] for i in p.operand_ids])
+            operand_ids = list(p.operand_ids)
+            operands = [cx.instruction_name(i) for i in operand_ids]
+            cx.operand_shapes = [shapes[i] for i in operand_ids]
             attrs = attributes(p, cx)
         except (T.ProtoFieldError, PieceError, ValueError) as exc:
             message = exc.message if isinstance(exc, PieceError) else str(exc)
-            raise self.fail(f"{where} ({p.opcode}): {message}", E.SEMANTIC) from None
+            raise self.fail(f"computation '{c.name}', instruction '{name}' ({p.opcode}): "
+                            f"{message}", E.SEMANTIC) from None
         if not p.opcode:
-            raise self.fail(f"{where}: expected an opcode, found none")
+            raise self.fail(f"computation '{c.name}', instruction '{name}': expected an "
+                            "opcode, found none")
         instr = Instruction(name, shapes[p.id], p.opcode, operands, attrs,
                             root=p.id == c.root_id)
         if p.opcode == "parameter":
@@ -150,7 +160,8 @@ class _Builder:
             try:
                 instr.literal = literal_value(p.literal, instr.shape)
             except LiteralError as exc:
-                raise self.fail(f"{where}: {exc}", E.SEMANTIC) from None
+                raise self.fail(f"computation '{c.name}', instruction '{name}': {exc}",
+                                E.SEMANTIC) from None
         return instr
 
     def header(self) -> dict[str, Attribute]:
