@@ -1,6 +1,6 @@
 """Regenerates the binary HloModuleProto fixtures with JAX (the tests never need JAX).
 
-    /work/jaxvenv/bin/python tests/hlo/make_proto_fixtures.py
+    /work/jaxvenv/bin/python tests/hlo/make_proto_fixtures.py      (the stored ones: jax 0.10.2)
 
 For each program NAME (those of `make_fixtures.py` and `tests/spmd/make_fixtures.py`, and
 a few more: softmax, layer norm, attention, a scan, top-k, a max-pool gradient

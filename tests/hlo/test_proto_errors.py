@@ -120,14 +120,32 @@ def test_bytes_that_are_no_module(data: bytes) -> None:
     assert "\n" not in str(info.value)
 
 
-def test_deep_tuple_shapes_are_refused_not_recursed() -> None:
-    s = shape(F32, ())
-    for _ in range(80):
-        s = message_class("ShapeProto")(element_type=TUPLE, tuple_shapes=[s])
-    m = module([computation(1, "main", [instr(1, "p", "parameter", s)], 1)], 1)
+@pytest.mark.parametrize("depth, fragment", [(80, "nested more than 64 deep"),
+                                             (200, "do not decode")])
+def test_deep_tuple_shapes_are_refused_not_recursed(depth: int, fragment: str) -> None:
+    """Past 64 levels the converter refuses the shape; past protobuf's nesting limit (100
+    messages) the bytes do not decode."""
+    inner = shape(F32, ()).SerializeToString()
+    for _ in range(depth):  # ShapeProto{element_type: TUPLE, tuple_shapes: [inner]}
+        inner = bytes([0x10, TUPLE, 0x22]) + _varint(len(inner)) + inner
+    body = instr(1, "p", "parameter", shape(F32, ())).SerializeToString()
+    body = body.replace(b"\x1a" + _varint(len(shape(F32, ()).SerializeToString()))
+                        + shape(F32, ()).SerializeToString(), b"\x1a" + _varint(len(inner))
+                        + inner)
+    comp = computation(1, "main", [], 1).SerializeToString() + b"\x12" + _varint(len(body)) \
+        + body
+    data = module([], 1).SerializeToString() + b"\x1a" + _varint(len(comp)) + comp
     with pytest.raises(HloError) as info:
-        parse_hlo_proto(m.SerializeToString(), "deep.pb")
-    assert "nested more than 64 deep" in str(info.value)
+        parse_hlo_proto(data, "deep.pb")
+    assert fragment in str(info.value) and "\n" not in str(info.value)
+
+
+def _varint(n: int) -> bytes:
+    out = b""
+    while n >= 0x80:
+        out += bytes([n & 0x7F | 0x80])
+        n >>= 7
+    return out + bytes([n])
 
 
 def test_content_tells_proto_from_text() -> None:
