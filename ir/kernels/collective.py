@@ -7,10 +7,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute")
+COLLECTIVES = (ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
+               ops.collective_permute)
 
 
 def _collective_kernel(opcode: str):
@@ -27,5 +29,5 @@ def _collective_kernel(opcode: str):
     return run
 
 
-for _opcode in COLLECTIVES:
-    kernel(_opcode)(_collective_kernel(_opcode))
+for _op in COLLECTIVES:
+    kernel(_op)(_collective_kernel(_op.name))

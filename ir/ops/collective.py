@@ -30,7 +30,7 @@ def _all_reduce(ts, attrs, module):
     return list(ts)
 
 
-define(
+all_reduce = define(
     OpDef(
         "all_reduce",
         _all_reduce,
@@ -50,7 +50,7 @@ def _all_gather(ts, attrs, module):
     return [t.with_shape(shape)]
 
 
-define(OpDef("all_gather", _all_gather,
+all_gather = define(OpDef("all_gather", _all_gather,
              attrs={"dimension": AttrSpec(AttrKind.INT), **_GROUPS}, operands=1))
 
 
@@ -66,7 +66,7 @@ def _reduce_scatter(ts, attrs, module):
     return [t.with_shape(shape)]
 
 
-define(
+reduce_scatter = define(
     OpDef(
         "reduce_scatter",
         _reduce_scatter,
@@ -90,7 +90,7 @@ def _all_to_all(ts, attrs, module):
     return [TensorType(t.dtype, tuple(shape))]
 
 
-define(
+all_to_all = define(
     OpDef(
         "all_to_all",
         _all_to_all,
@@ -105,7 +105,7 @@ def _collective_permute(ts, attrs, module):
     return [ts[0]]
 
 
-define(
+collective_permute = define(
     OpDef(
         "collective_permute",
         _collective_permute,
