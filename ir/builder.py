@@ -3,59 +3,55 @@
     b = Builder(module, fn)
     y = b.op("add", [x, x])                    # one result
     v, i = b.ops("sort", [k, idx], {...})      # several results
-    r = b.add(x, x)                            # b.<opcode>(*operands, **attrs) shorthand
+    r = b.add(x, x)                            # a typed method per op (builder_ops.py)
+    y = b.op(ops.add, [x, x])                  # the definition works wherever a name does
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from nxcc.ir.attributes import Dense
+from nxcc.ir.builder_ops import BuilderOps
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
-from nxcc.ir.opdef import get_opdef
+from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.types import TensorType
 
 
-class Builder:
-    """Builds ops at the end of `function`, which must belong to `module`."""
+class Builder(BuilderOps):
+    """Builds ops at the end of `function`, which must belong to `module`.
+
+    Every core op has a typed method (`BuilderOps`, generated from the definitions);
+    `op`/`ops`/`create` take the definition (``ops.add``) or its text name."""
 
     def __init__(self, module: Module, function: Function) -> None:
         self.module = module
         self.function = function
 
     def create(
-        self, opcode: str, operands: Sequence[Value], attrs: Mapping[str, object] | None = None
+        self, opcode: OpDef | str, operands: Sequence[Value],
+        attrs: Mapping[str, object] | None = None,
     ) -> Op:
         """A new op appended to the function; TypeRuleError if operands/attrs are wrong."""
-        opdef = get_opdef(opcode)
+        opdef = opcode if isinstance(opcode, OpDef) else get_opdef(opcode)
         checked = opdef.check_attrs(attrs or {})
         types = opdef.infer([v.type for v in operands], checked, self.module)
-        op = Op(opcode, operands, types, checked)
+        op = Op(opdef.name, operands, types, checked)
         self.function.body.append(op)
         return op
 
-    def op(self, opcode: str, operands: Sequence[Value], attrs: Mapping[str, object] | None = None
-           ) -> Value:
+    def op(self, opcode: OpDef | str, operands: Sequence[Value],
+           attrs: Mapping[str, object] | None = None) -> Value:
         """Like `create`, returning the op's only result."""
         return self.create(opcode, operands, attrs).result
 
-    def ops(self, opcode: str, operands: Sequence[Value],
+    def ops(self, opcode: OpDef | str, operands: Sequence[Value],
             attrs: Mapping[str, object] | None = None) -> list[Value]:
         """Like `create`, returning all the op's results."""
         return self.create(opcode, operands, attrs).results
-
-    def __getattr__(self, opcode: str) -> Callable[..., Value]:
-        if opcode.startswith("_"):
-            raise AttributeError(opcode)
-        get_opdef(opcode)
-
-        def build(*operands: Value, **attrs: object) -> Value:
-            return self.op(opcode, operands, attrs)
-
-        return build
 
     # Conveniences used by every frontend.
 
