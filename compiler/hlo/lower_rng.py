@@ -13,6 +13,7 @@ import math
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.types import TensorType
@@ -43,17 +44,17 @@ class _Ops:
         return self.bin("xor", a, b)
 
     def convert(self, x: Value, dt: DType) -> Value:
-        return x if x.type.dtype is dt else self.cx.emit1("convert", [x], {"dtype": dt})
+        return x if x.type.dtype is dt else self.cx.emit1(ops.convert, [x], {"dtype": dt})
 
     def reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
-        return x if x.type.shape == shape else self.cx.emit1("reshape", [x], {"shape": shape})
+        return x if x.type.shape == shape else self.cx.emit1(ops.reshape, [x], {"shape": shape})
 
     def bcast(self, scalar: Value, shape: tuple[int, ...]) -> Value:
-        return self.cx.emit1("broadcast_in_dim", [scalar], {"shape": shape,
+        return self.cx.emit1(ops.broadcast_in_dim, [scalar], {"shape": shape,
                                                             "broadcast_dimensions": ()})
 
     def slice1(self, x: Value, start: int, limit: int) -> Value:
-        return self.cx.emit1("slice", [x], {"start_indices": (start,),
+        return self.cx.emit1(ops.slice, [x], {"start_indices": (start,),
                                             "limit_indices": (limit,), "strides": (1,)})
 
     def scalar_at(self, x: Value, i: int) -> Value:
@@ -69,10 +70,10 @@ class _Ops:
                         self.bin("shift_left", self.convert(hi, U64), 32))
 
     def iota(self, dt: DType, n: int) -> Value:
-        return self.cx.emit1("iota", [], {"dtype": dt, "shape": (n,), "dimension": 0})
+        return self.cx.emit1(ops.iota, [], {"dtype": dt, "shape": (n,), "dimension": 0})
 
     def concat(self, values: list[Value], dim: int) -> Value:
-        return self.cx.emit1("concatenate", values, {"dimension": dim})
+        return self.cx.emit1(ops.concatenate, values, {"dimension": dim})
 
 
 def _threefry(o: _Ops, x0: Value, x1: Value, k0: Value, k1: Value) -> tuple[Value, Value]:
@@ -125,7 +126,7 @@ def _threefry_bits(o: _Ops, key: Value, counter: Value, shape: tuple[int, ...], 
     bits = o.reshape(both, rounded)
     if rounded != shape:
         rank = len(shape)
-        bits = o.cx.emit1("slice", [bits], {"start_indices": (0,) * rank,
+        bits = o.cx.emit1(ops.slice, [bits], {"start_indices": (0,) * rank,
                                             "limit_indices": shape, "strides": (1,) * rank})
     return bits, new_counter
 
@@ -154,8 +155,8 @@ def _philox_bits(o: _Ops, key: Value, low: Value, high: Value, shape: tuple[int,
     k0, k1 = o.split64(key)
     counts = o.iota(U64, nv4)
     lo = o.add(o.bcast(low, (nv4,)), counts)
-    carry = o.cx.emit1("compare", [lo, o.bcast(low, (nv4,))], {"direction": "LT"})
-    hi = o.cx.emit1("select", [carry, o.bcast(o.add(high, 1), (nv4,)), o.bcast(high, (nv4,))])
+    carry = o.cx.emit1(ops.compare, [lo, o.bcast(low, (nv4,))], {"direction": "LT"})
+    hi = o.cx.emit1(ops.select, [carry, o.bcast(o.add(high, 1), (nv4,)), o.bcast(high, (nv4,))])
     state = [*o.split64(lo), *o.split64(hi)]
     out = _philox(o, state, o.bcast(k0, (nv4,)), o.bcast(k1, (nv4,)))
     if wide:
@@ -166,7 +167,7 @@ def _philox_bits(o: _Ops, key: Value, low: Value, high: Value, shape: tuple[int,
     flat = o.reshape(o.concat(columns, 1), (nv4 * len(parts),))
     bits = o.reshape(o.slice1(flat, 0, n), shape)
     new_low = o.add(low, nv4)
-    new_high = o.cx.emit1("select", [o.cx.emit1("compare", [new_low, low], {"direction": "LT"}),
+    new_high = o.cx.emit1(ops.select, [o.cx.emit1(ops.compare, [new_low, low], {"direction": "LT"}),
                                      o.add(high, 1), high])
     return bits, new_low, new_high
 
@@ -206,6 +207,6 @@ def lower_rng_bit_generator(cx: InstrContext) -> Tree:
     unsigned = _UNSIGNED[out.dtype.itemsize]
     bits = o.convert(bits, unsigned)
     if unsigned is not out.dtype:
-        bits = cx.emit1("bitcast_convert", [bits], {"dtype": out.dtype})
+        bits = cx.emit1(ops.bitcast_convert, [bits], {"dtype": out.dtype})
     assert bits.type == TensorType(out.dtype, out.shape)
     return (new_state, bits)
