@@ -55,6 +55,10 @@ class BuilderOps:
         """The and op."""
         return self.op(ops.and_, [lhs, rhs], {})
 
+    def atan(self, x: Value, /) -> Value:
+        """The atan op."""
+        return self.op(ops.atan, [x], {})
+
     def atan2(self, lhs: Value, rhs: Value, /) -> Value:
         """The atan2 op."""
         return self.op(ops.atan2, [lhs, rhs], {})

@@ -40,6 +40,7 @@ UNARY: dict[str, OpDef] = {
     "Sin": ops.sin,
     "Cos": ops.cos,
     "Tan": ops.tan,
+    "Atan": ops.atan,
     "Round": ops.round_even,
     "Not": ops.not_,
     "BitwiseNot": ops.not_,
