@@ -28,9 +28,157 @@ class BuilderOps:
         """The abs op."""
         return self.op(ops.abs, [x], {})
 
+    def atan(self, x: Value, /) -> Value:
+        """The atan op."""
+        return self.op(ops.atan, [x], {})
+
+    def cbrt(self, x: Value, /) -> Value:
+        """The cbrt op."""
+        return self.op(ops.cbrt, [x], {})
+
+    def ceil(self, x: Value, /) -> Value:
+        """The ceil op."""
+        return self.op(ops.ceil, [x], {})
+
+    def clz(self, x: Value, /) -> Value:
+        """The clz op."""
+        return self.op(ops.clz, [x], {})
+
+    def cos(self, x: Value, /) -> Value:
+        """The cos op."""
+        return self.op(ops.cos, [x], {})
+
+    def erf(self, x: Value, /) -> Value:
+        """The erf op."""
+        return self.op(ops.erf, [x], {})
+
+    def exp(self, x: Value, /) -> Value:
+        """The exp op."""
+        return self.op(ops.exp, [x], {})
+
+    def expm1(self, x: Value, /) -> Value:
+        """The expm1 op."""
+        return self.op(ops.expm1, [x], {})
+
+    def floor(self, x: Value, /) -> Value:
+        """The floor op."""
+        return self.op(ops.floor, [x], {})
+
+    def log(self, x: Value, /) -> Value:
+        """The log op."""
+        return self.op(ops.log, [x], {})
+
+    def log1p(self, x: Value, /) -> Value:
+        """The log1p op."""
+        return self.op(ops.log1p, [x], {})
+
+    def logistic(self, x: Value, /) -> Value:
+        """The logistic op."""
+        return self.op(ops.logistic, [x], {})
+
+    def negate(self, x: Value, /) -> Value:
+        """The negate op."""
+        return self.op(ops.negate, [x], {})
+
+    def not_(self, x: Value, /) -> Value:
+        """The not op."""
+        return self.op(ops.not_, [x], {})
+
+    def popcnt(self, x: Value, /) -> Value:
+        """The popcnt op."""
+        return self.op(ops.popcnt, [x], {})
+
+    def round_afz(self, x: Value, /) -> Value:
+        """The round_afz op."""
+        return self.op(ops.round_afz, [x], {})
+
+    def round_even(self, x: Value, /) -> Value:
+        """The round_even op."""
+        return self.op(ops.round_even, [x], {})
+
+    def rsqrt(self, x: Value, /) -> Value:
+        """The rsqrt op."""
+        return self.op(ops.rsqrt, [x], {})
+
+    def sign(self, x: Value, /) -> Value:
+        """The sign op."""
+        return self.op(ops.sign, [x], {})
+
+    def sin(self, x: Value, /) -> Value:
+        """The sin op."""
+        return self.op(ops.sin, [x], {})
+
+    def sqrt(self, x: Value, /) -> Value:
+        """The sqrt op."""
+        return self.op(ops.sqrt, [x], {})
+
+    def tan(self, x: Value, /) -> Value:
+        """The tan op."""
+        return self.op(ops.tan, [x], {})
+
+    def tanh(self, x: Value, /) -> Value:
+        """The tanh op."""
+        return self.op(ops.tanh, [x], {})
+
     def add(self, lhs: Value, rhs: Value, /) -> Value:
         """The add op."""
         return self.op(ops.add, [lhs, rhs], {})
+
+    def and_(self, lhs: Value, rhs: Value, /) -> Value:
+        """The and op."""
+        return self.op(ops.and_, [lhs, rhs], {})
+
+    def atan2(self, lhs: Value, rhs: Value, /) -> Value:
+        """The atan2 op."""
+        return self.op(ops.atan2, [lhs, rhs], {})
+
+    def divide(self, lhs: Value, rhs: Value, /) -> Value:
+        """The divide op."""
+        return self.op(ops.divide, [lhs, rhs], {})
+
+    def maximum(self, lhs: Value, rhs: Value, /) -> Value:
+        """The maximum op."""
+        return self.op(ops.maximum, [lhs, rhs], {})
+
+    def minimum(self, lhs: Value, rhs: Value, /) -> Value:
+        """The minimum op."""
+        return self.op(ops.minimum, [lhs, rhs], {})
+
+    def multiply(self, lhs: Value, rhs: Value, /) -> Value:
+        """The multiply op."""
+        return self.op(ops.multiply, [lhs, rhs], {})
+
+    def or_(self, lhs: Value, rhs: Value, /) -> Value:
+        """The or op."""
+        return self.op(ops.or_, [lhs, rhs], {})
+
+    def power(self, lhs: Value, rhs: Value, /) -> Value:
+        """The power op."""
+        return self.op(ops.power, [lhs, rhs], {})
+
+    def remainder(self, lhs: Value, rhs: Value, /) -> Value:
+        """The remainder op."""
+        return self.op(ops.remainder, [lhs, rhs], {})
+
+    def shift_left(self, lhs: Value, rhs: Value, /) -> Value:
+        """The shift_left op."""
+        return self.op(ops.shift_left, [lhs, rhs], {})
+
+    def shift_right_arithmetic(self, lhs: Value, rhs: Value, /) -> Value:
+        """The shift_right_arithmetic op."""
+        return self.op(ops.shift_right_arithmetic, [lhs, rhs], {})
+
+    def shift_right_logical(self, lhs: Value, rhs: Value, /) -> Value:
+        """The shift_right_logical op."""
+        return self.op(ops.shift_right_logical, [lhs, rhs], {})
+
+    def subtract(self, lhs: Value, rhs: Value, /) -> Value:
+        """The subtract op."""
+        return self.op(ops.subtract, [lhs, rhs], {})
+
+    def xor(self, lhs: Value, rhs: Value, /) -> Value:
+        """The xor op."""
+        return self.op(ops.xor, [lhs, rhs], {})
 
     def all_gather(self, x: Value, /, *, dimension: int,
             replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
@@ -51,18 +199,6 @@ class BuilderOps:
                 "concat_dimension": concat_dimension, "replica_groups": replica_groups,
                 "channel_id": channel_id})
 
-    def and_(self, lhs: Value, rhs: Value, /) -> Value:
-        """The and op."""
-        return self.op(ops.and_, [lhs, rhs], {})
-
-    def atan(self, x: Value, /) -> Value:
-        """The atan op."""
-        return self.op(ops.atan, [x], {})
-
-    def atan2(self, lhs: Value, rhs: Value, /) -> Value:
-        """The atan2 op."""
-        return self.op(ops.atan2, [lhs, rhs], {})
-
     def bitcast_convert(self, x: Value, /, *, dtype: DType | str) -> Value:
         """Reinterpret bits; a size change adds or removes a minor dimension (as in HLO)."""
         return self.op(ops.bitcast_convert, [x], {"dtype": dtype})
@@ -77,21 +213,9 @@ class BuilderOps:
         """The call op."""
         return self.op(ops.call, operands, {"callee": callee})
 
-    def cbrt(self, x: Value, /) -> Value:
-        """The cbrt op."""
-        return self.op(ops.cbrt, [x], {})
-
-    def ceil(self, x: Value, /) -> Value:
-        """The ceil op."""
-        return self.op(ops.ceil, [x], {})
-
     def clamp(self, x0: Value, x1: Value, x2: Value, /) -> Value:
         """clamp(min, x, max)"""
         return self.op(ops.clamp, [x0, x1, x2], {})
-
-    def clz(self, x: Value, /) -> Value:
-        """The clz op."""
-        return self.op(ops.clz, [x], {})
 
     def collective_permute(self, x: Value, /, *, source_target_pairs: Sequence[Sequence[int]],
             channel_id: int = 0) -> Value:
@@ -136,14 +260,6 @@ class BuilderOps:
         """Identity (a fresh buffer)."""
         return self.op(ops.copy, [x], {})
 
-    def cos(self, x: Value, /) -> Value:
-        """The cos op."""
-        return self.op(ops.cos, [x], {})
-
-    def divide(self, lhs: Value, rhs: Value, /) -> Value:
-        """The divide op."""
-        return self.op(ops.divide, [lhs, rhs], {})
-
     def dot_general(self, lhs: Value, rhs: Value, /, *, lhs_batch_dims: Sequence[int] = (),
             rhs_batch_dims: Sequence[int] = (), lhs_contracting_dims: Sequence[int],
             rhs_contracting_dims: Sequence[int], result_dtype: DType | str | None = None) -> Value:
@@ -159,22 +275,6 @@ class BuilderOps:
     def dynamic_update_slice(self, *operands: Value) -> Value:
         """The dynamic_update_slice op."""
         return self.op(ops.dynamic_update_slice, operands, {})
-
-    def erf(self, x: Value, /) -> Value:
-        """The erf op."""
-        return self.op(ops.erf, [x], {})
-
-    def exp(self, x: Value, /) -> Value:
-        """The exp op."""
-        return self.op(ops.exp, [x], {})
-
-    def expm1(self, x: Value, /) -> Value:
-        """The expm1 op."""
-        return self.op(ops.expm1, [x], {})
-
-    def floor(self, x: Value, /) -> Value:
-        """The floor op."""
-        return self.op(ops.floor, [x], {})
 
     def gather(self, lhs: Value, rhs: Value, /, *, offset_dims: Sequence[int],
             collapsed_slice_dims: Sequence[int], operand_batching_dims: Sequence[int] = (),
@@ -197,42 +297,6 @@ class BuilderOps:
         """The is_finite op."""
         return self.op(ops.is_finite, [x], {})
 
-    def log(self, x: Value, /) -> Value:
-        """The log op."""
-        return self.op(ops.log, [x], {})
-
-    def log1p(self, x: Value, /) -> Value:
-        """The log1p op."""
-        return self.op(ops.log1p, [x], {})
-
-    def logistic(self, x: Value, /) -> Value:
-        """The logistic op."""
-        return self.op(ops.logistic, [x], {})
-
-    def maximum(self, lhs: Value, rhs: Value, /) -> Value:
-        """The maximum op."""
-        return self.op(ops.maximum, [lhs, rhs], {})
-
-    def minimum(self, lhs: Value, rhs: Value, /) -> Value:
-        """The minimum op."""
-        return self.op(ops.minimum, [lhs, rhs], {})
-
-    def multiply(self, lhs: Value, rhs: Value, /) -> Value:
-        """The multiply op."""
-        return self.op(ops.multiply, [lhs, rhs], {})
-
-    def negate(self, x: Value, /) -> Value:
-        """The negate op."""
-        return self.op(ops.negate, [x], {})
-
-    def not_(self, x: Value, /) -> Value:
-        """The not op."""
-        return self.op(ops.not_, [x], {})
-
-    def or_(self, lhs: Value, rhs: Value, /) -> Value:
-        """The or op."""
-        return self.op(ops.or_, [lhs, rhs], {})
-
     def pad(self, lhs: Value, rhs: Value, /, *, low: Sequence[int], high: Sequence[int],
             interior: Sequence[int]) -> Value:
         """pad(x, value): low/high may be negative (cropping), as in HLO."""
@@ -241,14 +305,6 @@ class BuilderOps:
     def partition_id(self) -> Value:
         """This core's index within its program."""
         return self.op(ops.partition_id, [], {})
-
-    def popcnt(self, x: Value, /) -> Value:
-        """The popcnt op."""
-        return self.op(ops.popcnt, [x], {})
-
-    def power(self, lhs: Value, rhs: Value, /) -> Value:
-        """The power op."""
-        return self.op(ops.power, [lhs, rhs], {})
 
     def reduce(self, *operands: Value, dimensions: Sequence[int],
             computation: Symbol | str) -> Value:
@@ -271,10 +327,6 @@ class BuilderOps:
                 "window_dilations": window_dilations, "padding": padding,
                 "computation": computation})
 
-    def remainder(self, lhs: Value, rhs: Value, /) -> Value:
-        """The remainder op."""
-        return self.op(ops.remainder, [lhs, rhs], {})
-
     def replica_id(self) -> Value:
         """This replica's index."""
         return self.op(ops.replica_id, [], {})
@@ -282,18 +334,6 @@ class BuilderOps:
     def reverse(self, x: Value, /, *, dimensions: Sequence[int]) -> Value:
         """The reverse op."""
         return self.op(ops.reverse, [x], {"dimensions": dimensions})
-
-    def round_afz(self, x: Value, /) -> Value:
-        """The round_afz op."""
-        return self.op(ops.round_afz, [x], {})
-
-    def round_even(self, x: Value, /) -> Value:
-        """The round_even op."""
-        return self.op(ops.round_even, [x], {})
-
-    def rsqrt(self, x: Value, /) -> Value:
-        """The rsqrt op."""
-        return self.op(ops.rsqrt, [x], {})
 
     def scatter(self, *operands: Value, update_window_dims: Sequence[int],
             inserted_window_dims: Sequence[int], input_batching_dims: Sequence[int] = (),
@@ -323,26 +363,6 @@ class BuilderOps:
                 {"window_dimensions": window_dimensions, "window_strides": window_strides,
                 "padding": padding, "select": select, "scatter": scatter})
 
-    def shift_left(self, lhs: Value, rhs: Value, /) -> Value:
-        """The shift_left op."""
-        return self.op(ops.shift_left, [lhs, rhs], {})
-
-    def shift_right_arithmetic(self, lhs: Value, rhs: Value, /) -> Value:
-        """The shift_right_arithmetic op."""
-        return self.op(ops.shift_right_arithmetic, [lhs, rhs], {})
-
-    def shift_right_logical(self, lhs: Value, rhs: Value, /) -> Value:
-        """The shift_right_logical op."""
-        return self.op(ops.shift_right_logical, [lhs, rhs], {})
-
-    def sign(self, x: Value, /) -> Value:
-        """The sign op."""
-        return self.op(ops.sign, [x], {})
-
-    def sin(self, x: Value, /) -> Value:
-        """The sin op."""
-        return self.op(ops.sin, [x], {})
-
     def slice(self, x: Value, /, *, start_indices: Sequence[int], limit_indices: Sequence[int],
             strides: Sequence[int]) -> Value:
         """The slice op."""
@@ -355,22 +375,6 @@ class BuilderOps:
         return self.op(ops.sort, operands, {"dimension": dimension, "is_stable": is_stable,
                 "comparator": comparator})
 
-    def sqrt(self, x: Value, /) -> Value:
-        """The sqrt op."""
-        return self.op(ops.sqrt, [x], {})
-
-    def subtract(self, lhs: Value, rhs: Value, /) -> Value:
-        """The subtract op."""
-        return self.op(ops.subtract, [lhs, rhs], {})
-
-    def tan(self, x: Value, /) -> Value:
-        """The tan op."""
-        return self.op(ops.tan, [x], {})
-
-    def tanh(self, x: Value, /) -> Value:
-        """The tanh op."""
-        return self.op(ops.tanh, [x], {})
-
     def transpose(self, x: Value, /, *, permutation: Sequence[int]) -> Value:
         """Result dim i is operand dim permutation[i]."""
         return self.op(ops.transpose, [x], {"permutation": permutation})
@@ -378,7 +382,3 @@ class BuilderOps:
     def while_(self, *operands: Value, condition: Symbol | str, body: Symbol | str) -> Value:
         """while(state...): state = @body(state) while @condition(state)."""
         return self.op(ops.while_, operands, {"condition": condition, "body": body})
-
-    def xor(self, lhs: Value, rhs: Value, /) -> Value:
-        """The xor op."""
-        return self.op(ops.xor, [lhs, rhs], {})

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 from nxcc.ir.attributes import AttrKind
-from nxcc.ir.opdef import REQUIRED, AttrSpec, OpDef, all_opdefs
+from nxcc.ir.opdef import REQUIRED, AttrSpec, ElementwiseDef, OpDef, all_opdefs
 
 TARGET = Path(__file__).with_name("builder_ops.py")
 OPS_INIT = Path(__file__).with_name("ops") / "__init__.py"
@@ -166,9 +166,15 @@ def render_ops_namespace() -> str:
             + "".join(f'    "{n}",\n' for n in every) + "]\n")
 
 
+def _order(opdef: OpDef) -> tuple[int, str]:
+    """Unary elementwise ops first, then binary ones, then the others, each by name."""
+    family = opdef.operands if isinstance(opdef, ElementwiseDef) else 3
+    return family or 3, python_name(opdef)
+
+
 def render() -> str:
     """The text of builder_ops.py for the current op definitions."""
-    defs = [d for d in sorted(all_opdefs(), key=python_name) if d.name not in HANDWRITTEN]
+    defs = [d for d in sorted(all_opdefs(), key=_order) if d.name not in HANDWRITTEN]
     kinds = {spec.kind for d in defs for spec in d.attrs.values()}
     attributes = [name for name, used in (
         ("Dense", AttrKind.DENSE in kinds),
