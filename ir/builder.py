@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.builder_ops import BuilderOps
 from nxcc.ir.core import Function, Module, Op, Value
@@ -58,10 +59,10 @@ class Builder(BuilderOps):
     def constant(self, value: np.ndarray | float | int | bool, dtype: DType | None = None
                  ) -> Value:
         """A constant op holding `value` (as `dtype` when given)."""
-        return self.op("constant", [], {"value": Dense.of(value, dtype)})
+        return self.op(ops.constant, [], {"value": Dense.of(value, dtype)})
 
     def splat(self, value: float | int | bool, type_: TensorType) -> Value:
-        return self.op("constant", [], {"value": Dense.splat(type_, value)})
+        return self.op(ops.constant, [], {"value": Dense.splat(type_, value)})
 
     def broadcast_to(self, x: Value, shape: Sequence[int]) -> Value:
         """`x` broadcast numpy-style (trailing dims aligned) to `shape`; `x` if it already is."""
@@ -70,15 +71,15 @@ class Builder(BuilderOps):
             return x
         offset = len(shape) - x.type.rank
         dims = list(range(offset, len(shape)))
-        return self.op("broadcast_in_dim", [x],
+        return self.op(ops.broadcast_in_dim, [x],
                        {"shape": shape, "broadcast_dimensions": tuple(dims)})
 
     def reshape(self, x: Value, shape: Sequence[int]) -> Value:
         if x.type.shape == tuple(shape):
             return x
-        return self.op("reshape", [x], {"shape": tuple(shape)})
+        return self.op(ops.reshape, [x], {"shape": tuple(shape)})
 
     def convert(self, x: Value, dtype: DType) -> Value:
         if x.type.dtype is dtype:
             return x
-        return self.op("convert", [x], {"dtype": dtype})
+        return self.op(ops.convert, [x], {"dtype": dtype})

@@ -146,12 +146,14 @@ def define(opdef: D) -> D:
 
 def get_opdef(name: str) -> OpDef:
     """The definition of op `name`; KeyError naming it if there is none."""
-    from nxcc.ir import ops  # noqa: F401  (registers the core ops on first use)
+    opdef = OP_DEFS.get(name)
+    if opdef is None:
+        from nxcc.ir import ops  # noqa: F401  (registers the core ops on first use)
 
-    try:
-        return OP_DEFS[name]
-    except KeyError:
-        raise KeyError(f"unknown op '{name}'") from None
+        opdef = OP_DEFS.get(name)
+    if opdef is None:
+        raise KeyError(f"unknown op '{name}'")
+    return opdef
 
 
 def all_opdefs() -> list[OpDef]:

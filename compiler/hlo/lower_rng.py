@@ -16,6 +16,7 @@ from nxcc.compiler.hlo.registry import handles
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
 from nxcc.ir.types import TensorType
 
 U32, U64 = DType.U32, DType.U64
@@ -32,16 +33,16 @@ class _Ops:
     def k(self, value: int, like: Value) -> Value:
         return self.cx.b.splat(value, like.type)
 
-    def bin(self, op: str, a: Value, b: Value | int) -> Value:
+    def bin(self, op: OpDef, a: Value, b: Value | int) -> Value:
         if isinstance(b, int):
             b = self.k(b, a)
         return self.cx.emit1(op, [a, b])
 
     def add(self, a: Value, b: Value | int) -> Value:
-        return self.bin("add", a, b)
+        return self.bin(ops.add, a, b)
 
     def xor(self, a: Value, b: Value | int) -> Value:
-        return self.bin("xor", a, b)
+        return self.bin(ops.xor, a, b)
 
     def convert(self, x: Value, dt: DType) -> Value:
         return x if x.type.dtype is dt else self.cx.emit1(ops.convert, [x], {"dtype": dt})
@@ -63,11 +64,11 @@ class _Ops:
     def split64(self, x: Value) -> tuple[Value, Value]:
         """(low, high) 32-bit words of u64 `x`."""
         return (self.convert(x, U32),
-                self.convert(self.bin("shift_right_logical", x, 32), U32))
+                self.convert(self.bin(ops.shift_right_logical, x, 32), U32))
 
     def join64(self, lo: Value, hi: Value) -> Value:
-        return self.bin("or", self.convert(lo, U64),
-                        self.bin("shift_left", self.convert(hi, U64), 32))
+        return self.bin(ops.or_, self.convert(lo, U64),
+                        self.bin(ops.shift_left, self.convert(hi, U64), 32))
 
     def iota(self, dt: DType, n: int) -> Value:
         return self.cx.emit1(ops.iota, [], {"dtype": dt, "shape": (n,), "dimension": 0})
@@ -83,7 +84,7 @@ def _threefry(o: _Ops, x0: Value, x1: Value, k0: Value, k1: Value) -> tuple[Valu
 
     def rnd(a: Value, b: Value, r: int) -> tuple[Value, Value]:
         a = o.add(a, b)
-        rot = o.bin("or", o.bin("shift_left", b, r), o.bin("shift_right_logical", b, 32 - r))
+        rot = o.bin(ops.or_, o.bin(ops.shift_left, b, r), o.bin(ops.shift_right_logical, b, 32 - r))
         return a, o.xor(a, rot)
 
     x0, x1 = o.add(x0, k0), o.add(x1, k1)
@@ -135,8 +136,8 @@ def _philox(o: _Ops, x: list[Value], k0: Value, k1: Value) -> list[Value]:
     """Philox4x32 with 10 rounds."""
 
     def mul(v: Value, m: int) -> tuple[Value, Value]:
-        p = o.bin("multiply", o.convert(v, U64), m)
-        return o.convert(o.bin("shift_right_logical", p, 32), U32), o.convert(p, U32)
+        p = o.bin(ops.multiply, o.convert(v, U64), m)
+        return o.convert(o.bin(ops.shift_right_logical, p, 32), U32), o.convert(p, U32)
 
     for _ in range(10):
         hi0, lo0 = mul(x[0], 0xD2511F53)
