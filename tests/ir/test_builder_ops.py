@@ -48,3 +48,12 @@ def test_methods_and_definitions_build_the_same_op() -> None:
     t = b.op("add", [v, v])
     assert [op.opcode for op in fn.body] == ["compare", "compare", "and", "add", "add"]
     assert a.type == TensorType(DType.PRED, (2, 3)) and s.type == t.type == x
+
+
+def test_a_misspelt_builder_method_does_not_exist() -> None:
+    m = Module("m")
+    fn = Function("main", [], [], [])
+    m.add_function(fn)
+    b = Builder(m, fn)
+    assert not hasattr(b, "erff") and not hasattr(Builder, "erff")
+    assert hasattr(b, "erf") and hasattr(b, "and_") and hasattr(b, "while_")
