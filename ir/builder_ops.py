@@ -306,6 +306,17 @@ class BuilderOps:
         """This core's index within its program."""
         return self.op(ops.partition_id, [], {})
 
+    def recv(self, *, source_target_pairs: Sequence[Sequence[int]], channel_id: int = 0) -> Value:
+        """Starts receiving on the pairs' targets."""
+        return self.op(ops.recv, [], {"source_target_pairs": source_target_pairs,
+                "channel_id": channel_id})
+
+    def recv_done(self, x: Value, /, *, source_target_pairs: Sequence[Sequence[int]],
+            channel_id: int = 0, dtype: DType | str, shape: Sequence[int]) -> Value:
+        """The received value on a pair's target; zeros elsewhere."""
+        return self.op(ops.recv_done, [x], {"source_target_pairs": source_target_pairs,
+                "channel_id": channel_id, "dtype": dtype, "shape": shape})
+
     def reduce(self, *operands: Value, dimensions: Sequence[int],
             computation: Symbol | str) -> Value:
         """reduce(inputs..., inits...) over `dimensions` with @computation(acc..., x...)."""
@@ -362,6 +373,16 @@ class BuilderOps:
         return self.op(ops.select_and_scatter, [x0, x1, x2],
                 {"window_dimensions": window_dimensions, "window_strides": window_strides,
                 "padding": padding, "select": select, "scatter": scatter})
+
+    def send(self, x: Value, /, *, source_target_pairs: Sequence[Sequence[int]],
+            channel_id: int = 0) -> Value:
+        """Each (source, target) pair: source sends its operand to target."""
+        return self.op(ops.send, [x], {"source_target_pairs": source_target_pairs,
+                "channel_id": channel_id})
+
+    def send_done(self, x: Value, /) -> Value:
+        """The send whose context it takes has completed."""
+        return self.op(ops.send_done, [x], {})
 
     def slice(self, x: Value, /, *, start_indices: Sequence[int], limit_indices: Sequence[int],
             strides: Sequence[int]) -> Value:

@@ -78,7 +78,7 @@ def _sort(op: Op) -> int:
     ops.call, ops.while_, ops.conditional, ops.partition_id, ops.replica_id,
     # collectives: communication, counted by the cost model as bytes
     ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
-    ops.collective_permute,
+    ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,
 )
 def no_flops(op: Op) -> int:
     return 0

@@ -22,7 +22,8 @@ from nxcc.ir.rewrite import constant_value, replace_uses
 SMALL_RESULT_BYTES = 1 << 20
 NEVER_FOLD = frozenset({
     ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather, ops.reduce_scatter,
-    ops.all_to_all, ops.collective_permute, ops.while_, ops.constant,
+    ops.all_to_all, ops.collective_permute, ops.while_, ops.constant, ops.send, ops.send_done,
+    ops.recv, ops.recv_done,
 })
 # Ops whose result is a splat whenever their (array) operands are splats.
 SPLAT_PRESERVING = frozenset({ops.broadcast_in_dim, ops.reshape, ops.transpose, ops.reverse,

@@ -1,4 +1,4 @@
-"""Collective kernels: every collective is performed by the context's communicator
+"""Collective and point-to-point kernels: every one is performed by the context's communicator
 (`ctx.collective(opcode, args, attrs)`); the kernel copies its results into the outs."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 
 COLLECTIVES = (ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
-               ops.collective_permute)
+               ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done)
 
 
 def _collective_kernel(opcode: str):
