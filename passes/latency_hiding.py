@@ -20,9 +20,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import ClassVar
 
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
-from nxcc.ir.opdef import get_opdef
 from nxcc.ir.rewrite import replace_uses
 from nxcc.ir.types import TensorType
 
@@ -41,23 +41,23 @@ class LatencyHiding:
 
 def split(op: Op) -> tuple[Op, Op]:
     """The start and done of all_reduce `op` (the done gives its results' values)."""
-    start = Op("all_reduce_start", op.operands, [CONTEXT],
-               get_opdef("all_reduce_start").check_attrs(op.attrs))
-    done = Op("all_reduce_done", [start.results[0], *op.operands],
+    start = Op(ops.all_reduce_start, op.operands, [CONTEXT],
+               ops.all_reduce_start.check_attrs(op.attrs))
+    done = Op(ops.all_reduce_done, [start.results[0], *op.operands],
               [r.type for r in op.results], {}, [r.name for r in op.results])
     return start, done
 
 
 def schedule(fn: Function) -> bool:
     """Split and schedule `fn`'s all_reduces; whether anything changed."""
-    if not any(op.opcode == "all_reduce" for op in fn.body):
+    if not any(op.opdef is ops.all_reduce for op in fn.body):
         return False
     others: list[Op] = []
     starts: deque[Op] = deque()
     done_of: dict[int, Op] = {}  # id of a done's result -> the done
     mapping: dict[Value, Value] = {}
     for op in fn.body:
-        if op.opcode != "all_reduce":
+        if op.opdef is not ops.all_reduce:
             others.append(op)
             continue
         start, done = split(op)

@@ -19,6 +19,7 @@ from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree
 from nxcc.compiler.hlo.lower_control import zeros
 from nxcc.compiler.hlo.nodes import TupleShape
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 
 PAIRS_ATTRIBUTE = "_xla_send_recv_source_target_pairs"
 #: HLO opcodes lowered even when the root does not depend on them.
@@ -47,14 +48,14 @@ def _p2p_attrs(cx: InstrContext) -> dict[str, object]:
 @handles("send")
 def lower_send(cx: InstrContext) -> Tree:
     data = cx.value(0)
-    context = cx.emit1("send", [data], _p2p_attrs(cx))
+    context = cx.emit1(ops.send, [data], _p2p_attrs(cx))
     return (data, context, TOKEN)
 
 
 @handles("send-done")
 def lower_send_done(cx: InstrContext) -> Tree:
     send = cx.args[0]
-    cx.emit1("send_done", [send[1]])  # type: ignore[index]
+    cx.emit1(ops.send_done, [send[1]])  # type: ignore[index]
     return TOKEN
 
 
@@ -63,7 +64,7 @@ def lower_recv(cx: InstrContext) -> Tree:
     shape = cx.instr.shape
     if not isinstance(shape, TupleShape) or len(shape.elements) != 3:
         raise cx.error(f"expected recv to have the shape (data, u32[], token[]), found {shape}")
-    context = cx.emit1("recv", [], _p2p_attrs(cx))
+    context = cx.emit1(ops.recv, [], _p2p_attrs(cx))
     return (zeros(cx, shape.elements[0]), context, TOKEN)
 
 
@@ -78,4 +79,4 @@ def lower_recv_done(cx: InstrContext) -> Tree:
     attrs = {"source_target_pairs": started["source_target_pairs"],
              "channel_id": started["channel_id"], "dtype": buffer.type.dtype,
              "shape": buffer.type.shape}
-    return (cx.emit1("recv_done", [context], attrs), TOKEN)
+    return (cx.emit1(ops.recv_done, [context], attrs), TOKEN)

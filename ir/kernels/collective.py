@@ -7,11 +7,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
-               "send", "send_done", "recv", "recv_done", "all_reduce_start", "all_reduce_done")
+COLLECTIVES = (ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
+               ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,
+               ops.all_reduce_start, ops.all_reduce_done)
 
 
 def _collective_kernel(opcode: str):
@@ -28,5 +30,5 @@ def _collective_kernel(opcode: str):
     return run
 
 
-for _opcode in COLLECTIVES:
-    kernel(_opcode)(_collective_kernel(_opcode))
+for _op in COLLECTIVES:
+    kernel(_op)(_collective_kernel(_op.name))

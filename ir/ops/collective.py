@@ -31,7 +31,7 @@ def _all_reduce(ts, attrs, module):
     return list(ts)
 
 
-define(
+all_reduce = define(
     OpDef(
         "all_reduce",
         _all_reduce,
@@ -52,11 +52,16 @@ def _all_reduce_done(ts, attrs, module):
 # begins the reduction of its operands and gives a context; the done takes that context and
 # the same operands (for their types) and gives the reduced values. Compute between the two
 # overlaps the communication.
-define(OpDef("all_reduce_start", lambda ts, attrs, module: [TensorType(DType.U32, ())],
-             attrs={"reduction": AttrSpec(AttrKind.ENUM, choices=REDUCTIONS), **_GROUPS},
-             operands=None, min_operands=1, side_effects=True,
-             doc="Begins an all_reduce of its operands; its context goes to all_reduce_done."))
-define(OpDef("all_reduce_done", _all_reduce_done, operands=None, min_operands=2,
+def _start_context(ts, attrs, module):
+    return [TensorType(DType.U32, ())]
+
+
+all_reduce_start = define(OpDef(
+    "all_reduce_start", _start_context,
+    attrs={"reduction": AttrSpec(AttrKind.ENUM, choices=REDUCTIONS), **_GROUPS},
+    operands=None, min_operands=1, side_effects=True,
+    doc="Starts an all_reduce (see its done)."))
+all_reduce_done = define(OpDef("all_reduce_done", _all_reduce_done, operands=None, min_operands=2,
              side_effects=True,
              doc="The results of the all_reduce_start whose context is its first operand."))
 
@@ -70,7 +75,7 @@ def _all_gather(ts, attrs, module):
     return [t.with_shape(shape)]
 
 
-define(OpDef("all_gather", _all_gather,
+all_gather = define(OpDef("all_gather", _all_gather,
              attrs={"dimension": AttrSpec(AttrKind.INT), **_GROUPS}, operands=1))
 
 
@@ -86,7 +91,7 @@ def _reduce_scatter(ts, attrs, module):
     return [t.with_shape(shape)]
 
 
-define(
+reduce_scatter = define(
     OpDef(
         "reduce_scatter",
         _reduce_scatter,
@@ -110,7 +115,7 @@ def _all_to_all(ts, attrs, module):
     return [TensorType(t.dtype, tuple(shape))]
 
 
-define(
+all_to_all = define(
     OpDef(
         "all_to_all",
         _all_to_all,
@@ -125,7 +130,7 @@ def _collective_permute(ts, attrs, module):
     return [ts[0]]
 
 
-define(
+collective_permute = define(
     OpDef(
         "collective_permute",
         _collective_permute,
@@ -154,13 +159,14 @@ def _received(ts, attrs, module):
     return [TensorType(attrs["dtype"], tuple(attrs["shape"]))]
 
 
-define(OpDef("send", _context, attrs=_P2P, operands=1, side_effects=True,
-             doc="Each (source, target) pair: source sends its operand to target."))
-define(OpDef("send_done", _context, operands=1, side_effects=True,
-             doc="The send whose context it takes has completed."))
-define(OpDef("recv", _context, attrs=_P2P, operands=0, side_effects=True,
-             doc="Starts receiving on the pairs' targets."))
-define(OpDef("recv_done", _received,
-             attrs={**_P2P, "dtype": AttrSpec(AttrKind.DTYPE), "shape": AttrSpec(AttrKind.INTS)},
-             operands=1, side_effects=True,
-             doc="The received value on a pair's target; zeros elsewhere."))
+send = define(OpDef("send", _context, attrs=_P2P, operands=1, side_effects=True,
+                   doc="Each (source, target) pair: source sends its operand to target."))
+send_done = define(OpDef("send_done", _context, operands=1, side_effects=True,
+                        doc="The send whose context it takes has completed."))
+recv = define(OpDef("recv", _context, attrs=_P2P, operands=0, side_effects=True,
+                   doc="Starts receiving on the pairs' targets."))
+recv_done = define(OpDef("recv_done", _received,
+                        attrs={**_P2P, "dtype": AttrSpec(AttrKind.DTYPE),
+                               "shape": AttrSpec(AttrKind.INTS)},
+                        operands=1, side_effects=True,
+                        doc="The received value on a pair's target; zeros elsewhere."))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.builder import Builder
 from nxcc.ir.clone import clone_module
@@ -65,7 +66,7 @@ def _simplify(fn: Function, module: Module) -> None:
                 sizes = op.attrs["slice_sizes"]
                 lo = [min(max(int(s), 0), n - k) for s, n, k in  # type: ignore[arg-type]
                       zip(starts, x.type.shape, sizes, strict=True)]  # type: ignore[arg-type]
-                new = b.create("slice", [x], {
+                new = b.create(ops.slice, [x], {
                     "start_indices": tuple(lo),
                     "limit_indices": tuple(a + k for a, k in zip(lo, sizes, strict=True)),  # type: ignore[arg-type]
                     "strides": (1,) * x.type.rank})

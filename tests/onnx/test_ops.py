@@ -46,6 +46,7 @@ ELEMENTWISE = [
     *(Case(op, XY) for op in ("Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual")),
     Case("Not", {"x": np.array([True, False])}),
     Case("Tan", {"x": f32(5) * 0.5}),
+    Case("Atan", {"x": f32(5) * 3}),
     *(Case(op, {"x": np.array([[5, -3]], np.int32), "y": np.array([[3], [-6]], np.int32)},
            opset=18) for op in ("BitwiseAnd", "BitwiseOr", "BitwiseXor")),
     Case("BitwiseNot", {"x": np.array([5, -3], np.int32)}, opset=18),
