@@ -17,7 +17,8 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.interpreter import IRContext, evaluate_op
-from nxcc.ir.rewrite import constant_value, replace_uses
+from nxcc.ir.patterns import RewritePattern, Rewriter, apply_patterns, rewrite_function
+from nxcc.ir.rewrite import constant_value
 
 SMALL_RESULT_BYTES = 1 << 20
 NEVER_FOLD = frozenset({
@@ -37,41 +38,34 @@ class ConstantFolding:
     name: ClassVar[str] = "fold"
 
     def run(self, module: Module) -> bool:
-        ctx = IRContext(module)
-        changed = False
-        for fn in module.functions.values():
-            changed |= _fold(fn, ctx)
-        return changed
+        return apply_patterns(module, [FoldConstantOperands(IRContext(module))])
 
 
-def _fold(fn: Function, ctx: IRContext) -> bool:
-    mapping = fold_ops(fn, 0, ctx)
-    if mapping:
-        replace_uses(fn, mapping)
-    return bool(mapping)
+class FoldConstantOperands(RewritePattern):
+    """op(constant, ...) -> constant: any op but `NEVER_FOLD` whose operands are all
+    constants, evaluated with the kernels (`fold_op` says when it is not worth it)."""
+
+    def __init__(self, ctx: IRContext) -> None:
+        self.ctx = ctx
+
+    def rewrite(self, op: Op, rewriter: Rewriter) -> list[Value] | None:
+        if op.opdef in NEVER_FOLD:
+            return None
+        values = [constant_value(v) for v in op.operands]
+        if any(v is None for v in values):
+            return None
+        folded = fold_op(op, values, self.ctx)  # type: ignore[arg-type]
+        if folded is None:
+            return None
+        return [rewriter.insert(Op("constant", [], [r.type], {"value": d}, [r.name])).result
+                for r, d in zip(op.results, folded, strict=True)]
 
 
 def fold_ops(fn: Function, start: int, ctx: IRContext) -> dict[Value, Value]:
     """Fold the ops `fn.body[start:]` whose operands are all constants, in place; returns
-    the map from each folded result to its constant. Uses inside `fn.body[start:]` are
-    rewritten; the caller rewrites any other uses (function results...)."""
-    mapping: dict[Value, Value] = {}
-    tail: list[Op] = []
-    for op in fn.body[start:]:
-        op.operands = [mapping.get(v, v) for v in op.operands]
-        values = [constant_value(v) for v in op.operands]
-        folded = None
-        if op.opdef not in NEVER_FOLD and all(v is not None for v in values):
-            folded = fold_op(op, values, ctx)  # type: ignore[arg-type]
-        if folded is None:
-            tail.append(op)
-            continue
-        for r, d in zip(op.results, folded, strict=True):
-            new = Op(ops.constant, [], [r.type], {"value": d}, [r.name])
-            tail.append(new)
-            mapping[r] = new.result
-    fn.body[start:] = tail
-    return mapping
+    the map from each folded result to its constant. Uses inside `fn.body[start:]` and
+    `fn.results` are rewritten."""
+    return rewrite_function(ctx.module, fn, [FoldConstantOperands(ctx)], start)
 
 
 def fold_op(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:

@@ -52,9 +52,17 @@ def schedule(fn: Function) -> bool:
     """Split and schedule `fn`'s all_reduces; whether anything changed."""
     if not any(op.opdef is ops.all_reduce for op in fn.body):
         return False
+    starts, dones = split_all(fn)
+    fn.body = _Schedule(fn, dones).order(fn.body, starts)
+    return True
+
+
+def split_all(fn: Function) -> tuple[deque[Op], dict[int, Op]]:
+    """Take `fn`'s all_reduces out of its body as start/done pairs, every use of their
+    results now reading the dones'; the starts in order, each done by its results' ids."""
     others: list[Op] = []
     starts: deque[Op] = deque()
-    done_of: dict[int, Op] = {}  # id of a done's result -> the done
+    done_of: dict[int, Op] = {}
     mapping: dict[Value, Value] = {}
     for op in fn.body:
         if op.opdef is not ops.all_reduce:
@@ -68,48 +76,53 @@ def schedule(fn: Function) -> bool:
     fn.body = others
     replace_uses(fn, mapping)
     by_id = {id(k): v for k, v in mapping.items()}
-    for op in {id(d): d for d in done_of.values()}.values():
+    for op in [*starts, *{id(d): d for d in done_of.values()}.values()]:
         op.operands = [by_id.get(id(v), v) for v in op.operands]
-    for op in starts:
-        op.operands = [by_id.get(id(v), v) for v in op.operands]
-    body: list[Op] = []
-    defined = {id(p) for p in fn.params}
-    emitted: set[int] = set()
+    return starts, done_of
 
-    def emit(op: Op) -> None:
-        body.append(op)
-        emitted.add(id(op))
-        defined.update(id(r) for r in op.results)
 
-    def emit_dones_for(values: list[Value]) -> None:
+class _Schedule:
+    """The new body: each start as soon as its operands exist (starts in order), each done
+    just before the first op reading its results."""
+
+    def __init__(self, fn: Function, done_of: dict[int, Op]) -> None:
+        self.fn = fn
+        self.done_of = done_of
+        self.body: list[Op] = []
+        self.defined = {id(p) for p in fn.params}
+        self.emitted: set[int] = set()
+
+    def emit(self, op: Op) -> None:
+        self.body.append(op)
+        self.emitted.add(id(op))
+        self.defined.update(id(r) for r in op.results)
+
+    def dones_for(self, values: list[Value]) -> None:
         for v in values:
-            done = done_of.get(id(v))
-            if done is not None and id(done) not in emitted:
-                emit(done)
+            done = self.done_of.get(id(v))
+            if done is not None and id(done) not in self.emitted:
+                self.emit(done)
 
-    def ready(start: Op) -> bool:
-        return all(id(v) in defined or id(v) in done_of for v in start.operands)
+    def ready(self, start: Op) -> bool:
+        return all(id(v) in self.defined or id(v) in self.done_of for v in start.operands)
 
-    def emit_ready_starts() -> None:
-        while starts and ready(starts[0]):
+    def ready_starts(self, starts: deque[Op]) -> None:
+        while starts and self.ready(starts[0]):
             start = starts.popleft()
-            emit_dones_for(start.operands)
-            emit(start)
+            self.dones_for(start.operands)
+            self.emit(start)
 
-    emit_ready_starts()
-    for op in others:
-        emit_dones_for(op.operands)
-        emit(op)
-        emit_ready_starts()
-    while starts:  # a start waiting for a done no op reads: that done now, then the start
-        if not ready(starts[0]):
+    def order(self, others: list[Op], starts: deque[Op]) -> list[Op]:
+        self.ready_starts(starts)
+        for op in others:
+            self.dones_for(op.operands)
+            self.emit(op)
+            self.ready_starts(starts)
+        if starts:
             raise ValueError(f"latency-hiding: {starts[0].opcode} reads a value the function "
                              "never defines")
-        emit_dones_for(starts[0].operands)
-        emit_ready_starts()
-    emit_dones_for(fn.results)
-    for done in {id(d): d for d in done_of.values()}.values():
-        if id(done) not in emitted:
-            emit(done)
-    fn.body = body
-    return True
+        self.dones_for(self.fn.results)
+        for done in {id(d): d for d in self.done_of.values()}.values():
+            if id(done) not in self.emitted:
+                self.emit(done)
+        return self.body
