@@ -14,3 +14,13 @@ def private_runtime_dir(tmp_path_factory: pytest.TempPathFactory,
     path = tmp_path_factory.mktemp("nxcc-runtime")
     monkeypatch.setenv("NXCC_RUNTIME_DIR", str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def private_compile_cache(tmp_path_factory: pytest.TempPathFactory,
+                          monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets an empty compile cache of its own: no test writes into
+    /var/tmp/neuron-compile-cache, and no test sees another's entries."""
+    path = tmp_path_factory.mktemp("nxcc-compile-cache")
+    monkeypatch.setenv("NEURON_COMPILE_CACHE_URL", str(path))
+    return path

@@ -1,0 +1,78 @@
+"""Choosing the frontend for a model file: by its content (`driver.detect`), checked against
+`--framework` when given, then by its extension.
+
+XLA programs come in three forms: HLO text (`compiler.hlo`), the binary `HloModuleProto`
+and StableHLO text. The readers of the last two are optional parts of the XLA frontend
+(`compiler.hlo.proto.import_hlo_proto`, `compiler.stablehlo.import_stablehlo`); where one is
+missing, such a file is refused in one line that says what the file is.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+
+from nxcc.driver.detect import HLO_PROTO, STABLEHLO, Detected, detect
+from nxcc.driver.errors import CompileError
+from nxcc.driver.options import framework_for
+from nxcc.ir.core import Module
+
+#: kind -> (module, function) of the optional reader for that form of XLA program.
+OPTIONAL_READERS = {
+    HLO_PROTO: ("nxcc.compiler.hlo.proto", "import_hlo_proto"),
+    STABLEHLO: ("nxcc.compiler.stablehlo", "import_stablehlo"),
+}
+
+
+def choose_framework(path: str, framework: str | None) -> tuple[str, Detected]:
+    """(framework, what the file looks like). NCC_EARG001 when `--framework` names another
+    framework than the content shows, or when neither tells the framework."""
+    try:
+        found = detect(path)
+    except OSError as exc:
+        raise CompileError("NCC_EARG001", f"cannot read model file {path!r}: "
+                           f"{exc.strerror or exc}") from None
+    if framework is not None:
+        given = framework_for(path, framework)
+        if found.framework is not None and found.framework != given:
+            raise CompileError("NCC_EARG001", f"--framework {given} given, but {path} looks "
+                               f"like {found.description} (--framework {found.framework})")
+        return given, found
+    if found.framework is not None:
+        return found.framework, found
+    try:
+        return framework_for(path, None), found
+    except CompileError:
+        raise CompileError("NCC_EARG001", f"cannot tell the framework of {path}: it looks "
+                           f"like {found.description}; give --framework ONNX or XLA") from None
+
+
+def optional_reader(kind: str) -> Callable[[str], Module] | None:
+    """The reader of an optional XLA input form, or None if this build has none."""
+    module_name, function = OPTIONAL_READERS[kind]
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError:
+        return None
+    return getattr(module, function, None)
+
+
+def import_xla(path: str, found: Detected) -> Module:
+    """The IR of the XLA program at `path` (HLO text, HloModuleProto or StableHLO)."""
+    from nxcc.compiler.hlo import HloError, import_hlo
+
+    if found.kind in OPTIONAL_READERS:
+        reader = optional_reader(found.kind)
+        if reader is None:
+            raise CompileError("NCC_EARG001", f"{path} is {found.description}, which this "
+                               "build of the XLA frontend cannot read; give HLO text "
+                               "(jax: .as_text(dialect='hlo'))")
+    else:
+        reader = import_hlo
+    try:
+        return reader(path)
+    except HloError as exc:
+        raise CompileError(exc.code, str(exc)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CompileError("NCC_EFRM001", f"{path}: not a readable {found.description}: "
+                           f"{exc}") from None
