@@ -1,7 +1,8 @@
 """The parts of `neuronx-cc compile`'s command line that click cannot declare.
 
 - `--pipeline STAGE...` takes several words (`--pipeline compile SaveTemps model.hlo.pb`):
-  it takes the words that follow while they are stage names.
+  it takes the words that follow while they look like stage names (letters, digits and
+  `_`, no dot: a model path has an extension), and refuses unknown stages.
 - The flags the real tool accepts for its own internals (`--internal-*`, `--no-internal-*`,
   `--enable-internal-*`, `--tensorizer-options`, `--hbm-scratchpad-page-size`...) are
   accepted and recorded (in the NEFF manifest, and so in the cache key) but change nothing
@@ -60,8 +61,7 @@ def split_compile_args(args: list[str]) -> tuple[list[str], list[str], Recorded]
             break
         if name == "--pipeline":
             words = [value] if eq else []
-            while not eq and i < len(args) and _STAGE_WORD.match(args[i]) \
-                    and args[i].lower() in PIPELINE_STAGES:
+            while not eq and i < len(args) and _STAGE_WORD.match(args[i]):
                 words.append(args[i])
                 i += 1
             stages += [_stage(w) for w in words] or [_stage("")]

@@ -125,6 +125,8 @@ def _compile_into_cache(path: str, options: CompileOptions, cache: CompileCache,
         try:
             _compile(path, replace(options, output=neff), emit, progress)
         except CompileError as exc:
+            if exc.code == "NCC_EARG001":
+                raise  # the command line or the build, not the module: not remembered
             with open(os.path.join(staged, "error.json"), "w", encoding="utf-8") as f:
                 json.dump({"code": exc.code, "message": exc.args[0]}, f)
             cache.publish(key, staged, {"status": "failed", "error_code": exc.code})

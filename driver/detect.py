@@ -135,8 +135,12 @@ def _protobuf_kind(head: bytes) -> str:
     if not fields:
         return UNKNOWN_BINARY
     first = fields[0]
-    if first == (1, 0) or ((7, 2) in fields and (8, 2) in fields and (1, 2) not in fields):
-        return ONNX
-    if first in ((1, 2), (2, 2), (3, 2)):
-        return HLO_PROTO
+    if first == (1, 0):
+        return ONNX  # ir_version
+    if first == (1, 2):
+        return HLO_PROTO  # name
+    if (7, 2) in fields and (8, 2) in fields:
+        return ONNX  # graph and opset_import, no ir_version
+    if first in ((2, 2), (3, 2)):
+        return HLO_PROTO  # entry_computation_name, computations
     return UNKNOWN_BINARY

@@ -11,17 +11,31 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from nxcc.driver.detect import HLO_PROTO, STABLEHLO, Detected, detect
+from nxcc.driver.detect import (
+    HLO_PROTO,
+    STABLEHLO,
+    UNKNOWN_BINARY,
+    UNKNOWN_TEXT,
+    Detected,
+    detect,
+)
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import framework_for
-from nxcc.ir.core import Module
+
+if TYPE_CHECKING:  # the cache's hit path chooses the framework without loading the IR
+    from nxcc.ir.core import Module
 
 #: kind -> (module, function) of the optional reader for that form of XLA program.
 OPTIONAL_READERS = {
     HLO_PROTO: ("nxcc.compiler.hlo.proto", "import_hlo_proto"),
     STABLEHLO: ("nxcc.compiler.stablehlo", "import_stablehlo"),
 }
+
+#: (framework given, kind found) that its frontend cannot read: refused with what the file
+#: looks like (unrecognised text given as XLA goes to the HLO parser, which says where).
+UNREADABLE = {("XLA", UNKNOWN_BINARY), ("ONNX", UNKNOWN_TEXT)}
 
 
 def choose_framework(path: str, framework: str | None) -> tuple[str, Detected]:
@@ -37,6 +51,9 @@ def choose_framework(path: str, framework: str | None) -> tuple[str, Detected]:
         if found.framework is not None and found.framework != given:
             raise CompileError("NCC_EARG001", f"--framework {given} given, but {path} looks "
                                f"like {found.description} (--framework {found.framework})")
+        if found.framework is None and (given, found.kind) in UNREADABLE:
+            raise CompileError("NCC_EARG001", f"--framework {given} given, but {path} is "
+                               f"{found.description}")
         return given, found
     if found.framework is not None:
         return found.framework, found

@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+import ml_dtypes
 import numpy as np
 
 from nxcc.ir.core import Function, Module, Op, Value
@@ -29,7 +30,9 @@ CLAMPED_RESULTS = frozenset({"dot_general", "convolution"})
 
 def float_max(dtype: DType) -> float:
     """The largest finite value of a float type."""
-    return float(np.finfo(dtype.numpy).max)
+    np_type = dtype.numpy
+    info = np.finfo(np_type) if np_type.kind == "f" else ml_dtypes.finfo(np_type)
+    return float(info.max)
 
 
 @dataclass(frozen=True)
