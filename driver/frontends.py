@@ -69,7 +69,9 @@ def optional_reader(kind: str) -> Callable[[str], Module] | None:
     module_name, function = OPTIONAL_READERS[kind]
     try:
         module = importlib.import_module(module_name)
-    except ModuleNotFoundError:
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not module_name.startswith(exc.name):
+            raise  # the reader exists but something it needs is missing: a real error
         return None
     return getattr(module, function, None)
 
