@@ -3,11 +3,13 @@
 `ProgressLine` shows, once a compile has run `delay` seconds and only when stderr is a
 terminal, one line that is rewritten in place: the stage running (import, a pass name,
 shard, write) and the seconds since the start. The line is erased when the compile ends.
-Nothing is written when stderr is not a terminal (logs, pipes, CI).
+Nothing is written when stderr is not a terminal (logs, pipes, CI). `NXCC_PROGRESS_DELAY`
+sets the delay (seconds, default 2).
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -17,10 +19,10 @@ from typing import TextIO
 class ProgressLine:
     """Context manager; call `stage(name)` as each stage starts."""
 
-    def __init__(self, stream: TextIO | None = None, delay: float = 2.0,
+    def __init__(self, stream: TextIO | None = None, delay: float | None = None,
                  interval: float = 0.25, force: bool = False) -> None:
         self.stream = stream if stream is not None else sys.stderr
-        self.delay = delay
+        self.delay = delay if delay is not None else default_delay()
         self.interval = interval
         self.enabled = force or _isatty(self.stream)
         self.current = "start"
@@ -58,6 +60,14 @@ class ProgressLine:
             self.stream.flush()
             self.shown = True
             self._stop.wait(self.interval)
+
+
+def default_delay() -> float:
+    """Seconds before the line appears: `NXCC_PROGRESS_DELAY`, else 2."""
+    try:
+        return max(0.0, float(os.environ.get("NXCC_PROGRESS_DELAY", "2")))
+    except ValueError:
+        return 2.0
 
 
 def _isatty(stream: TextIO) -> bool:

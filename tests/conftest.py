@@ -3,6 +3,7 @@ collide with a `neuronx-cc run` someone left running on the machine."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,15 @@ def private_runtime_dir(tmp_path_factory: pytest.TempPathFactory,
     path = tmp_path_factory.mktemp("nxcc-runtime")
     monkeypatch.setenv("NXCC_RUNTIME_DIR", str(path))
     return path
+
+
+@pytest.fixture(scope="session", autouse=True)
+def session_compile_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The compile cache of fixtures wider than one test (set before any of them runs)."""
+    path = tmp_path_factory.mktemp("nxcc-session-compile-cache")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NEURON_COMPILE_CACHE_URL", str(path))
+        yield path
 
 
 @pytest.fixture(autouse=True)

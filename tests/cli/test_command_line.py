@@ -226,3 +226,33 @@ def test_no_progress_when_not_a_terminal(tmp_path: Path) -> None:
         progress.stage("fold")
         time.sleep(0.05)
     assert stream.getvalue() == ""
+
+
+def test_compile_on_a_terminal_shows_the_running_stage(tmp_path: Path) -> None:
+    import os
+    import pty
+    import subprocess
+    import sys
+
+    from tests.cli_helpers import REPO
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NXCC_PROGRESS_DELAY": "0"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "nxcc", "compile", str(MODELS / "cnn_bn_ts17.onnx"),
+         "--target", "trn1", "--no-cache", "-o", str(tmp_path / "m.neff")],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=slave)
+    os.close(slave)
+    out, _ = proc.communicate(timeout=120)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(master)
+    assert proc.returncode == 0 and b"Compiler status PASS" in out
+    assert b"neuronx-cc: import ... " in seen and seen.endswith(b"\r\x1b[K")
