@@ -14,10 +14,11 @@ import zipfile
 import click
 import numpy as np
 
-from nxcc.backend.neff import read_neff
+from nxcc.backend.neff import NeffFile, read_neff
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
+from nxcc.backend.runtime.mpi_job import MpiJob, launched_processes
 from nxcc.backend.runtime.nrt import Runtime
 from nxcc.cli.errors import user_errors
 
@@ -73,6 +74,37 @@ def show_bindings_of(model: ModelHandle, runtime: Runtime) -> None:
         click.echo(f"  {b.describe()}")
 
 
+def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
+            inputs_path: str | None, output_path: str | None,
+            output_shardings: tuple[str, ...], repeat: int, quiet: bool,
+            show_bindings: bool = False) -> None:
+    """This process's part of a multi-process run (`mpiexec -n P neuronx-cc run ...`):
+    process 0 writes and prints the global outputs."""
+    if neff_file.manifest.get("spmd") is None:
+        fail(f"{neff_file.path} is not an SPMD program; mpiexec runs one program as ranks "
+             "(compile XLA's partitioned HLO)")
+    inputs = load_inputs(inputs_path) if inputs_path else {}
+    job = MpiJob(config, world_size)
+    outputs = None
+    try:
+        job.load(neff_file, list(output_shardings) or None)
+        if show_bindings and job.is_root:
+            assert job.model is not None
+            show_bindings_of(job.model, job.runtime)
+            if inputs_path is None:
+                return
+        for _ in range(repeat):
+            outputs = job.execute(inputs)
+    finally:
+        job.close()
+    if outputs is None:
+        return
+    if output_path:
+        save_outputs(output_path, outputs)
+    if not quiet:
+        show(outputs)
+
+
 @click.command("run")
 @click.argument("neff", type=click.Path(dir_okay=False))
 @click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False),
@@ -85,9 +117,10 @@ def show_bindings_of(model: ModelHandle, runtime: Runtime) -> None:
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Execute N times, keeping the NeuronCores the whole time.")
 @click.option("--world-size", "world_size", type=click.IntRange(min=1),
-              help="Run an SPMD program (e.g. XLA's partitioned HLO) as N ranks in this "
-              "process, one NeuronCore each: split each global input by its parameter's "
-              "sharding, assemble each global output.")
+              help="Run an SPMD program (e.g. XLA's partitioned HLO) as N ranks, one "
+              "NeuronCore each: split each global input by its parameter's sharding, assemble "
+              "each global output. N counts ranks, not processes: under mpiexec -n P the P "
+              "processes run N/P ranks each (default: one per process).")
 @click.option("--output-sharding", "output_shardings", multiple=True, metavar="SPEC",
               help="With --world-size: how an output is laid out over the ranks, in HLO "
               "sharding syntax (e.g. '{devices=[2,1,4]<=[8] last_tile_dim_replicate}'); once "
@@ -109,6 +142,10 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     config = RuntimeConfig.from_env()
     neff_file = read_neff(neff, validate_hash=config.validate_hash)
     spmd = neff_file.manifest.get("spmd")
+    if launched_processes() > 1:
+        run_job(config, neff_file, world_size, inputs_path, output_path, output_shardings,
+                repeat, quiet, show_bindings)
+        return
     if output_shardings and world_size is None:
         raise click.UsageError("--output-sharding needs --world-size")
     if spmd is not None and world_size is None:

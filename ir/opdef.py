@@ -43,7 +43,8 @@ class OpDef:
 
     `operands` is the exact operand count, or None for variadic ops with at least
     `min_operands`. `elementwise` marks ops whose result element i depends only on operand
-    elements i (the fusion and sharding passes use it).
+    elements i (the fusion and sharding passes use it). `side_effects` marks ops that act
+    beyond their results (point-to-point send and receive): never folded, merged or removed.
     """
 
     name: str
@@ -52,6 +53,7 @@ class OpDef:
     operands: int | None = None
     min_operands: int = 0
     elementwise: bool = False
+    side_effects: bool = False
     doc: str = ""
 
     def check_attrs(self, attrs: Mapping[str, object]) -> dict[str, AttrValue]:

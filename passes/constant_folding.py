@@ -22,7 +22,7 @@ from nxcc.ir.rewrite import constant_value, replace_uses
 SMALL_RESULT_BYTES = 1 << 20
 NEVER_FOLD = frozenset({
     "partition_id", "replica_id", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-    "collective_permute", "while", "constant",
+    "collective_permute", "while", "constant", "send", "send_done", "recv", "recv_done",
 })
 # Ops whose result is a splat whenever their (array) operands are splats.
 SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose", "reverse", "slice",

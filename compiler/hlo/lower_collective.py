@@ -87,15 +87,34 @@ def reduce_scatter(cx: InstrContext, out: Shape) -> Tree:
     return _pack(results, out)
 
 
+def tuple_all_to_all(cx: InstrContext, gs: tuple[tuple[int, ...], ...]) -> Tree:
+    """The tuple form: k operands of one shape, operand j going to group member j; result i
+    is what member i sent this rank. Lowered as the array form over the operands stacked
+    along a new leading dimension, then unstacked."""
+    xs = cx.values()
+    if len({x.type for x in xs}) != 1 or any(len(g) != len(xs) for g in gs):
+        raise cx.error(f"expected {len(xs)} operands of one shape, one per member of each "
+                       f"replica group, on the tuple form of all-to-all",
+                       E.UNSUPPORTED_FEATURE)
+    shape = xs[0].type.shape
+    rows = [cx.emit1("reshape", [x], {"shape": (1, *shape)}) for x in xs]
+    stacked = cx.emit1("concatenate", rows, {"dimension": 0})
+    moved = cx.emit1("all_to_all", [stacked], {"split_dimension": 0, "concat_dimension": 0,
+                                               **_common(cx, gs)})
+    ones = (1,) * len(shape)
+    return tuple(cx.emit1("reshape", [cx.emit1("slice", [moved], {
+        "start_indices": (i, *(0,) * len(shape)), "limit_indices": (i + 1, *shape),
+        "strides": (1, *ones)})], {"shape": shape}) for i in range(len(xs)))
+
+
 def all_to_all(cx: InstrContext, out: Shape) -> Tree:
-    if "dimensions" not in cx.instr.attrs:
-        raise cx.error("expected the array form of all-to-all (with dimensions={d}), found "
-                       "the tuple form", E.UNSUPPORTED_FEATURE)
-    dim = _dimension(cx)
     gs = groups(cx)
     if not gs:
         raise cx.error("expected replica_groups on all-to-all (its group size is not in the "
                        "shapes)", E.UNSUPPORTED_FEATURE)
+    if "dimensions" not in cx.instr.attrs:
+        return tuple_all_to_all(cx, gs)
+    dim = _dimension(cx)
     results = [cx.emit1("all_to_all", [x], {"split_dimension": dim, "concat_dimension": dim,
                                             **_common(cx, gs)}) for x in cx.values()]
     return _pack(results, out)

@@ -4,7 +4,8 @@ An attribute value runs to the first top-level ',' or blank: bare text
 (``b01f_01io->b01f``, ``[2,2]<=[4]T(1,0)``), quoted strings, and bracketed groups
 (``{...}``, ``[...]``, ``(...)``) that nest and may contain strings; it stays on one line.
 The mesh form of replica groups (``@mesh<x=2,y=2> {x}``, newer XLA's
-``mesh['x'=2,'y'=2] {'x'}``) is the one value with a blank.
+``mesh['x'=2,'y'=2] {'x'}``, current XLA's ``mesh[...], device_ids=(...) {'x'}``) is the
+one value with a blank (and a top-level comma).
 """
 
 from __future__ import annotations
@@ -35,6 +36,15 @@ def scan_value(text: str, pos: int) -> int:
     return _scan_slow(text, pos)
 
 
+_DEVICE_IDS = re.compile(r",?[ \t]*device_ids=(?=\()")
+
+
+def _device_ids(text: str, pos: int) -> int:
+    """Past current XLA's ``, device_ids=`` after a mesh, at its '(' (`pos` if absent)."""
+    m = _DEVICE_IDS.match(text, pos)
+    return m.end() if m else pos
+
+
 def _scan_slow(text: str, pos: int) -> int:
     start = pos
     n = len(text)
@@ -44,7 +54,7 @@ def _scan_slow(text: str, pos: int) -> int:
             close = ">" if text[pos] == "@" else "]"
             raise PieceError(f"expected '{close}' to close the mesh, found the end of the line",
                              0)
-        pos = m.end()
+        pos = _device_ids(text, m.end())
         if pos < n and text[pos] == "(":
             pos = _scan_slow(text, pos)
         j = pos

@@ -1,4 +1,4 @@
-"""Collective kernels: every collective is performed by the context's communicator
+"""Collective and point-to-point kernels: every one is performed by the context's communicator
 (`ctx.collective(opcode, args, attrs)`); the kernel copies its results into the outs."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import numpy as np
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute")
+COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
+               "send", "send_done", "recv", "recv_done")
 
 
 def _collective_kernel(opcode: str):

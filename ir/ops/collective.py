@@ -6,6 +6,7 @@ The runtime binds each one to an algorithm for the placement when it loads the N
 from __future__ import annotations
 
 from nxcc.ir.attributes import AttrKind
+from nxcc.ir.dtypes import DType
 from nxcc.ir.opdef import AttrSpec, OpDef, define
 from nxcc.ir.ops._rules import check_dims, fail
 from nxcc.ir.types import TensorType
@@ -115,3 +116,32 @@ define(
         doc="Each (source, target) pair sends source's operand to target; others get zeros.",
     )
 )
+
+
+# Point to point: a source rank hands one rank its operand. `send` / `recv` start a transfer
+# and give a context (u32[], XLA's send/recv context); `send_done` / `recv_done` complete it,
+# `recv_done` giving the received value (zeros on a rank that is no pair's target).
+_P2P = {"source_target_pairs": AttrSpec(AttrKind.INTS2), "channel_id": AttrSpec(AttrKind.INT, 0)}
+_CONTEXT = TensorType(DType.U32, ())
+
+
+def _context(ts, attrs, module):
+    return [_CONTEXT]
+
+
+def _received(ts, attrs, module):
+    if ts[0] != _CONTEXT:
+        raise fail(f"recv_done: expected the u32[] context of a recv, found {ts[0]}")
+    return [TensorType(attrs["dtype"], tuple(attrs["shape"]))]
+
+
+define(OpDef("send", _context, attrs=_P2P, operands=1, side_effects=True,
+             doc="Each (source, target) pair: source sends its operand to target."))
+define(OpDef("send_done", _context, operands=1, side_effects=True,
+             doc="The send whose context it takes has completed."))
+define(OpDef("recv", _context, attrs=_P2P, operands=0, side_effects=True,
+             doc="Starts receiving on the pairs' targets."))
+define(OpDef("recv_done", _received,
+             attrs={**_P2P, "dtype": AttrSpec(AttrKind.DTYPE), "shape": AttrSpec(AttrKind.INTS)},
+             operands=1, side_effects=True,
+             doc="The received value on a pair's target; zeros elsewhere."))

@@ -228,6 +228,7 @@ def _mesh_groups(cur: Cursor) -> tuple[tuple[int, ...], ...]:
         cur.expect(",", f"',' or '{close}' in the mesh")
     total = math.prod(sizes)
     devices = np.arange(total, dtype=np.int64)
+    cur.eat(",")  # current XLA: mesh[...], device_ids=(...) {...}
     if cur.eat("device_ids=") or cur.peek("("):
         cur.expect("(", "'(' to start the mesh devices")
         at = cur.pos

@@ -5,7 +5,8 @@ the whole result. Correct for any op, and the documented choice for:
 - call, while, conditional: their computations run whole on every device;
 - partition_id, replica_id: per-device values, never split;
 - the collectives already in a program (all_reduce, all_gather, reduce_scatter,
-  all_to_all, collective_permute): they keep their own replica groups.
+  all_to_all, collective_permute) and point-to-point transfers (send, recv and their done
+  halves): they keep their own replica groups and pairs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from nxcc.passes.sharding.rules import Strategy, replicate, rule
 
 REPLICATE_ONLY = ("gather", "scatter", "call", "while", "conditional", "partition_id",
                   "replica_id", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                  "collective_permute")
+                  "collective_permute", "send", "send_done", "recv", "recv_done")
 
 
 @rule(*REPLICATE_ONLY)
