@@ -81,8 +81,8 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
     """This process's part of a multi-process run (`mpiexec -n P neuronx-cc run ...`):
     process 0 writes and prints the global outputs."""
     if neff_file.manifest.get("spmd") is None:
-        fail(f"{neff_file.path} is not an SPMD program; mpiexec runs one program as ranks "
-             "(compile XLA's partitioned HLO)")
+        raise click.UsageError(f"{neff_file.path} is not an SPMD program; mpiexec runs one "
+                               "program as ranks (compile XLA's partitioned HLO)")
     inputs = load_inputs(inputs_path) if inputs_path else {}
     job = MpiJob(config, world_size)
     outputs = None
