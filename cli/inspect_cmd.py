@@ -123,7 +123,7 @@ def print_spmd(spmd: dict) -> None:
               show_default=True,
               help="text for people, json for programs, dot: the partitioned program as a "
               "Graphviz graph, collectives highlighted.")
-@user_errors
+@user_errors(family="NRT")
 def inspect_neff_cmd(neff: str, as_json: bool, fmt: str) -> None:
     """Show a NEFF's header, inputs, outputs, subgraphs, collectives and weights."""
     if fmt == "dot":

@@ -20,16 +20,23 @@ from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.mpi_job import MpiJob, launched_processes
 from nxcc.backend.runtime.nrt import Runtime
-from nxcc.cli.errors import fail, user_errors
+from nxcc.cli.errors import user_errors
 
 
-def load_inputs(path: str) -> dict[str, np.ndarray]:
-    """The arrays of an .npz file (never unpickled)."""
+def load_inputs(path: str, names: list[str] | None = None) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file (never unpickled), by name. Positional arrays
+    (`arr_0`, `arr_1`... as `np.savez(f, a, b)` writes them) are taken as the inputs `names`
+    in order when there are as many and none is named after an input."""
     try:
         with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+            arrays = {k: data[k] for k in data.files}
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
         raise OSError(f"cannot read inputs {path!r}: {exc}") from None
+    positional = [f"arr_{i}" for i in range(len(arrays))]
+    if names and sorted(arrays) == sorted(positional) and len(names) == len(arrays) \
+            and not set(names) & set(arrays):
+        return {name: arrays[key] for name, key in zip(names, positional, strict=True)}
+    return arrays
 
 
 def save_outputs(path: str, outputs: dict[str, np.ndarray]) -> None:
@@ -74,8 +81,8 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
     """This process's part of a multi-process run (`mpiexec -n P neuronx-cc run ...`):
     process 0 writes and prints the global outputs."""
     if neff_file.manifest.get("spmd") is None:
-        fail(f"{neff_file.path} is not an SPMD program; mpiexec runs one program as ranks "
-             "(compile XLA's partitioned HLO)")
+        raise click.UsageError(f"{neff_file.path} is not an SPMD program; mpiexec runs one "
+                               "program as ranks (compile XLA's partitioned HLO)")
     inputs = load_inputs(inputs_path) if inputs_path else {}
     job = MpiJob(config, world_size)
     outputs = None
@@ -102,7 +109,8 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
 @click.argument("neff", type=click.Path(dir_okay=False))
 @click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False),
               help="An .npz whose arrays are keyed by the NEFF's input names (global tensors "
-              "with --world-size).")
+              "with --world-size), or positional (arr_0, arr_1... from np.savez(f, a, b)) in "
+              "input order.")
 @click.option("--output", "output_path", type=click.Path(dir_okay=False),
               help="Where to write the outputs (.npz keyed by the NEFF's output names).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the outputs.")
@@ -122,7 +130,7 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
               help="Print how each collective was bound at load (algorithm, ring of "
               "NeuronCores, steps, bytes per step); without --inputs for a model that takes "
               "inputs, only that.")
-@user_errors
+@user_errors(family="NRT")
 def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: bool,
             repeat: int, world_size: int | None, output_shardings: tuple[str, ...],
             show_bindings: bool) -> None:
@@ -142,8 +150,9 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
         raise click.UsageError("--output-sharding needs --world-size")
     if spmd is not None and world_size is None:
         ranks = spmd.get("world_size")
-        fail(f"{neff} is an SPMD program" + (f" partitioned for {ranks} ranks" if ranks else "")
-             + f"; run it with --world-size {ranks or 'N'} and global --inputs")
+        raise click.UsageError(
+            f"{neff} is an SPMD program" + (f" partitioned for {ranks} ranks" if ranks else "")
+            + f"; run it with --world-size {ranks or 'N'} and global --inputs")
     runtime = Runtime(config=config)
     runtime.init(target=neff_file.manifest.get("target"))
     with runtime:
@@ -157,8 +166,9 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
             if show_bindings:
                 return
             names = ", ".join(i.name for i in model.inputs)
-            fail(f"{neff} takes inputs ({names}); give them with --inputs FILE.npz")
-        inputs = load_inputs(inputs_path) if inputs_path else {}
+            raise click.UsageError(f"{neff} takes inputs ({names}); give them with --inputs "
+                                   "FILE.npz")
+        inputs = load_inputs(inputs_path, [i.name for i in model.inputs]) if inputs_path else {}
         for _ in range(repeat):
             outputs = runtime.execute(model, inputs)
     if output_path:
