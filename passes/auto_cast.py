@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
-from nxcc.ir.ops.elementwise import BINARY_OPS, UNARY_OPS
+from nxcc.ir.opdef import ElementwiseDef, all_opdefs
 from nxcc.passes.ir_edit import make_op, scalar_constant, substitute_results
 
 #: `--auto-cast-type` -> the IR type computed in (None: tf32, rounded within f32).
@@ -29,7 +29,7 @@ CAST_TYPES: dict[str, DType | None] = {
 }
 MATMUL_OPS = frozenset({"dot_general", "convolution"})
 ARITHMETIC_OPS = frozenset(
-    name for name, kinds in {**UNARY_OPS, **BINARY_OPS}.items() if "float" in kinds
+    d.name for d in all_opdefs() if isinstance(d, ElementwiseDef) and "float" in d.kinds
 )
 
 
