@@ -50,10 +50,11 @@ def import_model(path: str, options: CompileOptions) -> Module:
         except FrontendError as exc:
             raise CompileError(exc.code, str(exc.args[0] if exc.args else exc)) from None
     if framework == "XLA":
-        from nxcc.compiler.hlo import HloError, import_hlo
+        from nxcc.compiler.hlo import HloError
+        from nxcc.compiler.stablehlo.frontend import import_xla
 
         try:
-            return import_hlo(path)
+            return import_xla(path)
         except HloError as exc:
             raise CompileError(exc.code, str(exc)) from None
     raise CompileError("NCC_EARG001", f"--framework {framework} is not supported yet")

@@ -8,7 +8,7 @@ from nxcc.driver.errors import CompileError
 
 TARGETS = ("trn1", "trn1n", "trn2", "inf2")
 FRAMEWORKS = ("ONNX", "XLA")
-EXTENSIONS = {".onnx": "ONNX", ".hlo": "XLA", ".txt": "XLA"}
+EXTENSIONS = {".onnx": "ONNX", ".hlo": "XLA", ".txt": "XLA", ".mlir": "XLA", ".stablehlo": "XLA"}
 #: The logical NeuronCore size when -lnc is not given (trn2 combines two physical cores).
 DEFAULT_LNC = {"trn2": 2}
 
