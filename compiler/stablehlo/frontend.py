@@ -13,7 +13,8 @@ from nxcc.compiler.stablehlo.parser import parse_mlir
 from nxcc.compiler.stablehlo.to_hlo import to_hlo
 from nxcc.ir.core import Module
 
-_MLIR_START = re.compile(r"(?:\s|//[^\n]*\n|#\w+\s*=[^\n]*\n)*(?:module\b|func\.func\b)")
+_MLIR_START = re.compile(r'(?:\s|//[^\n]*\n|#\w+\s*=[^\n]*\n)*'
+                         r'(?:module\b|func\.func\b|"builtin\.module"|"func\.func")')
 
 
 def looks_like_mlir(text: str) -> bool:

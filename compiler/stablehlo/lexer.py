@@ -14,15 +14,15 @@ from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError, Source
 
 _STR = r'"(?:[^"\\]|\\.)*"'
-_NEST1 = r"<(?:[^<>\"]|" + _STR + r")*>"
-_NEST2 = r"<(?:[^<>\"]|" + _STR + r"|" + _NEST1 + r")*>"
-_NEST3 = r"<(?:[^<>\"]|" + _STR + r"|" + _NEST2 + r")*>"
+_NEST1 = r"<(?:->|[^<>\"]|" + _STR + r")*>"
+_NEST2 = r"<(?:->|[^<>\"]|" + _STR + r"|" + _NEST1 + r")*>"
+_NEST3 = r"<(?:->|[^<>\"]|" + _STR + r"|" + _NEST2 + r")*>"
 _PAREN1 = r"\((?:[^()\"]|" + _STR + r")*\)"
 _PAREN2 = r"\((?:[^()\"]|" + _STR + r"|" + _PAREN1 + r")*\)"
 _PAREN3 = r"\((?:[^()\"]|" + _STR + r"|" + _PAREN2 + r")*\)"
 
 _TOKEN = re.compile("|".join([
-    r"(?P<SKIP>(?:\s+|//[^\n]*|loc" + _PAREN3 + r")+)",
+    r"(?P<SKIP>(?:\s+|//[^\n]*|(?:#[\w.$]+\s*=\s*)?loc" + _PAREN3 + r")+)",
     r"(?P<TYPE>tensor" + _NEST3 + r"|![A-Za-z_][\w.]*(?:" + _NEST2 + r")?)",
     r"(?P<DENSE>dense(?:_resource)?<[^<>]*>)",
     r"(?P<ARRAY>array<[^<>]*>)",

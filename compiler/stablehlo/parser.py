@@ -14,7 +14,7 @@ from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.nodes import Shape
 from nxcc.compiler.stablehlo.lexer import TokenList
 from nxcc.compiler.stablehlo.reader import Reader
-from nxcc.compiler.stablehlo.syntax import Block, DenseAttr, Func, MlirModule, Op
+from nxcc.compiler.stablehlo.syntax import Block, DenseAttr, Func, FunctionType, MlirModule, Op
 from nxcc.ir.sharding_notation.cursor import unquote
 
 _RETURNS = frozenset({"return", "func.return", "stablehlo.return", "mhlo.return"})
@@ -33,6 +33,8 @@ class Parser(Reader):
         while self.kind() == "HASH" and self.text(1) == "=":  # #loc aliases before it
             self.skip_alias()
         start = self.offset()
+        if self.kind() == "STRING" and self.text() == '"builtin.module"':
+            return self.generic_module(start)
         name, attrs = "module", {}
         wrapped = self.eat("module")
         if wrapped:
@@ -55,16 +57,34 @@ class Parser(Reader):
                            self.source, start, E.SYNTAX)
         return mod
 
+    def generic_module(self, start: int) -> MlirModule:
+        """`"builtin.module"() <{sym_name = ...}> ({ "func.func"() ... }) {attrs} : ...`."""
+        op = self.op()
+        while self.kind() == "HASH" and self.text(1) == "=":
+            self.skip_alias()
+        if self.kind() != "EOF":
+            raise self.error("the end of the text after the module")
+        name = op.attrs.pop("sym_name", "module")
+        mod = MlirModule(str(name), op.attrs, [], {}, start)
+        for item in op.regions[0][0].ops if op.regions else []:
+            if item.name == "func.func":
+                mod.funcs.append(func_of_generic(item, self))
+        if not mod.funcs:
+            raise HloError("expected at least one func.func in the module, found none",
+                           self.source, start, E.SYNTAX)
+        return mod
+
     def skip_alias(self) -> None:
         self.i += 2
-        if self.kind() in ("HASH", "TYPE", "STRING", "NUM", "IDENT") and not \
-                self.text(1) == "=":
+        if self.kind() in ("HASH", "TYPE", "STRING", "NUM") and self.text(1) != "=":
             self.i += 1
 
     def module_item(self, mod: MlirModule) -> None:
         t = self.text()
         if t == "func.func":
             mod.funcs.append(self.func())
+        elif self.kind() == "STRING" and t == '"func.func"':
+            mod.funcs.append(func_of_generic(self.op(), self))
         elif t in ("sdy.mesh", "mhlo.mesh"):
             self.mesh(mod)
         elif self.kind() == "HASH" and self.text(1) == "=":
@@ -338,6 +358,27 @@ class Parser(Reader):
         else:
             types = op.out_types
             op.regions.append(self.region(list(zip(op.bindings, types, strict=False))))
+
+
+def func_of_generic(op: Op, p: Parser) -> Func:
+    """A generic `"func.func"() <{sym_name, function_type, arg_attrs, res_attrs,
+    sym_visibility}> ({^bb0(args): ...})` as a `Func`."""
+    fn_type = op.attrs.get("function_type")
+    if not isinstance(fn_type, FunctionType):
+        raise HloError("expected function_type = (...) -> (...) on func.func", p.source,
+                       op.offset, E.SYNTAX)
+    block = op.regions[0][0] if op.regions else None
+    arg_attrs = op.attrs.get("arg_attrs") or [{}] * len(fn_type.inputs)
+    res_attrs = op.attrs.get("res_attrs") or [{}] * len(fn_type.results)
+    names = [a for a, _ in block.args] if block is not None else [
+        f"%arg{k}" for k in range(len(fn_type.inputs))]
+    args = [(n, t, a if isinstance(a, dict) else {}) for n, t, a in
+            zip(names, fn_type.inputs, arg_attrs, strict=False)]  # type: ignore[call-overload]
+    results = [(t, a if isinstance(a, dict) else {}) for t, a in
+               zip(fn_type.results, res_attrs, strict=False)]  # type: ignore[call-overload]
+    visibility = op.attrs.get("sym_visibility", "public")
+    return Func(str(op.attrs.get("sym_name", "")), str(visibility), args, results, block,
+                op.offset)
 
 
 def dense_of(op: Op) -> DenseAttr | None:

@@ -11,7 +11,7 @@ from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError, describe
 from nxcc.compiler.hlo.nodes import Shape, TupleShape
 from nxcc.compiler.stablehlo.lexer import TokenList
-from nxcc.compiler.stablehlo.syntax import Chain, DenseAttr, HashAttr, Sym, Word
+from nxcc.compiler.stablehlo.syntax import Chain, DenseAttr, FunctionType, HashAttr, Sym, Word
 from nxcc.compiler.stablehlo.types import ELEMENT_TYPES, parse_type
 from nxcc.ir.sharding_notation.cursor import PieceError, unquote
 
@@ -154,6 +154,11 @@ class Reader:
         elif t == "{":
             self.i -= 1
             out = self.dict_()
+        elif t == "(":  # a function type: (t, ...) -> t or (t, ...)
+            self.i -= 1
+            ins = self.type_list()
+            self.expect("->", "'->' in the function type")
+            out = FunctionType(tuple(ins), tuple(self.type_list()))
         else:
             self.i -= 1
             raise self.error("an attribute value")

@@ -52,6 +52,14 @@ class Chain:
     arrow: tuple | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class FunctionType:
+    """`(t, ...) -> (t, ...)` as an attribute value (a generic func.func's type)."""
+
+    inputs: tuple[Shape, ...]
+    results: tuple[Shape, ...]
+
+
 @dataclass(slots=True)
 class Block:
     """A block: its arguments (name with '%', type) and ops in order."""

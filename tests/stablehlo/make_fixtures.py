@@ -100,15 +100,29 @@ def save(name: str, arrays: dict[str, np.ndarray]) -> None:
     np.savez(OUT / f"{name}.npz", **stored)
 
 
+#: Programs also written in the other printed forms: ``NAME_locs.mlir`` with locations
+#: (``as_text(debug_info=True)``) and ``NAME_generic.mlir`` in MLIR's generic op form.
+OTHER_FORMS = ("mlp", "scan_layers", "cond_switch", "sorting", "indexing", "convs")
+
+
 def write(name: str, lowered, compiled, args, outs) -> None:
     import jax
 
     (OUT / f"{name}.mlir").write_text(lowered.as_text())
+    forms = {}
+    if name in OTHER_FORMS:
+        forms[f"{name}_locs"] = lowered.as_text(debug_info=True)
+        forms[f"{name}_generic"] = lowered.compiler_ir("stablehlo").operation.get_asm(
+            print_generic_op_form=True)
+    for other, text in forms.items():
+        (OUT / f"{other}.mlir").write_text(text)
+        (OUT / f"{other}.hlo").write_text(lowered.as_text(dialect="hlo"))
     (OUT / f"{name}.hlo").write_text(lowered.as_text(dialect="hlo"))
     leaves = jax.tree_util.tree_leaves(outs)
     arrays = {f"input{i}": np.asarray(a) for i, a in enumerate(args)}
     arrays.update({f"output{i}": np.asarray(o) for i, o in enumerate(leaves)})
-    save(name, arrays)
+    for n in (name, *forms):
+        save(n, arrays)
     print(f"{name}: {len(args)} inputs, {len(leaves)} outputs")
 
 
