@@ -36,15 +36,20 @@ _NAME = re.compile(r'([%@])("(?:[^"\\]|\\.)*"|[\w.$\-]+)')
 
 
 def normalise_names(ir_text: str) -> str:
-    """`ir_text` with every %value and @function renamed by order of first appearance
-    (%v0, %v1, ..., @f0, @f1, ...), so two printings that differ only in names are equal."""
-    seen: dict[str, str] = {}
+    """`ir_text` with every @function renamed by order of first appearance (@f0, @f1, ...)
+    and every %value by order of first appearance within its function (%v0, %v1, ...), so
+    two printings that differ only in names are equal."""
+    tables: dict[str, dict[str, str]] = {"@": {}, "%": {}}
 
     def rename(m: re.Match[str]) -> str:
-        key = m.group(0)
-        if key not in seen:
-            count = sum(1 for k in seen if k[0] == m.group(1))
-            seen[key] = f"{m.group(1)}{'v' if m.group(1) == '%' else 'f'}{count}"
-        return seen[key]
+        table = tables[m.group(1)]
+        if m.group(0) not in table:
+            table[m.group(0)] = f"{'%v' if m.group(1) == '%' else '@f'}{len(table)}"
+        return table[m.group(0)]
 
-    return _NAME.sub(rename, ir_text)
+    out = []
+    for line in ir_text.splitlines():
+        if line.lstrip().startswith("func @"):
+            tables["%"] = {}
+        out.append(_NAME.sub(rename, line))
+    return "\n".join(out)
