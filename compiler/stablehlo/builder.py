@@ -33,14 +33,16 @@ class CompBuilder:
         self.names: dict[str, str] = {}
         self.shapes: dict[str, Shape] = {}
         self.taken: set[str] = set()
+        self.counters: dict[str, int] = {}
 
     # -- names -------------------------------------------------------------------------
     def fresh(self, base: str) -> str:
-        name = base
-        k = 1
+        """`base`, or `base.K` with the first K that is free."""
+        name, k = base, self.counters.get(base, 1)
         while name in self.taken:
             k += 1
             name = f"{base}.{k}"
+        self.counters[base] = k
         self.taken.add(name)
         return name
 
@@ -89,6 +91,9 @@ class CompBuilder:
         return name
 
     def operand_pairs(self, op: Op, operands: list[str]) -> list[tuple[str, int]]:
+        """Each of `operands` with where `op` writes it (the op's offset if nowhere)."""
+        if operands is op.operands and len(op.operand_offsets) == len(operands):
+            return list(zip(operands, op.operand_offsets, strict=True))
         where = dict(zip(op.operands, op.operand_offsets, strict=False))
         return [(o, where.get(o, op.offset)) for o in operands]
 

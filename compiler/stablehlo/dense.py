@@ -41,7 +41,7 @@ def dense_array(body: str, shape: ArrayShape) -> np.ndarray:
         elif any(v.startswith(("0x", "-0x")) for v in values):
             flat = np.array([_scalar(v, dtype) for v in values], dtype)
         elif dtype.kind in "iu":
-            flat = np.array([int(v) for v in values]).astype(dtype)
+            flat = np.array([_fits(int(v), dtype) for v in values]).astype(dtype)
         else:
             flat = _floats(values, dtype)
         return flat.reshape(shape.dims)
@@ -77,9 +77,17 @@ def _scalar(text: str, dtype: np.dtype) -> object:
         unsigned = np.dtype(f"u{dtype.itemsize}")
         return np.array(bits, unsigned).view(dtype)[()]
     try:
-        return int(text) if dtype.kind in "iu" else float(text)
+        value = int(text) if dtype.kind in "iu" else float(text)
     except ValueError:
         raise PieceError(f"expected a {dtype} value, found {text!r}", 0) from None
+    return _fits(value, dtype) if isinstance(value, int) else value
+
+
+def _fits(value: int, dtype: np.dtype) -> int:
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise PieceError(f"{value} does not fit in {dtype}", 0)
+    return value
 
 
 def _hex_buffer(text: str, dtype: np.dtype, shape: ArrayShape, n: int) -> np.ndarray:

@@ -14,29 +14,29 @@ from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError, Source
 
 _STR = r'"(?:[^"\\]|\\.)*"'
-_NEST1 = r"<(?:->|[^<>\"]|" + _STR + r")*>"
-_NEST2 = r"<(?:->|[^<>\"]|" + _STR + r"|" + _NEST1 + r")*>"
-_NEST3 = r"<(?:->|[^<>\"]|" + _STR + r"|" + _NEST2 + r")*>"
-_PAREN1 = r"\((?:[^()\"]|" + _STR + r")*\)"
-_PAREN2 = r"\((?:[^()\"]|" + _STR + r"|" + _PAREN1 + r")*\)"
-_PAREN3 = r"\((?:[^()\"]|" + _STR + r"|" + _PAREN2 + r")*\)"
+_NEST1 = r"<(?:[^<>\"\-]+|->|-|" + _STR + r")*>"
+_NEST2 = r"<(?:[^<>\"\-]+|->|-|" + _STR + r"|" + _NEST1 + r")*>"
+_NEST3 = r"<(?:[^<>\"\-]+|->|-|" + _STR + r"|" + _NEST2 + r")*>"
+_PAREN1 = r"\((?:[^()\"]+|" + _STR + r")*\)"
+_PAREN2 = r"\((?:[^()\"]+|" + _STR + r"|" + _PAREN1 + r")*\)"
+_PAREN3 = r"\((?:[^()\"]+|" + _STR + r"|" + _PAREN2 + r")*\)"
 
-_TOKEN = re.compile("|".join([
-    r"(?P<SKIP>(?:\s+|//[^\n]*|(?:#[\w.$]+\s*=\s*)?loc" + _PAREN3 + r")+)",
-    r"(?P<TYPE>tensor" + _NEST3 + r"|![A-Za-z_][\w.]*(?:" + _NEST2 + r")?)",
+_TOKEN = re.compile(r"\s*(?:" + "|".join([
+    r"(?P<PUNCT>[,=:()\[\]{}<>*?+|])",
+    r"(?P<VALUE>%[\w$.\-]+(?:#\d+)?)",
+    r"(?P<TYPE>tensor<[\w.]*>|tensor" + _NEST3 + r"|![A-Za-z_][\w.]*(?:" + _NEST2 + r")?)",
+    r"(?P<SKIP>(?:#[\w.$]+\s*=\s*)?loc" + _PAREN3 + r"|//[^\n]*)",
     r"(?P<DENSE>dense(?:_resource)?<[^<>]*>)",
     r"(?P<ARRAY>array<[^<>]*>)",
     r"(?P<HASH>#[A-Za-z_][\w.$]*(?:" + _NEST3 + r")?)",
-    r"(?P<VALUE>%[\w$.\-]+(?:#\d+)?)",
     r"(?P<SYM>@[\w$.\-]+|@" + _STR + ")",
     r"(?P<BLOCK>\^[\w$.\-]+)",
     r"(?P<STRING>" + _STR + ")",
     r"(?P<ARROW>->)",
     r"(?P<NUM>[-+]?(?:0x[0-9a-fA-F]+|\d+(?:\.\d*)?(?:[eE][-+]?\d+)?))",
     r"(?P<IDENT>[A-Za-z_][\w$.]*)",
-    r"(?P<PUNCT>[()\[\]{}<>,:=*?+|])",
-    r"(?P<ERROR>.)",
-]), re.DOTALL)
+    r"(?P<ERROR>\S)",
+]) + ")")
 
 
 class TokenList:
@@ -54,11 +54,11 @@ class TokenList:
             if kind == "SKIP":
                 continue
             if kind == "ERROR":
-                raise HloError(f"expected an MLIR token, found {m.group()!r}", source,
-                               m.start(), E.SYNTAX)
+                raise HloError(f"expected an MLIR token, found {m.group(kind)!r}", source,
+                               m.start(kind), E.SYNTAX)
             kinds.append(kind)  # type: ignore[arg-type]
-            texts.append(m.group())
-            starts.append(m.start())
+            texts.append(m.group(kind))
+            starts.append(m.start(kind))
         kinds.append("EOF")
         texts.append("")
         starts.append(len(source.text))

@@ -19,6 +19,14 @@ from nxcc.ir.sharding_notation.cursor import unquote
 
 _RETURNS = frozenset({"return", "func.return", "stablehlo.return", "mhlo.return"})
 _TRAILING_REGIONS = frozenset({"reducer", "cond", "do"})
+#: Ops whose pretty form is `%r = OP %a, ... : T` or `: (T, ...) -> T` (see `fast_op`).
+FAST_OPS = frozenset(f"stablehlo.{n}" for n in (
+    "abs", "negate", "sign", "exponential", "exponential_minus_one", "log", "log_plus_one",
+    "sqrt", "rsqrt", "cbrt", "tanh", "logistic", "sine", "cosine", "tan", "floor", "ceil",
+    "round_nearest_even", "round_nearest_afz", "not", "popcnt", "count_leading_zeros",
+    "is_finite", "convert", "bitcast_convert", "add", "subtract", "multiply", "divide",
+    "remainder", "power", "maximum", "minimum", "atan2", "and", "or", "xor", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "reshape", "clamp"))
 
 
 def parse_mlir(text: str, source: str = "<mlir>") -> MlirModule:
@@ -178,6 +186,12 @@ class Parser(Reader):
 
     # -- ops ---------------------------------------------------------------------------
     def op(self) -> Op:
+        try:
+            fast = self.fast_op()
+        except IndexError:  # a truncated text: the general path says what is missing
+            fast = None
+        if fast is not None:
+            return fast
         results: list[str] = []
         if self.kind() == "VALUE":
             while True:
@@ -202,6 +216,46 @@ class Parser(Reader):
         else:
             raise self.error("an operation name like stablehlo.add")
         return op
+
+    def fast_op(self) -> Op | None:
+        """The most common line, `%r = stablehlo.op %a, %b : T` or `: (T, T) -> T`, read
+        without the general machinery; None when the op is anything else."""
+        i, kinds, texts, starts = self.i, self.kinds, self.texts, self.starts
+        if kinds[i] != "VALUE" or texts[i + 1] != "=" or texts[i + 2] not in FAST_OPS or \
+                kinds[i + 3] != "VALUE":
+            return None
+        operands, offsets = [texts[i + 3]], [starts[i + 3]]
+        j = i + 4
+        while texts[j] == "," and kinds[j + 1] == "VALUE":
+            operands.append(texts[j + 1])
+            offsets.append(starts[j + 1])
+            j += 2
+        if texts[j] != ":":
+            return None
+        j += 1
+        in_types: list[Shape] | None = None
+        n = len(operands)
+        if kinds[j] == "TYPE" and texts[j + 1] not in (",", "->"):
+            j += 1
+        elif texts[j] == "(" and texts[j + 2 * n + 1] == "->" and \
+                kinds[j + 2 * n + 2] == "TYPE" and texts[j + 2 * n + 3] not in (",", "->") and \
+                all(kinds[j + 1 + 2 * k] == "TYPE" and texts[j + 2 + 2 * k] ==
+                    ("," if k + 1 < n else ")") for k in range(n)):
+            in_types = [self.fast_type(j + 1 + 2 * k) for k in range(n)]
+            j += 2 * n + 3
+        else:
+            return None
+        shape = self.fast_type(j - 1)
+        self.i = j
+        return Op(texts[i + 2], starts[i + 2], [texts[i]], operands, offsets,
+                  in_types=in_types, out_types=[shape])
+
+    def fast_type(self, j: int) -> Shape:
+        saved, self.i = self.i, j
+        try:
+            return self.type_()
+        finally:
+            self.i = saved
 
     def operand_list(self, op: Op, close: str = ")") -> None:
         if self.eat(close):
@@ -228,17 +282,21 @@ class Parser(Reader):
             self.expect(">", "'>' after the properties")
         if self.at("(") and self.text(1) == "{":
             self.i += 1
-            while True:
-                op.regions.append(self.region())
-                if self.eat(")"):
-                    break
-                self.expect(",", "',' or ')' between regions")
+            self.region_list(op)
         if self.at("{"):
             self.attr_dict(op)
         self.expect(":", "':' and the op's type")
         op.in_types = self.type_list()
         self.expect("->", "'->' and the result types")
         op.out_types = self.type_list()
+
+    def region_list(self, op: Op) -> None:
+        """After '(': `{...}, {...})`."""
+        while True:
+            op.regions.append(self.region())
+            if self.eat(")"):
+                return
+            self.expect(",", "',' or ')' between regions")
 
     def pretty(self, op: Op) -> None:
         """The custom forms: operands, keywords, `key = value` items, `(...)` groups, a
@@ -255,6 +313,11 @@ class Parser(Reader):
 
     def pretty_item(self, op: Op) -> None:
         k, t = self.kinds[self.i], self.texts[self.i]
+        if (k == "VALUE" and (self.text(1) == "=" or (self.text(1) == ":" and
+                                                        self.kind(2) == "NUM"))) or \
+                t in _RETURNS or (
+                k == "IDENT" and "." in t and op.words[-1:] != ["applies"]):
+            raise self.error(f"':' and the type of {op.name}")  # the next op started
         if k == "VALUE":
             op.operand_offsets.append(self.offset())
             op.operands.append(t)
@@ -280,11 +343,7 @@ class Parser(Reader):
         elif t == "(":
             self.i += 1
             if self.at("{"):
-                while True:
-                    op.regions.append(self.region())
-                    if self.eat(")"):
-                        break
-                    self.expect(",", "',' or ')' between regions")
+                self.region_list(op)
             else:
                 self.paren_group(op)
         elif t == "{":

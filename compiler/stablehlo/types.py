@@ -46,7 +46,7 @@ def parse_type(text: str) -> ArrayShape:
     dtype = ELEMENT_TYPES.get(element.strip())
     if dtype is None:
         raise PieceError(f"expected an element type like f32, bf16, i32, i1 or ui8, found "
-                         f"{element.strip()!r}", 7)
+                         f"{element.strip()!r}", len(text) - 1 - len(element))
     try:
         shape = tuple(int(d) for d in dims)
     except ValueError:
