@@ -184,6 +184,32 @@ ENTRY main {
   c = f32[4] conditional(k, a, ops), branch_computations={b0, b1}
   ROOT out = (f32[4], f32[4]) tuple(v, c)
 }"""),
+    "collectives of a shard_map body": ("""
+module @m attributes {mhlo.num_partitions = 2 : i32} {
+  func.func public @main(%arg0: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<4x8xf32>, tensor<2x8xf32>) {
+    %0 = "stablehlo.all_reduce"(%arg0) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, use_global_device_ids}> ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+    }) : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    %1 = "stablehlo.all_gather"(%0) <{all_gather_dim = 0 : i64, channel_handle = #stablehlo.channel_handle<handle = 2, type = 1>, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>, use_global_device_ids}> : (tensor<2x8xf32>) -> tensor<4x8xf32>
+    %2 = "stablehlo.collective_permute"(%0) <{channel_handle = #stablehlo.channel_handle<handle = 3, type = 1>, source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}> : (tensor<2x8xf32>) -> tensor<2x8xf32>
+    return %0, %1, %2 : tensor<2x8xf32>, tensor<4x8xf32>, tensor<2x8xf32>
+  }
+}""", """
+HloModule m, num_partitions=2
+sum {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY main {
+  x = f32[2,8] parameter(0)
+  r = f32[2,8] all-reduce(x), channel_id=1, replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum
+  g = f32[4,8] all-gather(r), channel_id=2, replica_groups={{0,1}}, dimensions={0}, use_global_device_ids=true
+  p = f32[2,8] collective-permute(r), channel_id=3, source_target_pairs={{0,1},{1,0}}
+  ROOT t = (f32[2,8], f32[4,8], f32[2,8]) tuple(r, g, p)
+}"""),
 }
 
 
