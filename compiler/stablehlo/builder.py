@@ -66,13 +66,15 @@ class CompBuilder:
         """Append an instruction (operands are HLO names); its new name."""
         at = op.offset if op is not None else 0
         name = self.fresh(base or opcode.replace("-", "_"))
-        offsets = op.attr_offsets if op is not None else {}
-        instr = Instruction(
-            name, shape, opcode, operands,
-            {k: Attribute(k, v, str(v), offsets.get(k, at)) for k, v in attrs.items()},
-            offset=at, opcode_offset=at,
-            operands_offset=op.operand_offsets[0] if op is not None and op.operand_offsets
-            else at, **extra)  # type: ignore[arg-type]
+        typed = {}
+        if attrs:
+            offsets = op.attr_offsets if op is not None else {}
+            typed = {k: Attribute(k, v, str(v), offsets.get(k, at)) for k, v in attrs.items()}
+        first = op.operand_offsets[0] if op is not None and op.operand_offsets else at
+        instr = Instruction(name, shape, opcode, operands, typed, False, at, at, first)
+        if extra:
+            for k, v in extra.items():
+                setattr(instr, k, v)
         self.instrs.append(instr)
         self.shapes[name] = shape
         return name
