@@ -142,8 +142,10 @@ def _conditional(b: CompBuilder, op: Op, attrs: dict[str, object], operands: lis
     shape = op.out_types[0] if len(op.out_types) == 1 else TupleShape(tuple(op.out_types))
     name = b.add("conditional", shape, [selector, *operands], attrs, op,
                  op.results[0].split("#")[0].lstrip("%") if op.results else "conditional")
-    b.bind_results(op, name, shape) if isinstance(shape, ArrayShape) else _bind_elements(
-        b, op, name, shape)
+    if isinstance(shape, ArrayShape):
+        b.bind_results(op, name, shape)
+    else:
+        _bind_elements(b, op, name, shape)
 
 
 @converts("stablehlo.case")

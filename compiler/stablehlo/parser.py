@@ -268,9 +268,7 @@ class Parser(Reader):
             self.expect(",", f"',' or '{close}' between operands")
 
     def attr_dict(self, op: Op, close: str = "}") -> None:
-        d = self.dict_(close)
-        op.attrs.update(d)
-        op.attr_offsets.update(self.dict_offsets)
+        op.attrs.update(self.dict_(close, op.attr_offsets))
 
     def generic(self, op: Op) -> None:
         """`"name"(operands) <{properties}> ({regions}) {attributes} : (types) -> types`."""

@@ -198,11 +198,14 @@ class Reader:
             arrow = tuple(self.list_rest(False))  # type: ignore[arg-type]
         return Chain(tuple(parts), arrow)
 
-    def dict_(self, close: str = "}") -> dict[str, object]:
-        """`{key = value, unit_key, "quoted" = value}` from the current '{'."""
+    def dict_(self, close: str = "}", offsets: dict[str, int] | None = None
+              ) -> dict[str, object]:
+        """`{key = value, unit_key, "quoted" = value}` from the current '{'; where each
+        value starts goes into `offsets` when given."""
         self.expect("{")
         out: dict[str, object] = {}
-        self.dict_offsets: dict[str, int] = {}
+        if offsets is None:
+            offsets = {}
         if self.eat(close):
             return out
         while True:
@@ -212,7 +215,7 @@ class Reader:
             key = unquote(self.texts[self.i]) if k == "STRING" else self.texts[self.i]
             self.i += 1
             if self.eat("="):
-                self.dict_offsets[key] = self.starts[self.i]
+                offsets[key] = self.starts[self.i]
                 out[key] = self.value(typed=True)
             else:
                 out[key] = True

@@ -88,14 +88,12 @@ class ModuleConverter:
     def function(self, f: Func, is_entry: bool) -> Computation:
         b = CompBuilder(self, self.func_names[f.name])
         for k, (arg, shape, attrs) in enumerate(f.args):
-            name = b.parameter(arg, shape, k)
+            b.parameter(arg, shape, k)
             sharding = self.sharding_of(attrs, len(shape.dims) if not shape.is_tuple else 0)
             if sharding is not None:
                 b.instrs[-1].attrs["sharding"] = sharding
         assert f.body is not None
-        results = self.block(b, f.body)
-        comp = b.finish(results, f.offset, is_entry=is_entry)
-        del name
+        comp = b.finish(self.block(b, f.body), f.offset, is_entry=is_entry)
         if is_entry:
             self.result_shardings(comp, f)
         comp.is_entry = is_entry
