@@ -13,13 +13,14 @@ import re
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError, Source
 
-_STR = r'"(?:[^"\\]|\\.)*"'
-_NEST1 = r"<(?:[^<>\"\-]+|->|-|" + _STR + r")*>"
-_NEST2 = r"<(?:[^<>\"\-]+|->|-|" + _STR + r"|" + _NEST1 + r")*>"
-_NEST3 = r"<(?:[^<>\"\-]+|->|-|" + _STR + r"|" + _NEST2 + r")*>"
-_PAREN1 = r"\((?:[^()\"]+|" + _STR + r")*\)"
-_PAREN2 = r"\((?:[^()\"]+|" + _STR + r"|" + _PAREN1 + r")*\)"
-_PAREN3 = r"\((?:[^()\"]+|" + _STR + r"|" + _PAREN2 + r")*\)"
+_STR = r'"(?:[^"\\]|\\.)*+"'
+# Possessive repeats (`++`, `*+`): text that never closes fails at once, no backtracking.
+_NEST1 = r"<(?:[^<>\"\-]++|->|-|" + _STR + r")*+>"
+_NEST2 = r"<(?:[^<>\"\-]++|->|-|" + _STR + r"|" + _NEST1 + r")*+>"
+_NEST3 = r"<(?:[^<>\"\-]++|->|-|" + _STR + r"|" + _NEST2 + r")*+>"
+_PAREN1 = r"\((?:[^()\"]++|" + _STR + r")*+\)"
+_PAREN2 = r"\((?:[^()\"]++|" + _STR + r"|" + _PAREN1 + r")*+\)"
+_PAREN3 = r"\((?:[^()\"]++|" + _STR + r"|" + _PAREN2 + r")*+\)"
 
 _TOKEN = re.compile(r"\s*(?:" + "|".join([
     r"(?P<PUNCT>[,=:()\[\]{}<>*?+|])",
@@ -40,7 +41,7 @@ _TOKEN = re.compile(r"\s*(?:" + "|".join([
 
 
 class TokenList:
-    """The tokens of `source` (blanks, comments and locations dropped), then an 'EOF'."""
+    """The tokens of `source` (blanks, comments and locations dropped), then 'EOF's."""
 
     __slots__ = ("kinds", "texts", "starts", "source")
 
@@ -59,9 +60,10 @@ class TokenList:
             kinds.append(kind)  # type: ignore[arg-type]
             texts.append(m.group(kind))
             starts.append(m.start(kind))
-        kinds.append("EOF")
-        texts.append("")
-        starts.append(len(source.text))
+        for _ in range(8):  # sentinels: readers may look a few tokens past the end
+            kinds.append("EOF")
+            texts.append("")
+            starts.append(len(source.text))
         self.kinds = kinds
         self.texts = texts
         self.starts = starts

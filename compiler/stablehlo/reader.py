@@ -29,10 +29,11 @@ class Reader:
 
     # -- position ----------------------------------------------------------------------
     def kind(self, ahead: int = 0) -> str:
-        return self.kinds[min(self.i + ahead, len(self.kinds) - 1)]
+        """The kind of the token `ahead` places on (the list ends in several 'EOF's)."""
+        return self.kinds[self.i + ahead]
 
     def text(self, ahead: int = 0) -> str:
-        return self.texts[min(self.i + ahead, len(self.texts) - 1)]
+        return self.texts[self.i + ahead]
 
     def at(self, text: str) -> bool:
         return self.texts[self.i] == text and self.kinds[self.i] != "STRING"

@@ -75,3 +75,15 @@ def test_text_that_is_not_mlir_is_left_to_the_hlo_parser(tmp_path: Path) -> None
     hlo.write_text("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n")
     module = import_xla(str(hlo))
     assert [p.name for p in module.entry_function.params] == ["p"]
+
+
+def test_unclosed_brackets_fail_at_once() -> None:
+    """A location, type or attribute that never closes is an error, not a regex that
+    backtracks for ever."""
+    tail = "".join(f'#loc{k} = loc("/a/b/make_fixtures.py":{k}:12 to {k + 1}:58)\n'
+                   for k in range(40))
+    for broken in (GOOD + '#loc = loc("a.py":1:2 to 3:4\n' + tail,
+                   GOOD.replace("tensor<4xf32>)", "tensor<4xf32 " + "x" * 40 + ")"),
+                   GOOD + "#x = #stablehlo.thing<" + "a, " * 40 + "\n"):
+        with pytest.raises(HloError):
+            import_xla(broken)
