@@ -184,6 +184,49 @@ ENTRY main {
   c = f32[4] conditional(k, a, ops), branch_computations={b0, b1}
   ROOT out = (f32[4], f32[4]) tuple(v, c)
 }"""),
+    "custom_call topk and Sharding, composite, if": ("""
+module @m {
+  func.func public @main(%arg0: tensor<3x5xf32>, %arg1: tensor<i1>) -> (tensor<3x2xf32>, tensor<3x2xi32>, tensor<3x5xf32>) {
+    %0 = stablehlo.custom_call @Sharding(%arg0) {backend_config = "", mhlo.sharding = "{replicated}"} : (tensor<3x5xf32>) -> tensor<3x5xf32>
+    %1:2 = stablehlo.custom_call @mhlo.topk(%0) {mhlo.attributes = {k = 2 : i64, largest = true}, mhlo.version = 1 : i64} : (tensor<3x5xf32>) -> (tensor<3x2xf32>, tensor<3x2xi32>)
+    %2 = stablehlo.composite "my.double" %0 {composite_attributes = {factor = 2 : i64}, decomposition = @double} : (tensor<3x5xf32>) -> tensor<3x5xf32>
+    %3 = "stablehlo.if"(%arg1) ({
+      stablehlo.return %2 : tensor<3x5xf32>
+    }, {
+      %4 = stablehlo.negate %0 : tensor<3x5xf32>
+      stablehlo.return %4 : tensor<3x5xf32>
+    }) : (tensor<i1>) -> tensor<3x5xf32>
+    return %1#0, %1#1, %3 : tensor<3x2xf32>, tensor<3x2xi32>, tensor<3x5xf32>
+  }
+  func.func private @double(%arg0: tensor<3x5xf32>) -> tensor<3x5xf32> {
+    %0 = stablehlo.add %arg0, %arg0 : tensor<3x5xf32>
+    return %0 : tensor<3x5xf32>
+  }
+}""", """
+HloModule m
+double {
+  x = f32[3,5] parameter(0)
+  ROOT s = f32[3,5] add(x, x)
+}
+t {
+  x = f32[3,5] parameter(0)
+  ROOT c = f32[3,5] copy(x)
+}
+f {
+  x = f32[3,5] parameter(0)
+  ROOT n = f32[3,5] negate(x)
+}
+ENTRY main {
+  a = f32[3,5] parameter(0)
+  p = pred[] parameter(1)
+  s = f32[3,5] custom-call(a), custom_call_target="Sharding", sharding={replicated}
+  k = (f32[3,2], s32[3,2]) topk(s), k=2, largest=true
+  v = f32[3,2] get-tuple-element(k), index=0
+  i = s32[3,2] get-tuple-element(k), index=1
+  d = f32[3,5] call(s), to_apply=double
+  c = f32[3,5] conditional(p, d, s), true_computation=t, false_computation=f
+  ROOT out = (f32[3,2], s32[3,2], f32[3,5]) tuple(v, i, c)
+}"""),
     "collectives of a shard_map body": ("""
 module @m attributes {mhlo.num_partitions = 2 : i32} {
   func.func public @main(%arg0: tensor<2x8xf32>) -> (tensor<2x8xf32>, tensor<4x8xf32>, tensor<2x8xf32>) {
