@@ -38,9 +38,17 @@ def parse_stablehlo(text: str, source: str = "<mlir>") -> HloModule:
             gc.enable()
 
 
-def import_stablehlo(text: str, source: str = "<mlir>") -> Module:
-    """The IR module of the StableHLO module `text`."""
-    return lower_module(parse_stablehlo(text, source))
+def import_stablehlo(path_or_text: str, source: str | None = None) -> Module:
+    """The IR module of the StableHLO module in `path_or_text`: MLIR text, or the path of a
+    file holding it (HloError when it cannot be read or compiled)."""
+    if "\n" in path_or_text or looks_like_mlir(path_or_text):
+        return lower_module(parse_stablehlo(path_or_text, source or "<mlir>"))
+    try:
+        with open(path_or_text, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HloError(f"cannot read MLIR text from {path_or_text!r}: {exc}") from None
+    return lower_module(parse_stablehlo(text, source or path_or_text))
 
 
 def import_xla(path_or_text: str) -> Module:

@@ -97,3 +97,14 @@ def test_inputs_are_the_arguments_and_sharded_program_runs_at_lnc2(tmp_path: Pat
     model = LoadedModel(read_neff(str(out)))
     assert [i.name for i in model.inputs] == ["arg0", "arg1", "arg2", "arg3", "arg4"]
     check_outputs(model, path)
+
+
+def test_package_entry_point_takes_a_path_or_text() -> None:
+    """`compiler.stablehlo.import_stablehlo` is what the driver's content detection calls
+    with the file's path."""
+    from nxcc.compiler.stablehlo import import_stablehlo
+    from nxcc.ir.printer import print_module
+
+    path = next(p for p in MLIR_FIXTURES if p.stem == "mlp")
+    assert print_module(import_stablehlo(str(path))) == \
+        print_module(import_stablehlo(path.read_text()))
