@@ -8,7 +8,8 @@ from nxcc.driver.errors import CompileError
 
 TARGETS = ("trn1", "trn1n", "trn2", "inf2")
 FRAMEWORKS = ("ONNX", "XLA")
-EXTENSIONS = {".onnx": "ONNX", ".hlo": "XLA", ".txt": "XLA", ".pb": "XLA", ".mlir": "XLA"}
+EXTENSIONS = {".onnx": "ONNX", ".hlo": "XLA", ".txt": "XLA", ".pb": "XLA", ".mlir": "XLA",
+              ".stablehlo": "XLA"}
 AUTO_CAST = ("none", "matmult", "all")
 AUTO_CAST_TYPES = ("bf16", "fp16", "tf32", "fp8_e4m3")
 MODEL_TYPES = ("generic", "transformer", "unet-inference")
