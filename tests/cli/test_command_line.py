@@ -74,6 +74,7 @@ def test_optimum_neuron_command_line(tmp_path: Path) -> None:
     assert "pass saturate-infinity" in (tmp_path / "log.txt").read_text()
     work = sorted(p.name for p in (tmp_path / "work").iterdir())
     assert work == ["00-frontend.ir", "01-saturate-infinity.ir", "02-fold.ir", "03-dce.ir",
+                    "04-latency-hiding.ir",
                     "compile_flags.json", "neff.json", "sg00.ir", "sg01.ir"]
     assert json.loads((tmp_path / "work" / "neff.json").read_text())["lnc"] == 2
 
