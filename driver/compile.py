@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from nxcc.backend.neff import NeffError, NeffHeader
 from nxcc.backend.program.package import NeffSpec, write_program_neff
+from nxcc.backend.program.state import StateBuffer
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions, framework_for
 from nxcc.driver.sharding_stage import core_programs
@@ -90,8 +91,10 @@ def check_print_ir_after(options: CompileOptions) -> None:
 
 
 def compile_module(module: Module, name: str, framework: str, options: CompileOptions,
-                   emit: Callable[[str], None] = print) -> CompileResult:
-    """Run the -O pipeline on `module` and write it as the NEFF `options.output`."""
+                   emit: Callable[[str], None] = print,
+                   state: tuple[StateBuffer, ...] = ()) -> CompileResult:
+    """Run the -O pipeline on `module` and write it as the NEFF `options.output`; `state`
+    pairs the outputs that feed inputs of the next execution (a training step)."""
     manager = PassManager(pipeline(options.optlevel), print_after=options.print_ir_after,
                           emit=emit)
     try:
@@ -109,6 +112,7 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
         compiler={"optlevel": options.optlevel,
                   "passes": [t[0] for t in timings],
                   "framework": framework},
+        state=state,
     )
     try:
         header = write_program_neff(options.output, cores, spec)
