@@ -87,12 +87,12 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
         if len(core_modules) > 1:
             entry.update(core_blocks(module, core))
         subgraphs.append(entry)
-    aliases = state_manifest(core_modules[0], spec.state, weights.store) if spec.state else {}
+    inputs, outputs = io_entries(core_modules[0], partitioned=len(core_modules) > 1)
+    aliases = state_manifest(inputs, outputs, spec.state, weights.store) if spec.state else {}
     weight_files = {}
     for name, arr in weights.arrays.items():
         files[f"weights/{name}.npy"] = dump_npy(arr)
         weight_files[name] = f"weights/{name}.npy"
-    inputs, outputs = io_entries(core_modules[0], partitioned=len(core_modules) > 1)
     manifest = {
         "format": "nxcc-neff",
         "name": spec.name,

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from nxcc.ir.attributes import Dense
-from nxcc.ir.core import Module
+from nxcc.ir.dtypes import DType
+from nxcc.ir.types import TensorType
 
 
 @dataclass(frozen=True)
@@ -35,21 +36,24 @@ class StateBuffer:
     initial: np.ndarray | None = None
 
 
-def state_manifest(module: Module, state: Sequence[StateBuffer],
-                   store: Callable[[Dense], str]) -> dict:
-    """The manifest's ``input_output_alias`` and ``state`` sections for `module`'s entry
-    (`store` keeps an initial value as a weight and returns its name); ValueError if an
-    alias pairs values of different types or an index twice."""
-    fn = module.entry_function
+def state_manifest(inputs: Sequence[dict], outputs: Sequence[dict],
+                   state: Sequence[StateBuffer], store: Callable[[Dense], str]) -> dict:
+    """The manifest's ``input_output_alias`` and ``state`` sections, given its ``inputs``
+    and ``outputs`` entries (whole shapes, also for a program split over cores); `store`
+    keeps an initial value as a weight and returns its name. ValueError if an alias pairs
+    values of different types or an index twice."""
     entries, seen_in, seen_out = [], set(), set()
     for s in state:
-        if not (0 <= s.input < len(fn.params) and 0 <= s.output < len(fn.results)):
+        if not (0 <= s.input < len(inputs) and 0 <= s.output < len(outputs)):
             raise ValueError(f"state '{s.name}': input {s.input} or output {s.output} does "
                              "not exist")
-        t = fn.params[s.input].type
-        if fn.results[s.output].type != t:
-            raise ValueError(f"state '{s.name}': output {s.output} is "
-                             f"{fn.results[s.output].type}, input {s.input} is {t}")
+        t = TensorType(DType.from_name(inputs[s.input]["dtype"]),
+                       tuple(inputs[s.input]["shape"]))
+        out = TensorType(DType.from_name(outputs[s.output]["dtype"]),
+                         tuple(outputs[s.output]["shape"]))
+        if out != t:
+            raise ValueError(f"state '{s.name}': output {s.output} is {out}, input "
+                             f"{s.input} is {t}")
         if s.input in seen_in or s.output in seen_out:
             raise ValueError(f"state '{s.name}': input or output aliased twice")
         seen_in.add(s.input)

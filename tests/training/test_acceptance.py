@@ -26,10 +26,11 @@ CASES = {
 }
 
 
-def train(name: str, tmp_path: Path) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+def train(name: str, tmp_path: Path, target: str = "trn1"
+          ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     neff, out, state = tmp_path / "step.neff", tmp_path / "out.npz", tmp_path / "state.npz"
     result = neuronx_cc("compile", str(DATA / f"{name}.onnx"), "--framework", "ONNX",
-                        "--target", "trn1", "--training", *CASES[name], "--output", str(neff))
+                        "--target", target, "--training", *CASES[name], "--output", str(neff))
     assert result.returncode == 0, result.stderr
     assert "Compiler status PASS" in result.stdout
     result = neuronx_cc("run", str(neff), "--inputs", str(DATA / f"{name}_batch.npz"),
@@ -56,3 +57,12 @@ def test_losses_and_parameters_match_pytorch(name: str, tmp_path: Path) -> None:
             np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-5, err_msg=k)
     assert int(state["optimizer.step"]) == STEPS
     assert losses[-1] < losses[0] / 10
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_lnc2_training_steps_give_the_same_losses(name: str, tmp_path: Path) -> None:
+    """On trn2 (-lnc 2 by default) the step is sharded over two cores like any program."""
+    losses, state = train(name, tmp_path, target="trn2")
+    with np.load(DATA / f"{name}_reference.npz") as ref:
+        np.testing.assert_allclose(losses, ref["losses"], rtol=1e-4)
+    assert int(state["optimizer.step"]) == STEPS
