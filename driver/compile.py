@@ -90,11 +90,32 @@ def check_print_ir_after(options: CompileOptions) -> None:
                            f"such pass (passes: {', '.join(sorted(PASSES))}, or all)")
 
 
+def alias_buffers(module: Module) -> tuple[StateBuffer, ...]:
+    """The module's input_output_alias as visible aliases; CompileError if one pairs a
+    parameter and a result that do not exist or differ in type."""
+    fn = module.entry_function
+    out = []
+    for result, param in module.input_output_alias:
+        if not (0 <= param < len(fn.params) and 0 <= result < len(fn.results)):
+            raise CompileError("NCC_EFRM002", f"input_output_alias pairs output {result} "
+                               f"with parameter {param}, which do not both exist")
+        if fn.params[param].type != fn.results[result].type:
+            raise CompileError("NCC_EFRM002", f"input_output_alias pairs output {result} "
+                               f"({fn.results[result].type}) with parameter {param} "
+                               f"({fn.params[param].type})")
+        out.append(StateBuffer(fn.params[param].name or f"input{param}", param, result,
+                               kept=False))
+    return tuple(out)
+
+
 def compile_module(module: Module, name: str, framework: str, options: CompileOptions,
                    emit: Callable[[str], None] = print,
                    state: tuple[StateBuffer, ...] = ()) -> CompileResult:
     """Run the -O pipeline on `module` and write it as the NEFF `options.output`; `state`
-    pairs the outputs that feed inputs of the next execution (a training step)."""
+    pairs the outputs that feed inputs of the next execution (a training step); otherwise
+    the module's own `input_output_alias` (HLO's donated arguments) is declared."""
+    if not state and module.input_output_alias:
+        state = alias_buffers(module)
     manager = PassManager(pipeline(options.optlevel), print_after=options.print_ir_after,
                           emit=emit)
     try:

@@ -5,6 +5,8 @@ values as outputs; the NEFF pairs them (``input_output_alias``, as HLO's) and na
 (``state``), with each buffer's value before the first execution (a weight file, or zeros).
 The runtime holds the state of a loaded model and feeds output j back as input i on the next
 execution, so the program's users pass only the other inputs and see only the other outputs.
+An alias without a ``state`` entry (HLO's donated arguments) stays visible: the caller passes
+the input and gets the output, and running several steps feeds one to the other.
 
 Manifest entries::
 
@@ -27,13 +29,17 @@ from nxcc.ir.types import TensorType
 
 @dataclass(frozen=True)
 class StateBuffer:
-    """Program input `input` is fed from output `output` of the previous execution;
-    `initial` is its value before the first one (None: zeros)."""
+    """Program input `input` is fed from output `output` of the previous execution.
+
+    `kept`: the loaded model holds the buffer (a training step's parameters), `initial`
+    being its value before the first execution (None: zeros); otherwise the caller passes
+    and receives it and only the alias is declared (HLO's donated arguments)."""
 
     name: str
     input: int
     output: int
     initial: np.ndarray | None = None
+    kept: bool = True
 
 
 def state_manifest(inputs: Sequence[dict], outputs: Sequence[dict],
@@ -58,11 +64,15 @@ def state_manifest(inputs: Sequence[dict], outputs: Sequence[dict],
             raise ValueError(f"state '{s.name}': input or output aliased twice")
         seen_in.add(s.input)
         seen_out.add(s.output)
+        if not s.kept:
+            continue
         if s.initial is None:
             init: dict = {"zeros": True}
         else:
             init = {"weight": store(Dense.of(np.asarray(s.initial), t.dtype))}
         entries.append({"name": s.name, "dtype": t.dtype.value, "shape": list(t.shape),
                         "input": s.input, "output": s.output, "init": init})
-    return {"input_output_alias": [{"output": s.output, "input": s.input} for s in state],
-            "state": entries}
+    out: dict = {"input_output_alias": [{"output": s.output, "input": s.input} for s in state]}
+    if entries:
+        out["state"] = entries
+    return out

@@ -87,3 +87,12 @@ class ModelState:
             raise NrtError(NrtStatus.INVALID, f"state file holds '{unknown[0]}', which is not "
                            "state of this model")
         self.arrays = {e.name: np.array(arrays[e.name], copy=True) for e in self.entries}
+
+
+def visible_aliases(manifest: Mapping) -> list[tuple[str, str]]:
+    """(input name, output name) of each alias whose buffer the caller holds (not kept as
+    state): running several steps feeds the output back as that input."""
+    kept = {e["input"] for e in manifest.get("state", [])}
+    inputs, outputs = manifest["inputs"], manifest["outputs"]
+    return [(inputs[a["input"]]["name"], outputs[a["output"]]["name"])
+            for a in manifest.get("input_output_alias", []) if a["input"] not in kept]
