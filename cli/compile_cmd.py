@@ -79,6 +79,11 @@ def compile_cmd(model: str, framework: str | None, target: str, output: str, opt
         target=target, framework=framework, lnc=lnc, optlevel=int(optlevel), output=output,
         input_shapes=shapes, print_ir_after=frozenset(print_ir_after), fast_loading=fast_loading,
     )
+    ctx = click.get_current_context()
+    given = [n for n in training_flags
+             if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE]
+    if given and not training:
+        raise click.UsageError(f"--{given[0].replace('_', '-')} needs --training")
     if training:
         step = training_options(**training_flags)  # type: ignore[arg-type]
         result = compile_training(model, options, step, emit=click.echo)

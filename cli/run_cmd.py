@@ -139,6 +139,8 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
             for _ in range(repeat):
                 outputs = runtime.execute(model, inputs)
         state = model.state() if save_state else {}
+        if save_state and not state:
+            fail(f"{neff} keeps no state to save (compile it with --training)")
     if save_state:
         save_outputs(save_state, state)
     if output_path:

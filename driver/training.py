@@ -36,12 +36,14 @@ from nxcc.ir.attributes import Dense
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.printer import print_module
 from nxcc.ir.rewrite import replace_uses
 from nxcc.ir.types import TensorType
 from nxcc.passes.autodiff.differentiate import GradientError, differentiable_params, differentiate
 from nxcc.passes.autodiff.losses import LOSSES, LossError, label_type
 from nxcc.passes.autodiff.optimizers import apply_optimizer, clip_by_global_norm
 from nxcc.passes.autodiff.schedules import learning_rate
+from nxcc.passes.manager import PRINT_ELIDE_OVER
 
 STEP_NAME = "optimizer.step"
 
@@ -61,6 +63,9 @@ def compile_training(path: str, options: CompileOptions, training: TrainingOptio
     except FrontendError as exc:
         raise CompileError(exc.code, str(exc)) from None
     state = build_training_step(module, initial, training)
+    if {"all", "differentiate"} & options.print_ir_after:
+        emit("// -----// IR after differentiate //----- //\n"
+             + print_module(module, PRINT_ELIDE_OVER))
     name = os.path.splitext(os.path.basename(path))[0]
     return compile_module(module, name, "ONNX", options, emit, state=tuple(state))
 

@@ -6,6 +6,7 @@ choose shardings with the cost model, propagate them, partition into the SPMD pr
 
 from __future__ import annotations
 
+from nxcc.passes.autodiff.differentiate import Differentiate
 from nxcc.passes.base import Pass
 from nxcc.passes.common_subexpression_elimination import CommonSubexpressionElimination
 from nxcc.passes.constant_folding import ConstantFolding
@@ -17,7 +18,7 @@ from nxcc.passes.sharding.shard_propagate import ShardPropagate
 PASSES: dict[str, type] = {
     cls.name: cls
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
-                ShardChoose, ShardPropagate, ShardPartition)
+                ShardChoose, ShardPropagate, ShardPartition, Differentiate)
 }
 
 PIPELINES: dict[int, list[str]] = {

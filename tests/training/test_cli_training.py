@@ -175,3 +175,25 @@ def test_no_trainable_parameter(tmp_path: Path) -> None:
                         "t", "--optimizer", "sgd", "--lr", "1", "--output",
                         str(tmp_path / "x.neff"))
     assert_one_line_error(result, "no trainable parameter")
+
+
+def test_training_flags_need_training_and_inference_neffs_keep_no_state(tmp_path: Path) -> None:
+    result = neuronx_cc("compile", MLP, "--target", "trn1", "--optimizer", "sgd", "--output",
+                        str(tmp_path / "x.neff"))
+    assert_one_line_error(result, "--optimizer needs --training")
+    neff = tmp_path / "plain.neff"
+    assert neuronx_cc("compile", MLP, "--target", "trn1", "--output", str(neff)).returncode == 0
+    x = tmp_path / "x.npz"
+    np.savez(x, x=np.zeros((4, 16), np.float32))
+    result = neuronx_cc("run", str(neff), "--inputs", str(x), "--save-state",
+                        str(tmp_path / "s.npz"))
+    assert_one_line_error(result, "keeps no state")
+
+
+def test_print_ir_after_differentiate_shows_the_step(tmp_path: Path) -> None:
+    result = neuronx_cc("compile", MLP, "--target", "trn1", "--training", *CE, "--optimizer",
+                        "sgd", "--lr", "0.1", "--print-ir-after", "differentiate", "--output",
+                        str(tmp_path / "x.neff"))
+    assert result.returncode == 0, result.stderr
+    assert "IR after differentiate" in result.stdout
+    assert '"loss": f32[]' in result.stdout and "%optimizer.step: s32[]" in result.stdout
