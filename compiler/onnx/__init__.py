@@ -40,6 +40,7 @@ from nxcc.compiler.onnx import (  # noqa: F401  (each module registers its conve
     shape,
     spectral,
     tfidf,
+    training,
     trig,
     unpool,
 )
