@@ -67,6 +67,9 @@ log = logging.getLogger("nxcc.compiler")
               "initializer the loss depends on differentiably).")
 @click.option("--output-grad-norm", "output_grad_norm", is_flag=True,
               help="Also output the gradients' global norm (before clipping).")
+@click.option("--mixed-precision", "mixed_precision", metavar="bf16",
+              help="Run the matrix products (forward and backward) in bf16 on f32 master "
+              "weights and f32 optimizer state.")
 @user_errors
 def compile_cmd(model: str, framework: str | None, target: str, output: str, optlevel: str,
                 lnc: int | None, input_shapes: tuple[str, ...], print_ir_after: tuple[str, ...],

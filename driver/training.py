@@ -13,6 +13,8 @@ The step's program:
 Parameters, slots and the step counter are state (`backend.program.state`): each output
 aliases its input, so a loaded step updates them in place and users pass only the batch and
 labels. Floating-point initializers that are not trained go back to being constants.
+With `mixed_precision="bf16"` the products run in bf16 on f32 master weights
+(`passes.autodiff.mixed_precision`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from nxcc.ir.rewrite import replace_uses
 from nxcc.ir.types import TensorType
 from nxcc.passes.autodiff.differentiate import GradientError, differentiable_params, differentiate
 from nxcc.passes.autodiff.losses import LOSSES, LossError, label_type
+from nxcc.passes.autodiff.mixed_precision import autocast
 from nxcc.passes.autodiff.optimizers import apply_optimizer, clip_by_global_norm
 from nxcc.passes.autodiff.schedules import learning_rate
 from nxcc.passes.manager import PRINT_ELIDE_OVER
@@ -183,6 +186,8 @@ def build_training_step(module: Module, initial: dict[str, np.ndarray],
     candidates = [p for p in fn.params if p.name in initial]
     trainable = _trainable(fn, loss, candidates, training)
     _freeze(module, fn, [p for p in candidates if p not in trainable], initial)
+    if training.mixed_precision == "bf16":
+        autocast(module, fn, DType.BF16)
     try:
         grads = differentiate(module, fn, trainable, loss)
     except GradientError as exc:

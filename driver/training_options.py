@@ -24,6 +24,7 @@ class TrainingOptions:
     clip_grad_norm: float | None = None
     trainable: tuple[str, ...] = ()
     output_grad_norm: bool = False
+    mixed_precision: str | None = None
 
 
 def _bad(message: str) -> CompileError:
@@ -45,7 +46,8 @@ def training_options(*, loss: str | None, loss_input: str | None, label_input: s
                      nesterov: bool = False, clip_grad_norm: float | None = None,
                      warmup_steps: int = 0, decay: str | None = None,
                      max_steps: int | None = None, trainable: str | None = None,
-                     output_grad_norm: bool = False) -> TrainingOptions:
+                     output_grad_norm: bool = False, mixed_precision: str | None = None
+                     ) -> TrainingOptions:
     """The options the flags give; CompileError NCC_EARG001 naming the first bad one."""
     for flag, value in (("--loss", loss), ("--loss-input", loss_input),
                         ("--label-input", label_input), ("--optimizer", optimizer),
@@ -63,6 +65,8 @@ def training_options(*, loss: str | None, loss_input: str | None, label_input: s
         raise _bad(f"--lr must be > 0, got {lr}")
     if clip_grad_norm is not None and clip_grad_norm <= 0:
         raise _bad(f"--clip-grad-norm must be > 0, got {clip_grad_norm}")
+    if mixed_precision not in (None, "bf16"):
+        raise _bad(f"--mixed-precision {mixed_precision!r} is not bf16")
     if decay is not None and decay not in DECAYS:
         raise _bad(f"--decay {decay!r} is not one of {', '.join(DECAYS)}")
     if decay not in (None, "constant") and max_steps is None:
@@ -75,4 +79,4 @@ def training_options(*, loss: str | None, loss_input: str | None, label_input: s
         raise _bad(str(exc)) from None
     names = tuple(n.strip() for n in (trainable or "").split(",") if n.strip())
     return TrainingOptions(loss, loss_input, label_input, cfg, schedule, clip_grad_norm,
-                           names, output_grad_norm)
+                           names, output_grad_norm, mixed_precision)

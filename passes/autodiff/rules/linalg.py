@@ -9,6 +9,9 @@ input and output feature roles swapped, strides turned into lhs dilation; the ke
 convolution of the input with the result's cotangent, batch taking the place of the
 contracted feature, strides turned into rhs dilation. Feature groups move into the kernel's
 feature dims (input) or become batch groups (kernel).
+
+The cotangent enters each backward product in the other operand's element type, so a
+product `autocast` runs in bf16 is differentiated in bf16 as well.
 """
 
 from __future__ import annotations
@@ -42,13 +45,15 @@ def _dot_general(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     out: list[Value | None] = [None, None]
     if ctx.needs(0):
         # [batch, lfree, rhs's remaining dims (= rc, ascending)] -> lhs layout
-        t = b.dot_general(g, rhs, lhs_batch_dims=g_batch, rhs_batch_dims=rb,
-                          lhs_contracting_dims=g_rfree, rhs_contracting_dims=tuple(rfree))
+        t = b.dot_general(b.convert(g, rhs.type.dtype), rhs, lhs_batch_dims=g_batch,
+                          rhs_batch_dims=rb, lhs_contracting_dims=g_rfree,
+                          rhs_contracting_dims=tuple(rfree))
         order = [*lb, *lfree, *(lc[rc.index(d)] for d in sorted(rc))]
         out[0] = b.convert(b.transpose(t, permutation=_perm_to(order)), lhs.type.dtype)
     if ctx.needs(1):
-        t = b.dot_general(g, lhs, lhs_batch_dims=g_batch, rhs_batch_dims=lb,
-                          lhs_contracting_dims=g_lfree, rhs_contracting_dims=tuple(lfree))
+        t = b.dot_general(b.convert(g, lhs.type.dtype), lhs, lhs_batch_dims=g_batch,
+                          rhs_batch_dims=lb, lhs_contracting_dims=g_lfree,
+                          rhs_contracting_dims=tuple(lfree))
         order = [*rb, *rfree, *(rc[lc.index(d)] for d in sorted(lc))]
         out[1] = b.convert(b.transpose(t, permutation=_perm_to(order)), rhs.type.dtype)
     return out
@@ -117,7 +122,7 @@ def _conv_lhs_grad(ctx: GradContext, op: Op, g: Value) -> Value:
         padding.append((before, in_size + k_size - 1 - out_size - before))
     b = ctx.b
     reversed_kernel = b.reverse(kernel, dimensions=tuple(rspec[2:]))
-    gx = b.op("convolution", [g, reversed_kernel], _conv_attrs(
+    gx = b.op("convolution", [b.convert(g, rhs.type.dtype), reversed_kernel], _conv_attrs(
         ospec, _swap(rspec), lspec, window_strides=a["lhs_dilation"], padding=tuple(padding),
         lhs_dilation=a["window_strides"], rhs_dilation=a["rhs_dilation"],
         feature_group_count=max(groups, batch_groups), batch_group_count=1))
@@ -139,7 +144,7 @@ def _conv_rhs_grad(ctx: GradContext, op: Op, g: Value) -> Value:
         out_size = _dilate(g.type.shape[ospec[2 + i]], a["window_strides"][i])
         lo = a["padding"][i][0]
         padding.append((lo, (out_size - in_size) + (k_size - lo - 1)))
-    gw = ctx.b.op("convolution", [lhs, g], _conv_attrs(
+    gw = ctx.b.op("convolution", [lhs, ctx.b.convert(g, lhs.type.dtype)], _conv_attrs(
         _swap(lspec), _swap(ospec), _swap(rspec), window_strides=a["rhs_dilation"],
         padding=tuple(padding), lhs_dilation=a["lhs_dilation"],
         rhs_dilation=a["window_strides"], feature_group_count=batch_groups,

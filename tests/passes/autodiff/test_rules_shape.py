@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from nxcc.ir.dtypes import DType
@@ -61,6 +61,8 @@ def test_pad_with_cropping_and_interior(data: st.DataObject, seed: int) -> None:
     low = tuple(data.draw(st.integers(-1, 2)) for _ in shape)
     high = tuple(data.draw(st.integers(-1, 2)) for _ in shape)
     interior = tuple(data.draw(st.integers(0, 2)) for _ in shape)
+    assume(all(lo + hi + n + (n - 1) * i >= 1
+               for lo, hi, n, i in zip(low, high, shape, interior, strict=True)))
     inputs = {"x": _normal(seed, shape), "v": np.array(0.7)}
     check_gradients(lambda b, p: b.pad(p[0], p[1], low=low, high=high, interior=interior),
                     inputs, seed)
