@@ -15,10 +15,13 @@ from tests.cli_helpers import REPO, neuronx_cc
 DATA = REPO / "tests" / "training" / "data"
 
 
+@pytest.mark.parametrize("name", ["jax_adam", "jax_cnn"])
 @pytest.mark.parametrize("form", ["lowered", "compiled"])
-def test_ten_steps_give_jax_parameters(form: str, tmp_path: Path) -> None:
+def test_ten_steps_give_jax_parameters(name: str, form: str, tmp_path: Path) -> None:
+    """jax_cnn's step holds gather/scatter-add, convolution, max and average pooling
+    (select_and_scatter), dynamic slices and a scanned layer stack (while loops)."""
     neff = tmp_path / "step.neff"
-    result = neuronx_cc("compile", str(DATA / f"jax_adam_step.{form}.hlo"), "--target", "trn1",
+    result = neuronx_cc("compile", str(DATA / f"{name}_step.{form}.hlo"), "--target", "trn1",
                         "--output", str(neff))
     assert result.returncode == 0, result.stderr
     manifest = read_neff(neff).manifest
@@ -26,14 +29,14 @@ def test_ten_steps_give_jax_parameters(form: str, tmp_path: Path) -> None:
         [(i, i) for i in range(13)]
     assert "state" not in manifest  # the caller holds donated buffers
     names = [i["name"] for i in manifest["inputs"]]
-    with np.load(DATA / "jax_adam_args.npz") as args:
+    with np.load(DATA / f"{name}_args.npz") as args:
         inputs = tmp_path / "in.npz"
         np.savez(inputs, **{n: args[f"arg{i}"] for i, n in enumerate(names)})
     out = tmp_path / "out.npz"
     result = neuronx_cc("run", str(neff), "--inputs", str(inputs), "--steps", "10",
                         "--output", str(out), "-q")
     assert result.returncode == 0, result.stderr
-    with np.load(out) as o, np.load(DATA / "jax_adam_reference.npz") as ref:
+    with np.load(out) as o, np.load(DATA / f"{name}_reference.npz") as ref:
         assert o["output12"].shape == () and int(o["output12"]) == 10  # last step's counter
         assert o["output13"].shape == (10,)  # the loss, stacked
         np.testing.assert_allclose(o["output13"], ref["losses"], rtol=1e-5)
