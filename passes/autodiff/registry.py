@@ -24,11 +24,20 @@ GradRule = Callable[["GradContext", Op, Value], Sequence[Value | None]]
 RULES: dict[int, tuple[OpDef, GradRule]] = {}
 
 
-def gradient_rule(*opcodes: str) -> Callable[[GradRule], GradRule]:
-    """Register the decorated function as the gradient rule of each op in `opcodes`."""
+#: ops whose rule takes the list of every result's cotangent (None for a result without
+#: one) instead of the one result's cotangent.
+MULTI_RESULT: set[str] = set()
+
+
+def gradient_rule(*opcodes: str, multi_result: bool = False
+                  ) -> Callable[[GradRule], GradRule]:
+    """Register the decorated function as the gradient rule of each op in `opcodes`
+    (`multi_result`: the rule takes a list of cotangents, one per result)."""
 
     def register(rule: GradRule) -> GradRule:
         for name in opcodes:
+            if multi_result:
+                MULTI_RESULT.add(name)
             opdef = get_opdef(name)
             if id(opdef) in RULES:
                 raise ValueError(f"gradient rule of {name} registered twice")
@@ -43,3 +52,8 @@ def rule_for(opcode: str) -> GradRule | None:
     `passes.autodiff.rules` is imported, as `differentiate` does)."""
     entry = RULES.get(id(get_opdef(opcode)))
     return entry[1] if entry is not None else None
+
+
+def takes_all_cotangents(opcode: str) -> bool:
+    """Whether the rule of `opcode` takes every result's cotangent (a multi-result op)."""
+    return opcode in MULTI_RESULT

@@ -12,6 +12,10 @@ tied GPT head reads the token embedding itself), then trained by PyTorch on one 
   two parameters are equal (the exporter would merge equal initializers). 30 steps of
   torch.optim.AdamW(lr=1e-3, weight_decay=0.01) on cross-entropy over every next-token
   position of a [2, 8] batch, two positions labelled -100 (ignored).
+- ``lstm``: the LSTM tagger of tests/models/make_transformers.py (embedding, 2-layer
+  bidirectional LSTM, linear, log-softmax): 30 steps of AdamW(lr=1e-2, weight_decay=0.01)
+  on cross-entropy over the log-probabilities of a [2, 7] batch (the LSTM's time loop is a
+  ``while`` whose gradient is two more loops).
 - ``cnn``: conv 3x3 (3 -> 8, padding 1) -> batch norm (training mode) -> ReLU ->
   max-pool 2 -> linear (512 -> 10), exported in training mode; 30 steps of
   torch.optim.SGD(lr=0.002, momentum=0.9) on cross-entropy over an [8, 3, 16, 16] batch.
@@ -34,7 +38,7 @@ from torch import nn
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tests.models.make_transformers import Gpt  # noqa: E402
+from tests.models.make_transformers import Gpt, LstmTagger  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "data"
 STEPS = 30
@@ -105,6 +109,19 @@ def make_gpt() -> None:
     save("gpt", model, inits, {"input_ids": ids.numpy(), "labels": labels.numpy()}, losses)
 
 
+def make_lstm() -> None:
+    torch.manual_seed(2)
+    model = LstmTagger()
+    tokens = torch.randint(0, 50, (2, 7))
+    labels = torch.randint(0, 5, (2, 7))
+    labels[1, 6] = -100
+    model.train()
+    inits = export(model, tokens, "lstm", "tokens", "tag_scores", training=False)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.01)
+    losses = train(model, tokens, labels, opt)
+    save("lstm", model, inits, {"tokens": tokens.numpy(), "labels": labels.numpy()}, losses)
+
+
 def make_cnn() -> None:
     torch.manual_seed(1)
     model = SmallCnn()
@@ -120,4 +137,5 @@ def make_cnn() -> None:
 if __name__ == "__main__":
     OUT.mkdir(exist_ok=True)
     make_gpt()
+    make_lstm()
     make_cnn()
