@@ -12,7 +12,8 @@ The step's program:
 
 Parameters, slots and the step counter are state (`backend.program.state`): each output
 aliases its input, so a loaded step updates them in place and users pass only the batch and
-labels. Floating-point initializers that are not trained go back to being constants.
+labels. Floating-point initializers that are not trained go back to being constants. Random
+ops (training-mode Dropout...) draw at the step counter, so each step gets new numbers.
 With `mixed_precision="bf16"` the products run in bf16 on f32 master weights
 (`passes.autodiff.mixed_precision`).
 """
@@ -168,6 +169,19 @@ def _freeze(module: Module, fn: Function, params: Sequence[Value],
     fn.params = [p for p in fn.params if p not in mapping]
 
 
+def _key_random_by_step(fn: Function, step: Value) -> None:
+    """Make every random_bits op of the entry draw at the step counter (so dropout masks
+    change from step to step, reproducibly for a seed); ops of called functions keep
+    their counters."""
+    users = [op for op in fn.body if op.opcode == "random_bits"]
+    if not users:
+        return
+    counter = Op("convert", [step], [TensorType(DType.U64, ())], {"dtype": DType.U64})
+    fn.body.insert(0, counter)
+    for op in users:
+        op.operands[1] = counter.result
+
+
 def build_training_step(module: Module, initial: dict[str, np.ndarray],
                         training: TrainingOptions) -> list[StateBuffer]:
     """Rewrite `module`'s entry into the training step; the state it keeps."""
@@ -195,6 +209,7 @@ def build_training_step(module: Module, initial: dict[str, np.ndarray],
     grads, norm = clip_by_global_norm(b, grads, training.clip_grad_norm)
     cfg = training.optimizer
     step = Value(TensorType(DType.S32, ()), STEP_NAME)
+    _key_random_by_step(fn, step)
     lr = learning_rate(b, training.schedule, step)
     next_step = b.add(step, b.splat(1, step.type))
     t = b.convert(next_step, DType.F64)

@@ -23,6 +23,7 @@ SMALL_RESULT_BYTES = 1 << 20
 NEVER_FOLD = frozenset({
     "partition_id", "replica_id", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
     "collective_permute", "while", "constant",
+    "random_bits",  # drawn at run time: a training step keys it by its step counter
 })
 # Ops whose result is a splat whenever their (array) operands are splats.
 SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose", "reverse", "slice",

@@ -32,6 +32,7 @@ from nxcc.compiler.onnx import (  # noqa: F401  (each module registers its conve
     norm,
     pool,
     quantize,
+    random,
     reduce,
     resize,
     rnn,

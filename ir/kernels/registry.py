@@ -12,6 +12,7 @@ from nxcc.ir.kernels import (  # noqa: F401
     gather,
     indexing,
     linalg,
+    random,
     reduction,
     scatter,
     shape,

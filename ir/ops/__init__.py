@@ -6,6 +6,7 @@ from nxcc.ir.ops import (  # noqa: F401
     elementwise,
     indexing,
     linalg,
+    random,
     reduction,
     shape,
 )

@@ -4,6 +4,8 @@ the whole result. Correct for any op, and the documented choice for:
 - gather, scatter: data-dependent addressing (an index may point into any block);
 - call, while, conditional: their computations run whole on every device;
 - partition_id, replica_id: per-device values, never split;
+- random_bits: every device draws the whole tensor from the same key and counter, so a
+  replicated random tensor holds the same numbers everywhere;
 - the collectives already in a program (all_reduce, all_gather, reduce_scatter,
   all_to_all, collective_permute): they keep their own replica groups.
 """
@@ -15,7 +17,7 @@ from nxcc.passes.sharding.rules import Strategy, replicate, rule
 
 REPLICATE_ONLY = ("gather", "scatter", "call", "while", "conditional", "partition_id",
                   "replica_id", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                  "collective_permute")
+                  "collective_permute", "random_bits")
 
 
 @rule(*REPLICATE_ONLY)
