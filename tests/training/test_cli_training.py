@@ -75,6 +75,8 @@ def test_the_manifest_declares_state_and_aliases(tmp_path: Path) -> None:
         assert (alias["input"], alias["output"]) == (entry["input"], entry["output"])
         assert manifest["inputs"][entry["input"]]["name"] == entry["name"]
     assert json.dumps(manifest["state"][4]["init"]) == '{"zeros": true}'
+    shown = neuronx_cc("inspect-neff", str(neff)).stdout
+    assert "0.weight: float32[32, 16]  (state: output 1 feeds it next execution)" in shown
 
 
 def test_warmup_holds_the_first_step_and_grad_norm_is_reported(tmp_path: Path,
