@@ -70,6 +70,11 @@ log = logging.getLogger("nxcc.compiler")
 @click.option("--mixed-precision", "mixed_precision", metavar="bf16",
               help="Run the matrix products (forward and backward) in bf16 on f32 master "
               "weights and f32 optimizer state.")
+@click.option("--bf16-weights", "bf16_weights", is_flag=True,
+              help="Keep the trained parameters in bf16 (no f32 copy); the update is "
+              "computed in f32 and rounded.")
+@click.option("--stochastic-rounding", "stochastic_rounding", is_flag=True,
+              help="With --bf16-weights: round updated weights stochastically.")
 @user_errors
 def compile_cmd(model: str, framework: str | None, target: str, output: str, optlevel: str,
                 lnc: int | None, input_shapes: tuple[str, ...], print_ir_after: tuple[str, ...],

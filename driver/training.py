@@ -15,7 +15,8 @@ aliases its input, so a loaded step updates them in place and users pass only th
 labels. Floating-point initializers that are not trained go back to being constants. Random
 ops (training-mode Dropout...) draw at the step counter, so each step gets new numbers.
 With `mixed_precision="bf16"` the products run in bf16 on f32 master weights
-(`passes.autodiff.mixed_precision`).
+(`passes.autodiff.mixed_precision`); with `bf16_weights` the parameters themselves are kept
+in bf16 (the update computed in f32, rounded to nearest or stochastically).
 """
 
 from __future__ import annotations
@@ -44,12 +45,13 @@ from nxcc.ir.rewrite import replace_uses
 from nxcc.ir.types import TensorType
 from nxcc.passes.autodiff.differentiate import GradientError, differentiable_params, differentiate
 from nxcc.passes.autodiff.losses import LOSSES, LossError, label_type
-from nxcc.passes.autodiff.mixed_precision import autocast
+from nxcc.passes.autodiff.mixed_precision import autocast, keep_in, round_to
 from nxcc.passes.autodiff.optimizers import apply_optimizer, clip_by_global_norm
 from nxcc.passes.autodiff.schedules import learning_rate
 from nxcc.passes.manager import PRINT_ELIDE_OVER
 
 STEP_NAME = "optimizer.step"
+ROUNDING_KEY = 0x5EED_0000_0000  # + parameter index: the stochastic-rounding streams
 
 
 def compile_training(path: str, options: CompileOptions, training: TrainingOptions,
@@ -202,8 +204,10 @@ def build_training_step(module: Module, initial: dict[str, np.ndarray],
     _freeze(module, fn, [p for p in candidates if p not in trainable], initial)
     if training.mixed_precision == "bf16":
         autocast(module, fn, DType.BF16)
+    stored = keep_in(fn, trainable, DType.BF16) if training.bf16_weights else list(trainable)
     try:
-        grads = differentiate(module, fn, trainable, loss)
+        grads = differentiate(module, fn, [_f32_of(fn, s, p) for s, p in
+                                           zip(stored, trainable, strict=True)], loss)
     except GradientError as exc:
         raise _fail(f"cannot differentiate the loss: {exc}", "NCC_EUOC002") from None
     grads, norm = clip_by_global_norm(b, grads, training.clip_grad_norm)
@@ -217,9 +221,14 @@ def build_training_step(module: Module, initial: dict[str, np.ndarray],
     state_out: list[Value] = []
     slot_in: list[Value] = []
     slot_out: list[Value] = []
-    for p, g in zip(trainable, grads, strict=True):
-        slots = [Value(p.type, f"{p.name}.{s}") for s in cfg.slots]
-        new_p, new_slots = apply_optimizer(b, cfg, lr, t, p, g, slots)
+    counter = b.convert(step, DType.U64)
+    for i, (p, g) in enumerate(zip(stored, grads, strict=True)):
+        master = _f32_of(fn, p, trainable[i])
+        slots = [Value(master.type, f"{p.name}.{s}") for s in cfg.slots]
+        new_p, new_slots = apply_optimizer(b, cfg, lr, t, master, g, slots)
+        if p is not master:
+            key = ROUNDING_KEY + i if training.stochastic_rounding else None
+            new_p = round_to(b, new_p, p.type.dtype, key, counter)
         state_in.append(p)
         state_out.append(new_p)
         slot_in += slots
@@ -231,5 +240,14 @@ def build_training_step(module: Module, initial: dict[str, np.ndarray],
     fn.results = [*head, *state_out]
     fn.result_names = [*(["loss", "grad_norm"][:len(head)]), *(v.name or "" for v in state_in)]
     return [StateBuffer(v.name or "", i, len(head) + i,
-                        initial.get(v.name or "") if v in trainable else None)
+                        initial.get(v.name or "") if v in stored else None)
             for i, v in enumerate(state_in)]
+
+
+def _f32_of(fn: Function, stored: Value, original: Value) -> Value:
+    """The value the program computes with for a trainable parameter: the parameter itself,
+    or (weights kept in bf16) the f32 convert of it that `keep_in` made."""
+    if stored is original:
+        return original
+    return next(op.result for op in fn.body
+                if op.opcode == "convert" and op.operands[0] is stored)

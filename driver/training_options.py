@@ -25,6 +25,8 @@ class TrainingOptions:
     trainable: tuple[str, ...] = ()
     output_grad_norm: bool = False
     mixed_precision: str | None = None
+    bf16_weights: bool = False
+    stochastic_rounding: bool = False
 
 
 def _bad(message: str) -> CompileError:
@@ -46,7 +48,8 @@ def training_options(*, loss: str | None, loss_input: str | None, label_input: s
                      nesterov: bool = False, clip_grad_norm: float | None = None,
                      warmup_steps: int = 0, decay: str | None = None,
                      max_steps: int | None = None, trainable: str | None = None,
-                     output_grad_norm: bool = False, mixed_precision: str | None = None
+                     output_grad_norm: bool = False, mixed_precision: str | None = None,
+                     bf16_weights: bool = False, stochastic_rounding: bool = False
                      ) -> TrainingOptions:
     """The options the flags give; CompileError NCC_EARG001 naming the first bad one."""
     for flag, value in (("--loss", loss), ("--loss-input", loss_input),
@@ -67,6 +70,8 @@ def training_options(*, loss: str | None, loss_input: str | None, label_input: s
         raise _bad(f"--clip-grad-norm must be > 0, got {clip_grad_norm}")
     if mixed_precision not in (None, "bf16"):
         raise _bad(f"--mixed-precision {mixed_precision!r} is not bf16")
+    if stochastic_rounding and not bf16_weights:
+        raise _bad("--stochastic-rounding applies to --bf16-weights")
     if decay is not None and decay not in DECAYS:
         raise _bad(f"--decay {decay!r} is not one of {', '.join(DECAYS)}")
     if decay not in (None, "constant") and max_steps is None:
@@ -79,4 +84,5 @@ def training_options(*, loss: str | None, loss_input: str | None, label_input: s
         raise _bad(str(exc)) from None
     names = tuple(n.strip() for n in (trainable or "").split(",") if n.strip())
     return TrainingOptions(loss, loss_input, label_input, cfg, schedule, clip_grad_norm,
-                           names, output_grad_norm, mixed_precision)
+                           names, output_grad_norm, mixed_precision, bf16_weights,
+                           stochastic_rounding)

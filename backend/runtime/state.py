@@ -75,7 +75,7 @@ class ModelState:
             if e.name not in arrays:
                 raise NrtError(NrtStatus.INVALID, f"state file has no '{e.name}' "
                                f"({e.dtype}{list(e.shape)})")
-            arr = np.asarray(arrays[e.name])
+            arr = _typed(np.asarray(arrays[e.name]), e.dtype)
             if arr.shape != e.shape:
                 raise NrtError(NrtStatus.INVALID, f"state '{e.name}' has shape "
                                f"{list(arr.shape)}, the model keeps {list(e.shape)}")
@@ -86,7 +86,16 @@ class ModelState:
         if unknown:
             raise NrtError(NrtStatus.INVALID, f"state file holds '{unknown[0]}', which is not "
                            "state of this model")
-        self.arrays = {e.name: np.array(arrays[e.name], copy=True) for e in self.entries}
+        self.arrays = {e.name: np.array(_typed(np.asarray(arrays[e.name]), e.dtype), copy=True)
+                       for e in self.entries}
+
+
+def _typed(arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """`arr`, or its bytes viewed as `dtype` when an .npz stored it as raw bytes (numpy
+    keeps bfloat16 as a 2-byte void type)."""
+    if arr.dtype.kind == "V" and arr.dtype.itemsize == dtype.itemsize and dtype.kind == "V":
+        return arr.view(dtype)
+    return arr
 
 
 def visible_aliases(manifest: Mapping) -> list[tuple[str, str]]:

@@ -199,3 +199,24 @@ def test_print_ir_after_differentiate_shows_the_step(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "IR after differentiate" in result.stdout
     assert '"loss": f32[]' in result.stdout and "%optimizer.step: s32[]" in result.stdout
+
+
+def test_bf16_weights_stall_on_small_updates_unless_rounded_stochastically(
+        tmp_path: Path, batch: Path) -> None:
+    """Weights kept in bf16: updates below bf16's resolution are lost when rounded to
+    nearest; stochastic rounding keeps them on average, following the f32 run."""
+    drops = {}
+    for mode, flags in (("f32", []), ("nearest", ["--bf16-weights"]),
+                        ("stochastic", ["--bf16-weights", "--stochastic-rounding"])):
+        neff = compile_step(tmp_path, *CE, "--optimizer", "sgd", "--lr", "2e-3", *flags,
+                            name=f"{mode}.neff")
+        state = tmp_path / f"{mode}.npz"
+        loss = run_steps(neff, batch, 40, tmp_path, "--save-state", str(state))["loss"]
+        drops[mode] = loss[0] - loss[-1]
+        if mode != "f32":
+            with np.load(state) as s:
+                assert s["0.weight"].dtype.itemsize == 2  # stored as bf16
+                assert int(s["optimizer.step"]) == 40
+    assert drops["f32"] > 0
+    assert drops["nearest"] < 0.2 * drops["f32"]
+    assert 0.5 * drops["f32"] < drops["stochastic"] < 1.5 * drops["f32"]
