@@ -139,10 +139,12 @@ def test_lrn_even_size_follows_the_spec() -> None:
 
 def test_every_converter_is_exercised() -> None:
     """Each supported operator has a case here or a passing case of onnx's node suite
-    (tests/onnx/node_suite/expected_pass.txt)."""
+    (tests/onnx/node_suite/expected_pass.txt), or (random operators) a statistical test in
+    tests/training/test_random.py."""
     from tests.onnx.node_suite import suite
+    from tests.training.test_random import STATISTICALLY_TESTED
 
-    tested = {c.op for c in CORE + ALL}
+    tested = {c.op for c in CORE + ALL} | set(STATISTICALLY_TESTED)
     models = suite.node_models()
     for name in suite.read_expected_pass():
         for node in models[name].graph.node:

@@ -17,6 +17,10 @@ import nxcc.driver.onnx_backend as backend
 from nxcc.ir.kernels.random import philox4x32, random_words
 
 N = 20000
+#: operators whose outputs only statistics can check (tests/onnx/test_ops_extra.py counts
+#: them as exercised by this file)
+STATISTICALLY_TESTED = ("RandomNormal", "RandomNormalLike", "RandomUniform",
+                        "RandomUniformLike")
 
 
 def test_philox_known_answers() -> None:
@@ -55,6 +59,19 @@ def test_random_normal_and_uniform_statistics() -> None:
     assert u.min() >= -1.0 and u.max() < 3.0
     _within(u.mean(), 1.0, 4.0 / np.sqrt(12 * N))
     _within(u.var(), 16 / 12, 16 * np.sqrt((1 / 80 - 1 / 144) / N))
+
+
+def test_like_variants_take_the_input_shape_and_type() -> None:
+    x = np.zeros((100, 200), np.float64)
+    (z,) = _run(helper.make_node("RandomNormalLike", ["x"], ["y"]), {"x": x},
+                TensorProto.DOUBLE, [100, 200])
+    assert z.dtype == np.float64 and z.shape == x.shape
+    _within(z.mean(), 0.0, 1 / np.sqrt(z.size))
+    _within(z.var(), 1.0, np.sqrt(2 / z.size))
+    (u,) = _run(helper.make_node("RandomUniformLike", ["x"], ["y"], dtype=TensorProto.FLOAT),
+                {"x": x}, TensorProto.FLOAT, [100, 200])
+    assert u.dtype == np.float32 and 0 <= u.min() and u.max() < 1
+    _within(u.mean(), 0.5, 1 / np.sqrt(12 * u.size))
 
 
 def test_bernoulli_statistics_and_seed_reproducibility() -> None:
