@@ -89,8 +89,52 @@ OPTIONS = [
 ]
 
 
+TRAINING_OPTIONS = [
+    click.option("--training", is_flag=True,
+                 help="Compile one training step (forward, loss, backward, optimizer update); "
+                 "parameters and optimizer state stay in the loaded model."),
+    click.option("--loss", type=str, help="With --training: cross-entropy or mse."),
+    click.option("--loss-input", "loss_input", help="The model output the loss reads."),
+    click.option("--label-input", "label_input",
+                 help="Name of the new input holding the labels (int64 class ids for "
+                 "cross-entropy, -100 ignored; the output's type for mse)."),
+    click.option("--optimizer", type=str, help="sgd, adam or adamw."),
+    click.option("--lr", type=float, help="Learning rate (the peak, with a schedule)."),
+    click.option("--weight-decay", "weight_decay", type=float, default=0.0, show_default=True),
+    click.option("--betas", default="0.9,0.999", show_default=True, help="Adam's B1,B2."),
+    click.option("--eps", type=float, default=1e-8, show_default=True, help="Adam's epsilon."),
+    click.option("--momentum", type=float, default=0.0, show_default=True,
+                 help="SGD momentum."),
+    click.option("--nesterov", is_flag=True, help="SGD with Nesterov momentum."),
+    click.option("--clip-grad-norm", "clip_grad_norm", type=float,
+                 help="Scale the gradients to this global 2-norm at most."),
+    click.option("--warmup-steps", "warmup_steps", type=click.IntRange(min=0), default=0,
+                 help="Linear learning-rate warm-up over this many steps."),
+    click.option("--decay", type=str, help="After warm-up: constant, linear or cosine."),
+    click.option("--max-steps", "max_steps", type=click.IntRange(min=1),
+                 help="The step at which linear or cosine decay reaches 0."),
+    click.option("--trainable", metavar="NAME,...",
+                 help="Train only these initializers (default: every floating-point "
+                 "initializer the loss depends on differentiably)."),
+    click.option("--output-grad-norm", "output_grad_norm", is_flag=True,
+                 help="Also output the gradients' global norm (before clipping)."),
+    click.option("--mixed-precision", "training_mixed_precision", metavar="bf16",
+                 help="Run the matrix products (forward and backward) in bf16 on f32 master "
+                 "weights and f32 optimizer state."),
+    click.option("--bf16-weights", "bf16_weights", is_flag=True,
+                 help="Keep the trained parameters in bf16 (no f32 copy); the update is "
+                 "computed in f32 and rounded."),
+    click.option("--stochastic-rounding", "stochastic_rounding", is_flag=True,
+                 help="With --bf16-weights: round updated weights stochastically."),
+]
+TRAINING_FLAGS = ("loss", "loss_input", "label_input", "optimizer", "lr", "weight_decay",
+                  "betas", "eps", "momentum", "nesterov", "clip_grad_norm", "warmup_steps",
+                  "decay", "max_steps", "trainable", "output_grad_norm",
+                  "training_mixed_precision", "bf16_weights", "stochastic_rounding")
+
+
 def with_options(fn):  # type: ignore[no-untyped-def]
-    for option in reversed(OPTIONS):
+    for option in reversed(OPTIONS + TRAINING_OPTIONS):
         fn = option(fn)
     return fn
 
@@ -111,6 +155,9 @@ def compile_cmd(ctx: click.Context, model: str, **kw: object) -> None:
     if "SaveTemps" in stages and not kw["workdir"]:
         kw["workdir"] = tempfile.mkdtemp(prefix="neuroncc_compile_workdir_")
     options = build_options(model, kw, stages, ctx.meta[RECORDED_META])
+    if kw["training"] or any_training_flag(ctx):
+        compile_training_step(ctx, model, options, kw)
+        return
     cache = None if kw["no_cache"] else CompileCache(cache_root(kw["cache_dir"]))  # type: ignore[arg-type]
     with ProgressLine() as progress:
         outcome = compile_cached(model, options, cache, emit=click.echo, progress=progress.stage)
@@ -119,6 +166,32 @@ def compile_cmd(ctx: click.Context, model: str, **kw: object) -> None:
              else "compile cache off", outcome.seconds)
     if options.save_temps:
         click.echo(f"Intermediate files kept in {options.workdir}")
+    click.echo("Compiler status PASS")
+
+
+def any_training_flag(ctx: click.Context) -> bool:
+    """Whether a training flag was given on the command line."""
+    return any(ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE
+               for n in TRAINING_FLAGS)
+
+
+def compile_training_step(ctx: click.Context, model: str, options: CompileOptions,
+                          kw: dict[str, object]) -> None:
+    """`--training`: one training step (not cached); training flags need it."""
+    from nxcc.driver.training import compile_training
+    from nxcc.driver.training_options import training_options
+
+    given = [n for n in TRAINING_FLAGS
+             if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE]
+    if not kw["training"]:
+        flag = "--mixed-precision" if given[0] == "training_mixed_precision" else \
+            f"--{given[0].replace('_', '-')}"
+        raise click.UsageError(f"{flag} needs --training")
+    flags = {n: kw[n] for n in TRAINING_FLAGS}
+    flags["mixed_precision"] = flags.pop("training_mixed_precision")
+    step = training_options(**flags)  # type: ignore[arg-type]
+    result = compile_training(model, options, step, emit=click.echo)
+    log.info("wrote %s (%d payload bytes)", options.output, result.header.data_size)
     click.echo("Compiler status PASS")
 
 

@@ -59,6 +59,8 @@ def describe(path: str) -> dict:
         "weights": {"files": len(m.get("weights", {}).get("files", {})),
                     "bytes": m.get("weights", {}).get("bytes", 0)},
         "compiler": m.get("compiler", {}),
+        "input_output_alias": m.get("input_output_alias", []),
+        "state": [{k: e[k] for k in ("name", "input", "output")} for e in m.get("state", [])],
     }
 
 
@@ -80,10 +82,16 @@ def print_text(d: dict) -> None:
     click.echo(f"  feature bits    {h['feature_bits']:#x}")
     click.echo(f"  target          {d['target']}, lnc_size {h['lnc_size']}, "
                f"cores {h['num_tpb']}")
+    kept = {e["input"] for e in d["state"]}
+    feeds = {a["input"]: a["output"] for a in d["input_output_alias"]}
     for kind in ("inputs", "outputs"):
         click.echo(f"{kind}:")
-        for t in d[kind]:
-            click.echo(f"  {t['name']}: {t['dtype']}{t['shape']}")
+        for i, t in enumerate(d[kind]):
+            note = ""
+            if kind == "inputs" and i in feeds:
+                what = "state" if i in kept else "aliased"
+                note = f"  ({what}: output {feeds[i]} feeds it next execution)"
+            click.echo(f"  {t['name']}: {t['dtype']}{t['shape']}{note}")
     click.echo("subgraphs:")
     for sg in d["subgraphs"]:
         flops = f", {sg['flops']} FLOPs" if sg.get("flops") is not None else ""

@@ -20,6 +20,7 @@ from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.mpi_job import MpiJob, launched_processes
 from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.steps import run_steps
 from nxcc.cli.errors import user_errors
 
 
@@ -130,10 +131,18 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
               help="Print how each collective was bound at load (algorithm, ring of "
               "NeuronCores, steps, bytes per step); without --inputs for a model that takes "
               "inputs, only that.")
+@click.option("--steps", type=click.IntRange(min=1),
+              help="Run N steps on the same inputs (a training step updates its state each "
+              "time); the outputs are stacked along a new first axis.")
+@click.option("--load-state", "load_state", type=click.Path(dir_okay=False),
+              help="An .npz of the model's state (parameters, optimizer slots) to start from.")
+@click.option("--save-state", "save_state", type=click.Path(dir_okay=False),
+              help="Write the model's state after the last execution to this .npz.")
 @user_errors(family="NRT")
 def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: bool,
             repeat: int, world_size: int | None, output_shardings: tuple[str, ...],
-            show_bindings: bool) -> None:
+            show_bindings: bool, steps: int | None, load_state: str | None,
+            save_state: str | None) -> None:
     """Run NEFF on the bundled runtime.
 
     The runtime honours every NEURON_RT_* variable; the instance simulated is
@@ -169,8 +178,19 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
             raise click.UsageError(f"{neff} takes inputs ({names}); give them with --inputs "
                                    "FILE.npz")
         inputs = load_inputs(inputs_path, [i.name for i in model.inputs]) if inputs_path else {}
-        for _ in range(repeat):
-            outputs = runtime.execute(model, inputs)
+        if load_state:
+            model.load_state(load_inputs(load_state))
+        if steps is not None:
+            outputs = run_steps(runtime, model, inputs, steps)
+        else:
+            for _ in range(repeat):
+                outputs = runtime.execute(model, inputs)
+        state = model.state() if save_state else {}
+        if save_state and not state:
+            raise click.UsageError(f"{neff} keeps no state to save (compile it with "
+                                   "--training)")
+    if save_state:
+        save_outputs(save_state, state)
     if output_path:
         save_outputs(output_path, outputs)
     if not quiet:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from nxcc.backend.neff import NeffError, NeffHeader
 from nxcc.backend.neff.constants import NXCC_VERSION
 from nxcc.backend.program.package import NeffSpec, write_program_neff
+from nxcc.backend.program.state import StateBuffer
 from nxcc.driver.errors import CompileError
 from nxcc.driver.frontends import choose_framework, import_xla
 from nxcc.driver.options import CompileOptions
@@ -100,10 +101,33 @@ def full_pipeline(options: CompileOptions) -> list[Pass]:
                             options.saturate_infinity) + pipeline(options.optlevel)
 
 
+def alias_buffers(module: Module) -> tuple[StateBuffer, ...]:
+    """The module's input_output_alias as visible aliases; CompileError if one pairs a
+    parameter and a result that do not exist or differ in type."""
+    fn = module.entry_function
+    out = []
+    for result, param in module.input_output_alias:
+        if not (0 <= param < len(fn.params) and 0 <= result < len(fn.results)):
+            raise CompileError("NCC_EFRM002", f"input_output_alias pairs output {result} "
+                               f"with parameter {param}, which do not both exist")
+        if fn.params[param].type != fn.results[result].type:
+            raise CompileError("NCC_EFRM002", f"input_output_alias pairs output {result} "
+                               f"({fn.results[result].type}) with parameter {param} "
+                               f"({fn.params[param].type})")
+        out.append(StateBuffer(fn.params[param].name or f"input{param}", param, result,
+                               kept=False))
+    return tuple(out)
+
+
 def compile_module(module: Module, name: str, framework: str, options: CompileOptions,
                    emit: Callable[[str], None] = print,
-                   progress: Callable[[str], None] | None = None) -> CompileResult:
-    """Run the pipeline on `module` and write it as the NEFF `options.output`."""
+                   progress: Callable[[str], None] | None = None,
+                   state: tuple[StateBuffer, ...] = ()) -> CompileResult:
+    """Run the pipeline on `module` and write it as the NEFF `options.output`; `state` pairs
+    the outputs that feed inputs of the next execution (a training step); otherwise the
+    module's own `input_output_alias` (HLO's donated arguments) is declared."""
+    if not state and module.input_output_alias:
+        state = alias_buffers(module)
     temps = SavedTemps(make_workdir(options.workdir)) if options.save_temps else None
     manager = PassManager(full_pipeline(options), print_after=options.print_ir_after,
                           emit=emit, before_pass=progress,
@@ -130,6 +154,7 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
                   "framework": framework,
                   "version": NXCC_VERSION,
                   "flags": flags},
+        state=state,
     )
     if progress is not None:
         progress("write")

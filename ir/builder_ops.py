@@ -316,6 +316,10 @@ class BuilderOps:
         """This core's index within its program."""
         return self.op(ops.partition_id, [], {})
 
+    def random_bits(self, lhs: Value, rhs: Value, /, *, shape: Sequence[int]) -> Value:
+        """Philox4x32-10 bits of (key, counter); see ir/ops/random.py."""
+        return self.op(ops.random_bits, [lhs, rhs], {"shape": shape})
+
     def recv(self, *, source_target_pairs: Sequence[Sequence[int]], channel_id: int = 0) -> Value:
         """Starts receiving on the pairs' targets."""
         return self.op(ops.recv, [], {"source_target_pairs": source_target_pairs,

@@ -108,12 +108,15 @@ class Module:
     """A set of functions, one of which (`entry`) is the program; the others are called.
 
     `spmd` is set on a program already partitioned for N ranks (see `ir.spmd`).
+    `input_output_alias` pairs (result index, parameter index) of the entry whose buffers a
+    caller may reuse from one execution to the next (HLO's donated arguments).
     """
 
     name: str
     functions: dict[str, Function] = field(default_factory=dict)
     entry: str = "main"
     spmd: SpmdInfo | None = None
+    input_output_alias: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def entry_function(self) -> Function:

@@ -80,6 +80,8 @@ def _sort(op: Op) -> int:
     ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
     ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,
     ops.all_reduce_start, ops.all_reduce_done,
+    # random bits: integer work, not floating point
+    ops.random_bits,
 )
 def no_flops(op: Op) -> int:
     return 0

@@ -25,6 +25,7 @@ NEVER_FOLD = frozenset({
     ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather, ops.reduce_scatter,
     ops.all_to_all, ops.collective_permute, ops.while_, ops.constant, ops.send, ops.send_done,
     ops.recv, ops.recv_done, ops.all_reduce_start, ops.all_reduce_done,
+    ops.random_bits,  # drawn at run time: a training step keys it by its step counter
 })
 # Ops whose result is a splat whenever their (array) operands are splats.
 SPLAT_PRESERVING = frozenset({ops.broadcast_in_dim, ops.reshape, ops.transpose, ops.reverse,

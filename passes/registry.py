@@ -8,6 +8,7 @@ Last in each, `latency-hiding` splits all_reduces into start/done pairs schedule
 from __future__ import annotations
 
 from nxcc.passes.auto_cast import AutoCast
+from nxcc.passes.autodiff.differentiate import Differentiate
 from nxcc.passes.base import Pass
 from nxcc.passes.common_subexpression_elimination import CommonSubexpressionElimination
 from nxcc.passes.constant_folding import ConstantFolding
@@ -22,7 +23,7 @@ PASSES: dict[str, type] = {
     cls.name: cls
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
                 ShardChoose, ShardPropagate, ShardPartition, AutoCast, SaturateInfinity,
-                LatencyHiding)
+                LatencyHiding, Differentiate)
 }
 
 PIPELINES: dict[int, list[str]] = {

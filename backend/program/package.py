@@ -9,6 +9,7 @@ from nxcc.backend.neff import FeatureBits, NeffHeader, dump_npy, write_neff
 from nxcc.backend.program.collectives import block_entry, global_shape, manifest_collectives
 from nxcc.backend.program.lower import WeightTable, lower_module
 from nxcc.backend.program.spmd_manifest import spmd_section
+from nxcc.backend.program.state import StateBuffer, state_manifest
 from nxcc.ir.core import Module, Value
 from nxcc.ir.flops import module_flops
 from nxcc.ir.printer import print_module
@@ -25,6 +26,7 @@ class NeffSpec:
     name: str
     compress: bool = True
     compiler: dict = field(default_factory=dict)
+    state: tuple[StateBuffer, ...] = ()
 
 
 def result_names(module: Module) -> list[str]:
@@ -65,7 +67,8 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
 
     All core modules share one weight table, so weights common to several cores are stored
     once. With several cores each subgraph also lists the block of every input and output
-    it reads and writes, and the manifest every collective placeholder. An SPMD module
+    it reads and writes, and the manifest every collective placeholder. `spec.state` adds
+    the ``input_output_alias`` and ``state`` sections (`program.state`). An SPMD module
     (`Module.spmd`) gets the manifest's ``spmd`` section (`spmd_manifest`). The header's
     COLLECTIVES bit is set when there are collectives, SPMD with the ``spmd`` section. The
     write is atomic.
@@ -84,11 +87,12 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
         if len(core_modules) > 1:
             entry.update(core_blocks(module, core))
         subgraphs.append(entry)
+    inputs, outputs = io_entries(core_modules[0], partitioned=len(core_modules) > 1)
+    aliases = state_manifest(inputs, outputs, spec.state, weights.store) if spec.state else {}
     weight_files = {}
     for name, arr in weights.arrays.items():
         files[f"weights/{name}.npy"] = dump_npy(arr)
         weight_files[name] = f"weights/{name}.npy"
-    inputs, outputs = io_entries(core_modules[0], partitioned=len(core_modules) > 1)
     manifest = {
         "format": "nxcc-neff",
         "name": spec.name,
@@ -100,6 +104,7 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
         "collectives": manifest_collectives(core_modules),
         "weights": {"files": weight_files, "bytes": weights.nbytes},
         "compiler": spec.compiler,
+        **aliases,
     }
     bits = FeatureBits.COLLECTIVES if manifest["collectives"] else FeatureBits(0)
     spmd = spmd_section(core_modules[0], result_names(core_modules[0]))

@@ -84,6 +84,24 @@ class ModelHandle:
     def __repr__(self) -> str:
         return f"ModelHandle({self.name!r}, cores={self.cores})"
 
+    def state(self) -> dict[str, np.ndarray]:
+        """The state the model keeps between executions (a training step's parameters and
+        optimizer slots), by name, as copies; empty for a model without state."""
+        model = self.replicas[0].model
+        state = getattr(model, "state", None)
+        with self.replicas[0].lock:
+            return state.snapshot() if state else {}
+
+    def load_state(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Replace the state of every replica; NrtError(INVALID) naming the first name,
+        shape or dtype that does not match (nothing is changed then)."""
+        states = [getattr(r.model, "state", None) for r in self.replicas]
+        if not all(states):
+            raise NrtError(NrtStatus.INVALID, f"model '{self.name}' keeps no state")
+        for replica, state in zip(self.replicas, states, strict=True):
+            with replica.lock:
+                state.load(arrays)  # type: ignore[union-attr]
+
     def execute(self, inputs: Mapping[str, np.ndarray], timeout: int) -> dict[str, np.ndarray]:
         """Run once on the next replica; NrtError(TIMEOUT) past `timeout` s (0: no limit)."""
         with self._lock:

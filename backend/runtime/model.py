@@ -17,6 +17,7 @@ from nxcc.backend.runtime.collective_binding import (
 )
 from nxcc.backend.runtime.executor import ExecutionError, ProgramExecutor
 from nxcc.backend.runtime.multicore import Communicator, CoreBlocks, run_cores
+from nxcc.backend.runtime.state import ModelState
 from nxcc.backend.runtime.status import NrtError, NrtStatus
 from nxcc.ir.dtypes import DType
 
@@ -86,14 +87,20 @@ class LoadedModel:
         source = str(neff.path)
         m = neff.manifest
         try:
-            self.inputs = [TensorInfo.from_manifest(e) for e in m["inputs"]]
-            self.outputs = [TensorInfo.from_manifest(e) for e in m["outputs"]]
+            all_inputs = [TensorInfo.from_manifest(e) for e in m["inputs"]]
+            all_outputs = [TensorInfo.from_manifest(e) for e in m["outputs"]]
             subgraphs = m["subgraphs"]
             self.weights = read_weights(neff) if weights is None else weights
+            self.state = ModelState(m.get("state", []), self.weights)
             self.programs = [json.loads(neff.files[sg["program"]]) for sg in subgraphs]
-            self.blocks = CoreBlocks(subgraphs, len(self.inputs), len(self.outputs))
+            self.blocks = CoreBlocks(subgraphs, len(all_inputs), len(all_outputs))
         except (KeyError, TypeError, ValueError) as exc:
             raise NeffError(source, f"malformed manifest or program: {exc!r}") from None
+        # What users pass and get: everything but the state, which the model keeps.
+        self.n_program_inputs = len(all_inputs)
+        self.all_output_shapes = [o.shape for o in all_outputs]
+        self.inputs = [t for i, t in enumerate(all_inputs) if i not in self.state.inputs]
+        self.outputs = [t for i, t in enumerate(all_outputs) if i not in self.state.outputs]
         # Several programs (one per physical core of an -lnc 2 NEFF) run concurrently and
         # talk through a communicator that runs each collective by its binding.
         n = len(self.programs)
@@ -119,17 +126,23 @@ class LoadedModel:
         return check_inputs(self.inputs, inputs)
 
     def execute(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run the model once; outputs keyed by the manifest's output names."""
+        """Run the model once; outputs keyed by the manifest's output names. A model with
+        state reads it as the inputs it aliases and keeps the aliased outputs as the new
+        state (neither passed nor returned here)."""
         args = self.check_inputs(inputs)
+        if self.state:
+            args = self.state.arguments(args, self.n_program_inputs)
         try:
             if self.group is None:
                 results = self.executors[0].run(args)
             else:
                 per_core = run_cores([self._core_work(k, args) for k in
                                       range(len(self.executors))], self.group)
-                results = self.blocks.assemble(per_core, [o.shape for o in self.outputs])
+                results = self.blocks.assemble(per_core, self.all_output_shapes)
         except ExecutionError as exc:
             raise NrtError(NrtStatus.FAILURE, str(exc)) from exc
+        if self.state:
+            results = self.state.update(results)
         return {info.name: r for info, r in zip(self.outputs, results, strict=True)}
 
     def _core_work(self, core: int, args: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:

@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo.aliases import input_output_aliases
 from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
 from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.hlo.lower_annotations import annotate
@@ -60,6 +61,7 @@ class ModuleLowering:
         fn = self.lower_function(entry, "main")
         fn.result_names = [f"output{i}" for i in range(len(fn.results))]
         annotate(self.hlo, self.module, self.parameters(entry))
+        self.module.input_output_alias = input_output_aliases(self.hlo)
         return self.module
 
     def error(self, message: str, offset: int, code: str = E.SEMANTIC) -> HloError:

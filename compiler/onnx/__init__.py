@@ -32,6 +32,7 @@ from nxcc.compiler.onnx import (  # noqa: F401  (each module registers its conve
     norm,
     pool,
     quantize,
+    random,
     reduce,
     resize,
     rnn,
@@ -40,6 +41,7 @@ from nxcc.compiler.onnx import (  # noqa: F401  (each module registers its conve
     shape,
     spectral,
     tfidf,
+    training,
     trig,
     unpool,
 )

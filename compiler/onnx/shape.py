@@ -15,6 +15,7 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, broadcast_shapes
 from nxcc.compiler.onnx.errors import UNSUPPORTED_DTYPE
+from nxcc.compiler.onnx.random import node_key, uniform01
 from nxcc.compiler.onnx.registry import converter
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -68,15 +69,18 @@ def convert_identity(ctx: NodeContext) -> list[Value]:
 @converter("Dropout")
 def convert_dropout(ctx: NodeContext) -> list[Value]:
     """Inference (or training with ratio 0): the identity, and an all-true mask when asked
-    for. training_mode and ratio must be known at compile time; training with a ratio
-    above 0 drops random elements, and the IR has no random number generator."""
+    for. In training mode with a ratio r > 0 (both known at compile time) each element is
+    kept with probability 1 - r (a uniform draw >= r, `random.uniform01`) and scaled by
+    1 / (1 - r); the mask output says which were kept."""
     x = ctx.input(0)
-    if ctx.optional(2) is not None and bool(ctx.const_input(2, "training_mode").reshape(-1)[0]):
+    training = ctx.optional(2) is not None and bool(
+        ctx.const_input(2, "training_mode").reshape(-1)[0])
+    if training:
         ratio = float(ctx.attr("ratio", 0.5)) if ctx.opset < 12 else (
             float(ctx.const_input(1, "ratio").reshape(-1)[0]) if ctx.optional(1) is not None
             else 0.5)
         if ratio != 0.0:
-            raise ctx.unsupported(f"training-mode dropout with ratio {ratio} (random)")
+            return _dropout(ctx, x, ratio)
     outs = [x]
     if ctx.output_used(1):
         outs.append(ctx.b.splat(True, x.type.with_dtype(DType.PRED)))
@@ -280,3 +284,13 @@ def convert_space_to_depth(ctx: NodeContext) -> list[Value]:
     perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
     y = b.transpose(y, permutation=perm)
     return [b.reshape(y, (n, c * bs * bs, h // bs, w // bs))]
+
+
+def _dropout(ctx: NodeContext, x: Value, ratio: float) -> list[Value]:
+    b = ctx.b
+    if not 0.0 < ratio < 1.0:
+        raise ctx.fail(f"ratio must lie in [0, 1), got {ratio}")
+    u = uniform01(b, node_key(ctx), x.type.with_dtype(DType.F32))
+    keep = b.compare(u, b.splat(ratio, u.type), direction="GE")
+    scaled = b.multiply(x, b.splat(1.0 / (1.0 - ratio), x.type))
+    return [b.select(keep, scaled, b.splat(0, x.type)), keep]

@@ -13,6 +13,7 @@ from nxcc.ir.kernels import (  # noqa: F401
     gather,
     indexing,
     linalg,
+    random,
     reduction,
     scatter,
     shape,

@@ -87,6 +87,9 @@ from nxcc.ir.ops.linalg import (
     convolution,
     dot_general,
 )
+from nxcc.ir.ops.random import (
+    random_bits,
+)
 from nxcc.ir.ops.reduction import (
     reduce,
     reduce_window,
@@ -157,6 +160,7 @@ __all__ = [
     "partition_id",
     "popcnt",
     "power",
+    "random_bits",
     "recv",
     "recv_done",
     "reduce",

@@ -25,8 +25,11 @@ CASE_MODULES = (test_activation_ops, test_conv_pool_ops, test_elementwise_ops,
 
 def test_every_converter_is_exercised() -> None:
     """Each supported operator has a case here or a passing case of onnx's node suite
-    (tests/onnx/node_suite/expected_pass.txt)."""
-    tested = {c.op for m in CASE_MODULES for c in m.CASES}
+    (tests/onnx/node_suite/expected_pass.txt), or (random operators) a statistical test in
+    tests/training/test_random.py."""
+    from tests.training.test_random import STATISTICALLY_TESTED
+
+    tested = {c.op for m in CASE_MODULES for c in m.CASES} | set(STATISTICALLY_TESTED)
     models = suite.node_models()
     for name in suite.read_expected_pass():
         for node in models[name].graph.node:

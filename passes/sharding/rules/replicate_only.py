@@ -4,6 +4,8 @@ the whole result. Correct for any op, and the documented choice for:
 - gather, scatter: data-dependent addressing (an index may point into any block);
 - call, while, conditional: their computations run whole on every device;
 - partition_id, replica_id: per-device values, never split;
+- random_bits: every device draws the whole tensor from the same key and counter, so a
+  replicated random tensor holds the same numbers everywhere;
 - the collectives already in a program (all_reduce, all_gather, reduce_scatter,
   all_to_all, collective_permute) and point-to-point transfers (send, recv and their done
   halves): they keep their own replica groups and pairs.
@@ -19,7 +21,7 @@ REPLICATE_ONLY = (ops.gather, ops.scatter, ops.call, ops.while_, ops.conditional
                   ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather,
                   ops.reduce_scatter, ops.all_to_all, ops.collective_permute, ops.send,
                   ops.send_done, ops.recv, ops.recv_done, ops.all_reduce_start,
-                  ops.all_reduce_done)
+                  ops.all_reduce_done, ops.random_bits)
 
 
 @rule(*REPLICATE_ONLY)
