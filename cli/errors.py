@@ -33,6 +33,16 @@ def error_text(message: str) -> str:
     return one_line(message)
 
 
+def with_code(exc: BaseException) -> str:
+    """`str(exc)`, led by `[CODE]` when the error (or the NEFF error it wraps) carries a
+    code its text does not already show."""
+    text = str(exc)
+    code = getattr(exc, "code", None) or getattr(exc.__cause__, "code", None)
+    if isinstance(code, str) and f"[{code}]" not in text:
+        return f"[{code}] {text}"
+    return text
+
+
 def fail(message: str, code: int = 1) -> None:
     """Print `ERROR: message` to stderr (one line, or a located error with its caret) and
     exit with `code`."""
@@ -52,7 +62,7 @@ def user_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except USER_ERRORS as exc:
             logging.getLogger("nxcc").debug("traceback", exc_info=True)
-            fail(str(exc))
+            fail(with_code(exc))
         except KeyboardInterrupt:
             fail("interrupted", 130)
         return None

@@ -10,6 +10,8 @@ VERBOSE_LEVELS = ("debug", "info", "warning", "error", "critical")
 def setup_logging(verbose: str, logfile: str | None) -> None:
     """Log `nxcc.*` to stderr at `verbose` and, when given, everything at debug to `logfile`."""
     root = logging.getLogger("nxcc")
+    for old in root.handlers:
+        old.close()  # a command run again in one process must not leak the old logfile
     root.handlers.clear()
     root.setLevel(logging.DEBUG)
     root.propagate = False

@@ -19,6 +19,7 @@ from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.validate import check_manifest
 from nxcc.cli.errors import fail, user_errors
 
 
@@ -100,6 +101,7 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     """
     config = RuntimeConfig.from_env()
     neff_file = read_neff(neff, validate_hash=config.validate_hash)
+    check_manifest(neff_file)
     spmd = neff_file.manifest.get("spmd")
     if output_shardings and world_size is None:
         raise click.UsageError("--output-sharding needs --world-size")
