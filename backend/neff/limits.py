@@ -8,16 +8,20 @@ enough that a hostile NEFF cannot make one process take more than a few GiB.
 
 from __future__ import annotations
 
+from nxcc.ir.limits import MAX_RANK as IR_MAX_RANK
+from nxcc.ir.limits import MAX_TENSOR_BYTES as IR_MAX_TENSOR_BYTES
+
 MAX_PAYLOAD_BYTES: int = 2 << 30
 """The tar payload after gunzip (a gzip bomb stops here)."""
 
-MAX_TENSOR_BYTES: int = 1 << 30
-"""One tensor (input, output, slot, weight, collective operand): shape x dtype size."""
+MAX_TENSOR_BYTES: int = IR_MAX_TENSOR_BYTES
+"""One tensor (input, output, slot, weight, collective operand): shape x dtype size (the
+IR's limit, `ir.limits`, which the frontends apply too)."""
 
 MAX_ARENA_BYTES: int = 1 << 30
 """The arenas (planned buffers) of all functions of all programs of one NEFF, together."""
 
-MAX_RANK: int = 16
+MAX_RANK: int = IR_MAX_RANK
 """Dimensions of one tensor."""
 
 MAX_DIM: int = (1 << 31) - 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import math
+import tokenize
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -165,8 +166,10 @@ def _check_npy_header(data: bytes, source: str) -> None:
         if read is None:
             raise ValueError(f"unsupported .npy version {version}")
         shape, _, dtype = read(f)
-    except (ValueError, TypeError, SyntaxError, EOFError) as exc:
-        raise NeffError(source, f"malformed .npy header: {exc}") from None
+    except (ValueError, TypeError, SyntaxError, EOFError, RecursionError,
+            tokenize.TokenError) as exc:  # numpy tokenizes the header's Python literal
+        raise NeffError(source, f"malformed .npy header: {type(exc).__name__}: {exc}"
+                        ) from None
     if dtype.hasobject:
         raise NeffError(source, "a weight of Python objects is refused")
     nbytes = math.prod(shape) * dtype.itemsize

@@ -22,7 +22,7 @@ import re
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.attributes import parse_attribute, parse_key_values
-from nxcc.compiler.hlo.dtypes import HLO_TYPES, IR_TYPES
+from nxcc.compiler.hlo.dtypes import HLO_TYPES, IR_TYPES, ir_dtype
 from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.literals import is_elided, parse_literal
 from nxcc.compiler.hlo.nodes import (
@@ -35,6 +35,7 @@ from nxcc.compiler.hlo.nodes import (
     TupleShape,
 )
 from nxcc.compiler.hlo.scanning import scan_value
+from nxcc.ir.limits import oversize
 from nxcc.ir.sharding_notation.cursor import PieceError, unquote
 
 _WS = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)
@@ -42,6 +43,8 @@ _HWS = re.compile(r"(?:[ \t\r]+|/\*.*?\*/)*", re.S)
 _NAME = re.compile(r"%?([A-Za-z_$][\w.\-$]*)")
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
 _DTYPE = re.compile(r"[a-z][a-z0-9]*")
+MAX_TUPLE_DEPTH = 64
+"""Tuple shapes nest at most this deep (XLA's own programs nest a few levels)."""
 _INT = re.compile(r"-?\d+")
 _KEYWORD_ENTRY = re.compile(r"ENTRY\b")
 _KEYWORD_ROOT = re.compile(r"ROOT\b")
@@ -401,21 +404,32 @@ class Parser:
             tuple(int(d) for d in layout[1:-1].split(",")) if layout and layout != "{}"
             else (() if layout else None),
         )
+        self.check_size(dtype, shape.dims, at)
         if shape.layout and sorted(shape.layout) != list(range(len(shape.dims))):
             raise HloError(f"expected a layout that permutes the {len(shape.dims)} dimensions, "
                            f"found {layout}", self.src, at, E.SEMANTIC)
         self.shapes[(dtype, dims, layout)] = shape
         return shape
 
-    def shape(self) -> Shape:
+    def check_size(self, dtype: str, dims: tuple[int, ...], at: int) -> None:
+        """HloError (NCC_EFRM002) for a shape over the IR's size limits (`ir.limits`),
+        before anything of that shape is built."""
+        ir = ir_dtype(dtype)
+        problem = oversize(dims, ir.itemsize if ir is not None else 16)
+        if problem is not None:
+            raise HloError(f"{dtype}{list(dims)}: {problem}", self.src, at, E.SEMANTIC)
+
+    def shape(self, depth: int = 0) -> Shape:
         text = self.text
         if self.eat("("):
+            if depth >= MAX_TUPLE_DEPTH:
+                raise self.fail(f"a shape: tuples nest at most {MAX_TUPLE_DEPTH} deep")
             elements: list[Shape] = []
             self.ws()
             if not self.eat(")"):
                 while True:
                     self.ws()
-                    elements.append(self.shape())
+                    elements.append(self.shape(depth + 1))
                     self.ws()
                     if self.eat(")"):
                         break
@@ -450,6 +464,7 @@ class Parser:
                 if self.eat("]"):
                     break
                 self.expect(",", "',' or ']' in the dimensions")
+        self.check_size(dtype, tuple(dims), at)
         layout: tuple[int, ...] | None = None
         extra = ""
         if text.startswith("{", self.pos):
