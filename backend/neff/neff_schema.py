@@ -86,7 +86,7 @@ MANIFEST = Obj(
      "subgraphs": ListOf(SUBGRAPH, 1, MAX_PROGRAMS),
      "weights": Obj({"files": MapOf(NAME)}, {"bytes": COUNT})},
     {"format": NAME, "name": NAME, "target": NAME, "lnc": Int(1, 2),
-     "collectives": Nullable(ListOf(COLLECTIVE)), "compiler": MapOf(AnyValue()),
+     "collectives": ListOf(COLLECTIVE), "compiler": MapOf(AnyValue()),
      "spmd": Nullable(SPMD)},
 )
 

@@ -15,7 +15,7 @@ from nxcc.backend.neff.constants import MANIFEST_NAME
 from nxcc.backend.neff.payload import read_payload
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import mutate_bytes, mutate_json
-from tests.neff.mutants import compile_example, pack, unpack
+from tests.neff.mutants import compile_example, pack, pack_bytes, unpack
 from tests.runtime.neffs import spin_neff, weights_neff
 
 
@@ -88,8 +88,7 @@ def mutate(raw: bytes, data: st.DataObject) -> bytes:
             members[name] = data.draw(st.binary(max_size=256))
         else:
             members[name] = members[data.draw(st.sampled_from(names))]
-    out = Path("/dev/shm" if Path("/dev/shm").is_dir() else "/tmp") / "nxcc-fuzz-pack.neff"
-    return pack(out, header, members).read_bytes()
+    return pack_bytes(header, members)
 
 
 def commands(path: Path, work: Path) -> list[list[str]]:

@@ -24,14 +24,19 @@ def unpack(path: Path) -> tuple[NeffHeader, dict[str, bytes]]:
     return neff.header, members
 
 
-def pack(path: Path, header: NeffHeader, members: dict[str, bytes]) -> Path:
-    """Write `members` as an uncompressed NEFF with `header`'s fields (size, hash and the
+def pack_bytes(header: NeffHeader, members: dict[str, bytes]) -> bytes:
+    """`members` as an uncompressed NEFF with `header`'s fields (size, hash and the
     uncompressed bit made to match), whatever the members hold."""
     payload = build_payload(members, compress=False)
     bits = header.feature_bits | int(FeatureBits.UNCOMPRESSED_PAYLOAD)
     fixed = dataclasses.replace(header, data_size=len(payload), feature_bits=bits,
                                 hash=hashlib.sha256(payload).digest())
-    path.write_bytes(fixed.pack(source=str(path)) + payload)
+    return fixed.pack(source="<mutant>") + payload
+
+
+def pack(path: Path, header: NeffHeader, members: dict[str, bytes]) -> Path:
+    """`pack_bytes` written to `path`."""
+    path.write_bytes(pack_bytes(header, members))
     return path
 
 
