@@ -7,6 +7,16 @@ import logging
 VERBOSE_LEVELS = ("debug", "info", "warning", "error", "critical")
 
 
+class _LogFile(logging.FileHandler):
+    """The --logfile: best effort. A record it cannot write (a full disk) closes it quietly,
+    instead of logging's default of printing a traceback on stderr; the command goes on
+    and fails in one line only if its own output cannot be written."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        logging.getLogger("nxcc").removeHandler(self)
+        self.close()
+
+
 def setup_logging(verbose: str, logfile: str | None) -> None:
     """Log `nxcc.*` to stderr at `verbose` and, when given, everything at debug to `logfile`."""
     root = logging.getLogger("nxcc")
@@ -21,7 +31,7 @@ def setup_logging(verbose: str, logfile: str | None) -> None:
     root.addHandler(console)
     if logfile:
         try:
-            handler = logging.FileHandler(logfile, mode="w")
+            handler = _LogFile(logfile, mode="w")
         except OSError as exc:
             raise OSError(f"cannot open --logfile {logfile!r}: {exc.strerror}") from None
         handler.setLevel(logging.DEBUG)

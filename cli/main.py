@@ -5,7 +5,9 @@ Usage errors (a bad flag or value) are one line too: `ERROR: [NCC_EARG001] ...`,
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import click
 
@@ -34,8 +36,19 @@ cli.add_command(list_operators_cmd)
 cli.add_command(ls_cmd)
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that every cleanup runs as for Ctrl-C."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: click without its multi-line usage errors."""
+    """Console entry point: click without its multi-line usage errors. SIGTERM ends a
+    command as Ctrl-C does (temporary files removed, cores released, exit 130)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         cli.main(args=argv, prog_name="neuronx-cc", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:

@@ -6,8 +6,6 @@ With `--world-size N` an SPMD NEFF runs as N ranks in this process (`Runtime.loa
 
 from __future__ import annotations
 
-import os
-import tempfile
 import textwrap
 import zipfile
 
@@ -15,6 +13,7 @@ import click
 import numpy as np
 
 from nxcc.backend.neff import read_neff
+from nxcc.backend.neff.atomic import atomic_file
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
@@ -33,17 +32,9 @@ def load_inputs(path: str) -> dict[str, np.ndarray]:
 
 
 def save_outputs(path: str, outputs: dict[str, np.ndarray]) -> None:
-    """Write `outputs` to `path` atomically (a temp file renamed over it)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **outputs)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write `outputs` to `path` atomically (nothing left behind if interrupted)."""
+    with atomic_file(path) as f:
+        np.savez(f, **outputs)
 
 
 def show(outputs: dict[str, np.ndarray]) -> None:
