@@ -7,7 +7,6 @@ With `--world-size N` an SPMD NEFF runs as N ranks in this process (`Runtime.loa
 from __future__ import annotations
 
 import textwrap
-import zipfile
 
 import click
 import numpy as np
@@ -17,18 +16,15 @@ from nxcc.backend.neff.atomic import atomic_file
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
+from nxcc.backend.runtime.npz import read_npz
 from nxcc.backend.runtime.nrt import Runtime
 from nxcc.backend.runtime.validate import check_manifest
 from nxcc.cli.errors import fail, user_errors
 
 
 def load_inputs(path: str) -> dict[str, np.ndarray]:
-    """The arrays of an .npz file (never unpickled)."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise OSError(f"cannot read inputs {path!r}: {exc}") from None
+    """The arrays of an .npz file (never unpickled, sizes bounded before reading)."""
+    return read_npz(path)
 
 
 def save_outputs(path: str, outputs: dict[str, np.ndarray]) -> None:

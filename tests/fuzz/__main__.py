@@ -49,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in kinds:
             report = campaign(KINDS[name], args.cases, Path(tmp) / name,
                               args.failures.resolve(), limit=args.time_limit,
-                              rng_seed=args.seed)
+                              rng_seed=args.seed,
+                              progress=lambda r: print("  ..." + r.line(), flush=True))
             print(report.line(), flush=True)
             for first, count in report.uncoded.most_common(5):
                 print(f"  uncoded x{count}: {first}", flush=True)

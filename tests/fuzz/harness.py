@@ -145,9 +145,11 @@ def run_case(kind: Kind, data: bytes, work: Path, limit: float) -> tuple[str, st
 
 
 def campaign(kind: Kind, cases: int, work: Path, failures: Path, *, limit: float = 20.0,
-             rng_seed: int = 0) -> Report:
+             rng_seed: int = 0, progress: Callable[[Report], None] | None = None,
+             every: int = 500) -> Report:
     """Run `cases` hypothesis-generated mutants of `kind`'s seeds; failing inputs go to
-    `failures/<kind>/<sha>.bin`. Never raises for a failing case (it is counted)."""
+    `failures/<kind>/<sha>.bin`; `progress(report)` every `every` cases. Never raises for a
+    failing case (it is counted)."""
     work.mkdir(parents=True, exist_ok=True)
     corpus = kind.seeds(work)
     report = Report(kind.name)
@@ -170,6 +172,9 @@ def campaign(kind: Kind, cases: int, work: Path, failures: Path, *, limit: float
         report.slowest = max(report.slowest, time.perf_counter() - began)
         report.cases += 1
         report.counts[status] += 1
+        report.seconds = time.perf_counter() - start
+        if progress is not None and report.cases % every == 0:
+            progress(report)
         if status == "uncoded" and reason is not None:
             report.uncoded[reason.split(": ")[0][:80]] += 1
         if status in FAILING:
