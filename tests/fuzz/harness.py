@@ -135,6 +135,8 @@ def run_case(kind: Kind, data: bytes, work: Path, limit: float) -> tuple[str, st
             return "hang", f"hang: {' '.join(argv[:1])} {exc}"
         except MemoryError as exc:
             return "memory", f"memory: {exc!r}"
+        if outcome.status == 130:  # Ctrl-C or SIGTERM to the fuzzer, caught by the CLI
+            raise KeyboardInterrupt(outcome.stderr.strip())
         status, reason = verdict(outcome)
         if status in FAILING:
             return status, f"{argv[0]}: {status}: {reason}"
