@@ -419,22 +419,26 @@ class Parser:
         if problem is not None:
             raise HloError(f"{dtype}{list(dims)}: {problem}", self.src, at, E.SEMANTIC)
 
+    def tuple_shape(self, depth: int) -> TupleShape:
+        """The elements of a tuple shape after its '(' (nested `depth` tuples deep)."""
+        if depth >= MAX_TUPLE_DEPTH:
+            raise self.fail(f"a shape: tuples nest at most {MAX_TUPLE_DEPTH} deep")
+        elements: list[Shape] = []
+        self.ws()
+        if not self.eat(")"):
+            while True:
+                self.ws()
+                elements.append(self.shape(depth + 1))
+                self.ws()
+                if self.eat(")"):
+                    break
+                self.expect(",", "',' or ')' in a tuple shape")
+        return TupleShape(tuple(elements))
+
     def shape(self, depth: int = 0) -> Shape:
         text = self.text
         if self.eat("("):
-            if depth >= MAX_TUPLE_DEPTH:
-                raise self.fail(f"a shape: tuples nest at most {MAX_TUPLE_DEPTH} deep")
-            elements: list[Shape] = []
-            self.ws()
-            if not self.eat(")"):
-                while True:
-                    self.ws()
-                    elements.append(self.shape(depth + 1))
-                    self.ws()
-                    if self.eat(")"):
-                        break
-                    self.expect(",", "',' or ')' in a tuple shape")
-            return TupleShape(tuple(elements))
+            return self.tuple_shape(depth)
         at = self.pos
         m = _DTYPE.match(text, at)
         if m is None:
