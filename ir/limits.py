@@ -17,14 +17,19 @@ MAX_TENSOR_BYTES: int = 1 << 30
 MAX_RANK: int = 16
 """Dimensions of one tensor."""
 
+MAX_DIM: int = (1 << 31) - 1
+"""One dimension (even of an empty tensor)."""
+
 
 def oversize(shape: tuple[int, ...] | list[int], itemsize: int) -> str | None:
     """Why a tensor of `shape` and element size `itemsize` is refused, or None when it fits
-    (dimensions must be >= 0; rank and bytes within the limits)."""
+    (dimensions in [0, MAX_DIM]; rank and bytes within the limits)."""
     if len(shape) > MAX_RANK:
         return f"rank {len(shape)} is over the limit of {MAX_RANK}"
     if any(d < 0 for d in shape):
         return f"shape {list(shape)} has a negative dimension"
+    if any(d > MAX_DIM for d in shape):
+        return f"shape {list(shape)} has a dimension over the limit of {MAX_DIM}"
     nbytes = math.prod(shape) * itemsize
     if nbytes > MAX_TENSOR_BYTES:
         return f"shape {list(shape)} takes {nbytes} bytes, over the limit of {MAX_TENSOR_BYTES}"

@@ -8,6 +8,7 @@ enough that a hostile NEFF cannot make one process take more than a few GiB.
 
 from __future__ import annotations
 
+from nxcc.ir.limits import MAX_DIM as IR_MAX_DIM
 from nxcc.ir.limits import MAX_RANK as IR_MAX_RANK
 from nxcc.ir.limits import MAX_TENSOR_BYTES as IR_MAX_TENSOR_BYTES
 
@@ -24,7 +25,7 @@ MAX_ARENA_BYTES: int = 1 << 30
 MAX_RANK: int = IR_MAX_RANK
 """Dimensions of one tensor."""
 
-MAX_DIM: int = (1 << 31) - 1
+MAX_DIM: int = IR_MAX_DIM
 """One dimension (before the product is bounded by MAX_TENSOR_BYTES)."""
 
 MAX_JSON_DEPTH: int = 32

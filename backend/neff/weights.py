@@ -29,7 +29,7 @@ def load_npy(data: bytes, source: str = "<npy>") -> np.ndarray:
         raise NeffError(source, "malformed .npy: bad magic")
     try:
         arr = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError, SyntaxError, RecursionError,
+    except (ValueError, OSError, EOFError, SyntaxError, RecursionError, OverflowError,
             tokenize.TokenError) as exc:  # numpy tokenizes the header's Python literal
         raise NeffError(source, f"malformed .npy: {exc}") from exc
     if not isinstance(arr, np.ndarray):  # pragma: no cover - magic check excludes .npz

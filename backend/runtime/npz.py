@@ -18,9 +18,10 @@ import numpy as np
 from numpy.lib import format as npy_format
 
 from nxcc.backend.runtime.status import NrtError, NrtStatus
-from nxcc.ir.limits import MAX_TENSOR_BYTES
+from nxcc.ir.limits import oversize
 
 _READ_ERRORS = (OSError, ValueError, EOFError, SyntaxError, RecursionError, KeyError,
+                OverflowError,
                 NotImplementedError, zipfile.BadZipFile, zlib.error, tokenize.TokenError)
 _HEADERS = {(1, 0): npy_format.read_array_header_1_0, (2, 0): npy_format.read_array_header_2_0,
             (3, 0): npy_format.read_array_header_2_0}
@@ -52,8 +53,11 @@ def _check_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
     if dtype.hasobject:
         raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"input {info.filename!r} holds Python "
                        "objects; only numeric arrays are read")
+    problem = oversize(shape, dtype.itemsize)
+    if problem is not None:
+        raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"input {info.filename!r}: {problem}")
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes > MAX_TENSOR_BYTES or nbytes > info.file_size - header:
+    if nbytes > info.file_size - header:
         raise NrtError(NrtStatus.EXEC_BAD_INPUT, f"input {info.filename!r} declares "
                        f"{dtype}{list(shape)} ({nbytes} bytes) but holds "
-                       f"{info.file_size - header} (limit {MAX_TENSOR_BYTES})")
+                       f"{info.file_size - header}")

@@ -35,6 +35,7 @@ from nxcc.backend.neff.neff_schema import MANIFEST, PROGRAM
 from nxcc.backend.neff.schema import conform, load_json
 from nxcc.backend.runtime.validate_program import check_program
 from nxcc.ir.dtypes import DType
+from nxcc.ir.limits import oversize
 
 
 @dataclass(frozen=True)
@@ -172,10 +173,10 @@ def _check_npy_header(data: bytes, source: str) -> None:
                         ) from None
     if dtype.hasobject:
         raise NeffError(source, "a weight of Python objects is refused")
+    problem = oversize(shape, dtype.itemsize)
+    if problem is not None:
+        raise NeffError(source, f"weight: {problem}", code=SIZE)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes > MAX_TENSOR_BYTES:
-        raise NeffError(source, f"weight of {dtype}{list(shape)} is {nbytes} bytes, over "
-                        f"the limit of {MAX_TENSOR_BYTES}", code=SIZE)
     if nbytes != len(data) - f.tell():
         raise NeffError(source, f"weight declares {dtype}{list(shape)} ({nbytes} bytes) but "
                         f"holds {len(data) - f.tell()}", code=SIZE)

@@ -215,3 +215,10 @@ def test_gzip_bomb_stops_at_the_limit(mlp: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(payload, "MAX_PAYLOAD_BYTES", 4096)
     assert_clean_error(run_cli("inspect-neff", str(mlp)), "[NRT_ENEFF004]",
                        "inflates past the limit of 4096")
+
+
+def test_weight_header_of_giant_empty_shape(mlp: Path, tmp_path: Path) -> None:
+    """(10**30, 0) holds no bytes, so its size agrees; numpy would overflow reading it."""
+    raw = dump_npy(np.zeros((3, 0), np.float32)).replace(b"(3, 0)", b"(1" + b"0" * 30 + b", 0)")
+    refused(replace_member(mlp, tmp_path / "w.neff", "weights/w0.npy", raw),
+            "[NRT_ENEFF004]", "dimension over the limit")
