@@ -94,15 +94,14 @@ def mutate(raw: bytes, data: st.DataObject) -> bytes:
 def commands(path: Path, work: Path) -> list[list[str]]:
     """`run` with the inputs of whichever seed this came from (by its manifest name, when it
     still has one) and `inspect-neff` as JSON."""
-    inputs = sorted(work.glob("inputs-*.npz"))
+    inputs = {p.name: p for p in sorted(work.glob("inputs-*.npz"))}
     try:
         name = json.loads(read_payload(path.read_bytes()[HEADER_SIZE:], "<fuzz>")
                           [MANIFEST_NAME]).get("name")
-        chosen = work / f"inputs-{name}.npz"
     except Exception:  # any broken mutant: the first inputs will do
-        chosen = inputs[0]
-    if not chosen.exists():
-        chosen = inputs[0]
+        name = None
+    first = next(iter(inputs.values()))
+    chosen = inputs.get(f"inputs-{name}.npz", first) if isinstance(name, str) else first
     return [["run", str(path), "--inputs", str(chosen), "-q"],
             ["inspect-neff", str(path), "--json"]]
 
