@@ -1,4 +1,13 @@
-"""Turning every user-facing failure into one line on stderr and a non-zero exit."""
+"""Turning every user-facing failure into one line on stderr and a non-zero exit.
+
+Every error reads `ERROR: [CODE] what is wrong`. Codes: the compiler's (`NCC_E...`, from
+`CompileError`); the runtime's status names for NEFF and runtime errors of `run` and
+`inspect-neff` (`NRT_INVALID` for a NEFF that cannot be read or used,
+`NRT_UNSUPPORTED_NEFF_VERSION`, the status of an `NrtError`), and for a NEFF whose contents
+fail validation the NeffError's own code (`NRT_ENEFF002` schema, `NRT_ENEFF003` reference,
+`NRT_ENEFF004` size; `backend.neff.errors`), also when the runtime refused it. Exit
+statuses: 2 for a bad command line (usage errors and `NCC_EARG001`), 1 for everything else.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +19,13 @@ from typing import TypeVar
 
 import click
 
-from nxcc.backend.neff import NeffError
-from nxcc.backend.runtime.config import ConfigError
-from nxcc.backend.runtime.status import NrtError
 from nxcc.driver.errors import CompileError
 
 F = TypeVar("F", bound=Callable[..., object])
 
-USER_ERRORS = (CompileError, NeffError, NrtError, ConfigError, OSError)
+ARGUMENT_ERROR = 2
+FAILURE = 1
+INTERRUPTED = 130
 
 
 def one_line(text: str) -> str:
@@ -33,38 +41,68 @@ def error_text(message: str) -> str:
     return one_line(message)
 
 
-def with_code(exc: BaseException) -> str:
-    """`str(exc)`, led by `[CODE]` when the error (or the NEFF error it wraps) carries a
-    code its text does not already show."""
-    text = str(exc)
-    code = getattr(exc, "code", None) or getattr(exc.__cause__, "code", None)
-    if isinstance(code, str) and f"[{code}]" not in text:
-        return f"[{code}] {text}"
-    return text
-
-
-def fail(message: str, code: int = 1) -> None:
+def fail(message: str, code: int = FAILURE) -> None:
     """Print `ERROR: message` to stderr (one line, or a located error with its caret) and
     exit with `code`."""
     click.echo(f"ERROR: {error_text(message)}", err=True)
     sys.exit(code)
 
 
-def user_errors(fn: F) -> F:
+def coded(exc: BaseException, family: str) -> tuple[str, int]:
+    """(`[CODE] message`, exit status) for a user-facing error; `family` ("NCC" or "NRT")
+    is the code of errors that carry none (OSError)."""
+    from nxcc.backend.neff import NeffError
+    from nxcc.backend.runtime.config import ConfigError
+    from nxcc.backend.runtime.status import NrtError
+
+    if isinstance(exc, CompileError):
+        status = ARGUMENT_ERROR if exc.code == "NCC_EARG001" else FAILURE
+        return str(exc), status
+    if isinstance(exc, NrtError):
+        cause = exc.__cause__  # a NEFF the runtime refused keeps the NEFF error's code
+        name = cause.code if isinstance(cause, NeffError) else f"NRT_{exc.status.name}"
+        return f"[{name}] {exc.args[0]}", FAILURE
+    if isinstance(exc, NeffError):
+        name = ("NRT_UNSUPPORTED_NEFF_VERSION" if "major version" in exc.problem
+                else exc.code)
+        return f"[{name}] {exc}", FAILURE
+    if isinstance(exc, ConfigError):
+        return f"[NRT_INVALID] {exc}", FAILURE
+    code = "NCC_EARG001" if family == "NCC" else "NRT_INVALID"
+    return f"[{code}] {exc}", ARGUMENT_ERROR if family == "NCC" else FAILURE
+
+
+def user_errors(fn: F | None = None, *, family: str = "NCC") -> F:
     """Run a command so that a user-facing error ends in one line, never a traceback.
 
     With `--verbose debug` the traceback is logged too.
     """
+    if fn is None:
+        return functools.partial(user_errors, family=family)  # type: ignore[return-value]
 
     @functools.wraps(fn)
     def wrapper(*args: object, **kwargs: object) -> object:
         try:
             return fn(*args, **kwargs)
-        except USER_ERRORS as exc:
-            logging.getLogger("nxcc").debug("traceback", exc_info=True)
-            fail(with_code(exc))
         except KeyboardInterrupt:
-            fail("interrupted", 130)
+            fail("interrupted", INTERRUPTED)
+        except Exception as exc:
+            if not _user_facing(exc):
+                raise
+            logging.getLogger("nxcc").debug("traceback", exc_info=True)
+            message, status = coded(exc, family)
+            fail(message, status)
         return None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _user_facing(exc: Exception) -> bool:
+    # The backend's error types are imported here, not at the top: a compile-cache hit
+    # never loads the backend (and numpy), and an error of a module not loaded cannot occur.
+    from nxcc.backend.neff import NeffError
+    from nxcc.backend.runtime.config import ConfigError
+    from nxcc.backend.runtime.status import NrtError
+
+    return isinstance(exc, CompileError | NeffError | NrtError | ConfigError | OSError)
+

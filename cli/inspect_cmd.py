@@ -21,6 +21,12 @@ def describe_collective(entry: dict) -> dict:
     groups = entry.get("replica_groups") or [[0]]
     ranks = sum(len(g) for g in groups)
     size = max((len(g) for g in groups), default=1)
+    if entry.get("kind") in ("send", "recv_done"):
+        # one transfer per pair, counted at its send (recv_done is the same transfer)
+        pairs = entry.get("source_target_pairs", [])
+        per_rank = int(entry.get("bytes", 0)) if entry["kind"] == "send" else 0
+        return {**entry, "traffic_bytes_per_rank": per_rank,
+                "traffic_bytes": per_rank * len(pairs)}
     if entry.get("kind") == "collective_permute":
         pairs = entry.get("source_target_pairs", [])
         size, ranks = 2, len(pairs)
@@ -119,7 +125,7 @@ def print_spmd(spmd: dict) -> None:
               show_default=True,
               help="text for people, json for programs, dot: the partitioned program as a "
               "Graphviz graph, collectives highlighted.")
-@user_errors
+@user_errors(family="NRT")
 def inspect_neff_cmd(neff: str, as_json: bool, fmt: str) -> None:
     """Show a NEFF's header, inputs, outputs, subgraphs, collectives and weights."""
     if fmt == "dot":

@@ -66,7 +66,7 @@ def render(desc: dict) -> list[str]:
 
 @click.command("ls")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")
-@user_errors
+@user_errors(family="NRT")
 def ls_cmd(as_json: bool) -> None:
     """List the simulated instance's devices, NeuronCores and the processes holding them.
 

@@ -1,39 +1,59 @@
 """`neuronx-cc`: the command group. Commands only parse arguments and call the layers below.
 
-Usage errors (a bad flag or value) are one line too: `ERROR: [NCC_EARG001] ...`, exit 2.
+Options may stand before the subcommand, as build tools put them (`neuronx-cc --target=trn1
+compile ...`): they are moved after it (`global_options.move_after_command`). Commands are
+imported when used, so `--version` and a compile-cache hit start quickly.
+
+Exit statuses: 0 success, 2 a bad command line (`NCC_EARG001`: unknown flag, bad value,
+missing file...), 1 any other error (compile errors, NEFF and runtime errors), 130
+interrupted. Every error is one line on stderr: `ERROR: [CODE] what is wrong`.
 """
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 import threading
 
 import click
 
-from nxcc.cli.compile_cmd import compile_cmd
-from nxcc.cli.errors import one_line
-from nxcc.cli.inspect_cmd import inspect_neff_cmd
-from nxcc.cli.list_cmd import list_operators_cmd
-from nxcc.cli.ls_cmd import ls_cmd
-from nxcc.cli.run_cmd import run_cmd
-from nxcc.cli.version import VERSION
+from nxcc.cli.errors import ARGUMENT_ERROR, one_line
+from nxcc.cli.global_options import move_after_command
+from nxcc.version import COMPILER_VERSION
 
 CONTEXT = {"help_option_names": ["-h", "--help"]}
 
+#: command name -> (module, attribute), imported on first use.
+COMMANDS = {
+    "compile": ("nxcc.cli.compile_cmd", "compile_cmd"),
+    "run": ("nxcc.cli.run_cmd", "run_cmd"),
+    "inspect-neff": ("nxcc.cli.inspect_cmd", "inspect_neff_cmd"),
+    "list-operators": ("nxcc.cli.list_cmd", "list_operators_cmd"),
+    "ls": ("nxcc.cli.ls_cmd", "ls_cmd"),
+    "cache": ("nxcc.cli.cache_cmd", "cache_cmd"),
+}
 
-@click.group(context_settings=CONTEXT)
-@click.version_option(VERSION, "--version", prog_name="neuronx-cc (nxcc)",
-                      message="%(prog)s %(version)s")
+VERSION_LINE = f"NeuronX Compiler version {COMPILER_VERSION}"
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when looked up."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[cmd_name]
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT)
+@click.version_option(COMPILER_VERSION, "--version", message=VERSION_LINE)
 def cli() -> None:
     """nxcc: an ahead-of-time compiler and runtime playing the part of AWS neuronx-cc."""
-
-
-cli.add_command(compile_cmd)
-cli.add_command(run_cmd)
-cli.add_command(inspect_neff_cmd)
-cli.add_command(list_operators_cmd)
-cli.add_command(ls_cmd)
 
 
 class Terminated(KeyboardInterrupt):
@@ -49,8 +69,9 @@ def main(argv: list[str] | None = None) -> None:
     command as Ctrl-C does (temporary files removed, cores released, exit 130)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
+    args = move_after_command(list(sys.argv[1:] if argv is None else argv), COMMANDS)
     try:
-        cli.main(args=argv, prog_name="neuronx-cc", standalone_mode=False)
+        cli.main(args=args, prog_name="neuronx-cc", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(0)
@@ -59,7 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         if exc.ctx and exc.ctx.info_name == "neuronx-cc":
             where = " (see neuronx-cc --help)"
         click.echo(f"ERROR: [NCC_EARG001] {one_line(exc.format_message())}{where}", err=True)
-        sys.exit(2)
+        sys.exit(ARGUMENT_ERROR)
     except click.Abort:
         click.echo("ERROR: interrupted", err=True)
         sys.exit(130)

@@ -11,20 +11,28 @@ import textwrap
 import click
 import numpy as np
 
-from nxcc.backend.neff import read_neff
+from nxcc.backend.neff import NeffFile, read_neff
 from nxcc.backend.neff.atomic import atomic_file
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
+from nxcc.backend.runtime.mpi_job import MpiJob, launched_processes
 from nxcc.backend.runtime.npz import read_npz
 from nxcc.backend.runtime.nrt import Runtime
 from nxcc.backend.runtime.validate import check_manifest
-from nxcc.cli.errors import fail, user_errors
+from nxcc.cli.errors import user_errors
 
 
-def load_inputs(path: str) -> dict[str, np.ndarray]:
-    """The arrays of an .npz file (never unpickled, sizes bounded before reading)."""
-    return read_npz(path)
+def load_inputs(path: str, names: list[str] | None = None) -> dict[str, np.ndarray]:
+    """The arrays of an .npz file (never unpickled), by name. Positional arrays
+    (`arr_0`, `arr_1`... as `np.savez(f, a, b)` writes them) are taken as the inputs `names`
+    in order when there are as many and none is named after an input."""
+    arrays = read_npz(path)  # sizes bounded before numpy allocates
+    positional = [f"arr_{i}" for i in range(len(arrays))]
+    if names and sorted(arrays) == sorted(positional) and len(names) == len(arrays) \
+            and not set(names) & set(arrays):
+        return {name: arrays[key] for name, key in zip(names, positional, strict=True)}
+    return arrays
 
 
 def save_outputs(path: str, outputs: dict[str, np.ndarray]) -> None:
@@ -54,20 +62,53 @@ def show_bindings_of(model: ModelHandle, runtime: Runtime) -> None:
         click.echo(f"  {b.describe()}")
 
 
+def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
+            inputs_path: str | None, output_path: str | None,
+            output_shardings: tuple[str, ...], repeat: int, quiet: bool,
+            show_bindings: bool = False) -> None:
+    """This process's part of a multi-process run (`mpiexec -n P neuronx-cc run ...`):
+    process 0 writes and prints the global outputs."""
+    if neff_file.manifest.get("spmd") is None:
+        raise click.UsageError(f"{neff_file.path} is not an SPMD program; mpiexec runs one "
+                               "program as ranks (compile XLA's partitioned HLO)")
+    inputs = load_inputs(inputs_path) if inputs_path else {}
+    job = MpiJob(config, world_size)
+    outputs = None
+    try:
+        job.load(neff_file, list(output_shardings) or None)
+        if show_bindings and job.is_root:
+            assert job.model is not None
+            show_bindings_of(job.model, job.runtime)
+            if inputs_path is None:
+                return
+        for _ in range(repeat):
+            outputs = job.execute(inputs)
+    finally:
+        job.close()
+    if outputs is None:
+        return
+    if output_path:
+        save_outputs(output_path, outputs)
+    if not quiet:
+        show(outputs)
+
+
 @click.command("run")
 @click.argument("neff", type=click.Path(dir_okay=False))
 @click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False),
               help="An .npz whose arrays are keyed by the NEFF's input names (global tensors "
-              "with --world-size).")
+              "with --world-size), or positional (arr_0, arr_1... from np.savez(f, a, b)) in "
+              "input order.")
 @click.option("--output", "output_path", type=click.Path(dir_okay=False),
               help="Where to write the outputs (.npz keyed by the NEFF's output names).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the outputs.")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Execute N times, keeping the NeuronCores the whole time.")
 @click.option("--world-size", "world_size", type=click.IntRange(min=1),
-              help="Run an SPMD program (e.g. XLA's partitioned HLO) as N ranks in this "
-              "process, one NeuronCore each: split each global input by its parameter's "
-              "sharding, assemble each global output.")
+              help="Run an SPMD program (e.g. XLA's partitioned HLO) as N ranks, one "
+              "NeuronCore each: split each global input by its parameter's sharding, assemble "
+              "each global output. N counts ranks, not processes: under mpiexec -n P the P "
+              "processes run N/P ranks each (default: one per process).")
 @click.option("--output-sharding", "output_shardings", multiple=True, metavar="SPEC",
               help="With --world-size: how an output is laid out over the ranks, in HLO "
               "sharding syntax (e.g. '{devices=[2,1,4]<=[8] last_tile_dim_replicate}'); once "
@@ -77,7 +118,7 @@ def show_bindings_of(model: ModelHandle, runtime: Runtime) -> None:
               help="Print how each collective was bound at load (algorithm, ring of "
               "NeuronCores, steps, bytes per step); without --inputs for a model that takes "
               "inputs, only that.")
-@user_errors
+@user_errors(family="NRT")
 def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: bool,
             repeat: int, world_size: int | None, output_shardings: tuple[str, ...],
             show_bindings: bool) -> None:
@@ -90,12 +131,17 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     neff_file = read_neff(neff, validate_hash=config.validate_hash)
     check_manifest(neff_file)
     spmd = neff_file.manifest.get("spmd")
+    if launched_processes() > 1:
+        run_job(config, neff_file, world_size, inputs_path, output_path, output_shardings,
+                repeat, quiet, show_bindings)
+        return
     if output_shardings and world_size is None:
         raise click.UsageError("--output-sharding needs --world-size")
     if spmd is not None and world_size is None:
         ranks = spmd.get("world_size")
-        fail(f"{neff} is an SPMD program" + (f" partitioned for {ranks} ranks" if ranks else "")
-             + f"; run it with --world-size {ranks or 'N'} and global --inputs")
+        raise click.UsageError(
+            f"{neff} is an SPMD program" + (f" partitioned for {ranks} ranks" if ranks else "")
+            + f"; run it with --world-size {ranks or 'N'} and global --inputs")
     runtime = Runtime(config=config)
     runtime.init(target=neff_file.manifest.get("target"))
     with runtime:
@@ -109,8 +155,9 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
             if show_bindings:
                 return
             names = ", ".join(i.name for i in model.inputs)
-            fail(f"{neff} takes inputs ({names}); give them with --inputs FILE.npz")
-        inputs = load_inputs(inputs_path) if inputs_path else {}
+            raise click.UsageError(f"{neff} takes inputs ({names}); give them with --inputs "
+                                   "FILE.npz")
+        inputs = load_inputs(inputs_path, [i.name for i in model.inputs]) if inputs_path else {}
         for _ in range(repeat):
             outputs = runtime.execute(model, inputs)
     if output_path:

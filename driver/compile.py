@@ -13,13 +13,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nxcc.backend.neff import NeffError, NeffHeader
+from nxcc.backend.neff.constants import NXCC_VERSION
 from nxcc.backend.program.package import NeffSpec, write_program_neff
 from nxcc.driver.errors import CompileError
-from nxcc.driver.options import CompileOptions, framework_for
+from nxcc.driver.frontends import choose_framework, import_xla
+from nxcc.driver.options import CompileOptions
+from nxcc.driver.save_temps import SavedTemps, make_workdir
 from nxcc.driver.sharding_stage import core_programs
 from nxcc.ir.core import Module
+from nxcc.passes.base import Pass
 from nxcc.passes.manager import PassFailure, PassManager
-from nxcc.passes.registry import PASSES, pipeline
+from nxcc.passes.registry import PASSES, pipeline, precision_passes
 
 if TYPE_CHECKING:
     import onnx
@@ -37,35 +41,34 @@ class CompileResult:
     module: Module
 
 
-def import_model(path: str, options: CompileOptions) -> Module:
-    """The IR module of the model at `path`, through the frontend of its framework."""
-    framework = framework_for(path, options.framework)
+def import_model(path: str, options: CompileOptions,
+                 progress: Callable[[str], None] | None = None) -> tuple[Module, str]:
+    """(the IR module of the model at `path`, its framework): the frontend is chosen by the
+    file's content, checked against `--framework` (`driver.frontends`)."""
     if not os.path.exists(path):
         raise CompileError("NCC_EARG001", f"model file {path!r} does not exist")
+    framework, found = choose_framework(path, options.framework)
+    if progress is not None:
+        progress("import")
     if framework == "ONNX":
         from nxcc.compiler.onnx import FrontendError, import_onnx
 
         try:
-            return import_onnx(path, options.input_shapes)
+            return import_onnx(path, options.input_shapes), framework
         except FrontendError as exc:
             raise CompileError(exc.code, str(exc.args[0] if exc.args else exc)) from None
-    if framework == "XLA":
-        from nxcc.compiler.hlo import HloError, import_hlo
-
-        try:
-            return import_hlo(path)
-        except HloError as exc:
-            raise CompileError(exc.code, str(exc)) from None
-    raise CompileError("NCC_EARG001", f"--framework {framework} is not supported yet")
+    return import_xla(path, found), framework
 
 
 def compile_model(path: str, options: CompileOptions,
-                  emit: Callable[[str], None] = print) -> CompileResult:
-    """Compile the model at `path` to the NEFF `options.output`."""
+                  emit: Callable[[str], None] = print,
+                  progress: Callable[[str], None] | None = None) -> CompileResult:
+    """Compile the model at `path` to the NEFF `options.output`; `progress(stage)` is told
+    each stage (import, each pass, shard, write) as it starts."""
     check_print_ir_after(options)
-    module = import_model(path, options)
+    module, framework = import_model(path, options, progress)
     name = os.path.splitext(os.path.basename(path))[0]
-    return compile_module(module, name, framework_for(path, options.framework), options, emit)
+    return compile_module(module, name, framework, options, emit, progress)
 
 
 def compile_onnx_model(proto: onnx.ModelProto, options: CompileOptions, name: str = "model",
@@ -89,18 +92,34 @@ def check_print_ir_after(options: CompileOptions) -> None:
                            f"such pass (passes: {', '.join(sorted(PASSES))}, or all)")
 
 
+def full_pipeline(options: CompileOptions) -> list[Pass]:
+    """The passes run for `options`: auto-cast and saturation when asked, then the -O
+    pipeline."""
+    return precision_passes(options.auto_cast, options.auto_cast_type,
+                            options.mixed_precision_accumulation,
+                            options.saturate_infinity) + pipeline(options.optlevel)
+
+
 def compile_module(module: Module, name: str, framework: str, options: CompileOptions,
-                   emit: Callable[[str], None] = print) -> CompileResult:
-    """Run the -O pipeline on `module` and write it as the NEFF `options.output`."""
-    manager = PassManager(pipeline(options.optlevel), print_after=options.print_ir_after,
-                          emit=emit)
+                   emit: Callable[[str], None] = print,
+                   progress: Callable[[str], None] | None = None) -> CompileResult:
+    """Run the pipeline on `module` and write it as the NEFF `options.output`."""
+    temps = SavedTemps(make_workdir(options.workdir)) if options.save_temps else None
+    manager = PassManager(full_pipeline(options), print_after=options.print_ir_after,
+                          emit=emit, before_pass=progress,
+                          after_pass=temps.after_pass if temps else None)
     try:
+        if temps is not None:
+            temps.module("frontend", module)
         manager.run(module)
+        if progress is not None and options.logical_nc_config > 1:
+            progress("shard")
         cores, shard_timings = core_programs(module, options.logical_nc_config,
                                              options.print_ir_after, emit)
     except PassFailure as exc:
         raise CompileError("NCC_EVRF064", str(exc).splitlines()[0]) from exc
     timings = manager.timings + shard_timings
+    flags = options.output_flags()
     spec = NeffSpec(
         target=options.target,
         lnc=options.logical_nc_config,
@@ -108,10 +127,16 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
         compress=not options.fast_loading,
         compiler={"optlevel": options.optlevel,
                   "passes": [t[0] for t in timings],
-                  "framework": framework},
+                  "framework": framework,
+                  "version": NXCC_VERSION,
+                  "flags": flags},
     )
+    if progress is not None:
+        progress("write")
     try:
         header = write_program_neff(options.output, cores, spec)
     except (NeffError, OSError) as exc:
         raise CompileError("NCC_EARG001", f"cannot write {options.output!r}: {exc}") from None
+    if temps is not None:
+        temps.finish(cores, options.output, {"framework": framework, **flags})
     return CompileResult(options.output, header, timings, module)

@@ -8,7 +8,13 @@ from nxcc.driver.errors import CompileError
 
 TARGETS = ("trn1", "trn1n", "trn2", "inf2")
 FRAMEWORKS = ("ONNX", "XLA")
-EXTENSIONS = {".onnx": "ONNX", ".hlo": "XLA", ".txt": "XLA"}
+EXTENSIONS = {".onnx": "ONNX", ".hlo": "XLA", ".txt": "XLA", ".pb": "XLA", ".mlir": "XLA",
+              ".stablehlo": "XLA"}
+AUTO_CAST = ("none", "matmult", "all")
+AUTO_CAST_TYPES = ("bf16", "fp16", "tf32", "fp8_e4m3")
+MODEL_TYPES = ("generic", "transformer", "unet-inference")
+DISTRIBUTION_STRATEGIES = ("llm-training", "nemo")
+NATIVE_INT64 = ("default", "enabled", "disabled")
 #: The logical NeuronCore size when -lnc is not given (trn2 combines two physical cores).
 DEFAULT_LNC = {"trn2": 2}
 
@@ -25,8 +31,40 @@ class CompileOptions:
     input_shapes: dict[str, tuple[int, ...]] = field(default_factory=dict)
     print_ir_after: frozenset[str] = frozenset()
     fast_loading: bool = False
+    auto_cast: str = "none"
+    auto_cast_type: str = "bf16"
+    mixed_precision_accumulation: bool = True
+    saturate_infinity: bool = False
+    model_type: str = "generic"
+    distribution_strategy: str | None = None
+    fast_context_switch: bool = False
+    native_int64: str = "default"
+    implicit_integer_downcast: str = "default"
+    #: Flags accepted for compatibility and only recorded (`--internal-*`,
+    #: `--tensorizer-options`...), as (name, value or None), in command-line order.
+    recorded_flags: tuple[tuple[str, str | None], ...] = ()
+    #: `--pipeline ... SaveTemps`: keep the IR after each pass and the manifest in `workdir`.
+    save_temps: bool = False
+    workdir: str | None = None
 
     def __post_init__(self) -> None:
+        for flag, value, allowed in (
+            ("--auto-cast", self.auto_cast, AUTO_CAST),
+            ("--auto-cast-type", self.auto_cast_type, AUTO_CAST_TYPES),
+            ("--model-type", self.model_type, MODEL_TYPES),
+            ("--native-int64", self.native_int64, NATIVE_INT64),
+        ):
+            if value not in allowed:
+                raise CompileError("NCC_EARG001",
+                                   f"{flag} {value!r} is not one of {', '.join(allowed)}")
+        if (self.distribution_strategy is not None
+                and self.distribution_strategy not in DISTRIBUTION_STRATEGIES):
+            raise CompileError("NCC_EARG001", f"--distribution-strategy "
+                               f"{self.distribution_strategy!r} is not one of "
+                               f"{', '.join(DISTRIBUTION_STRATEGIES)}")
+        self._check_core_flags()
+
+    def _check_core_flags(self) -> None:
         if self.target not in TARGETS:
             raise CompileError("NCC_EARG001", f"--target {self.target!r} is not one of "
                                f"{', '.join(TARGETS)}")
@@ -47,9 +85,37 @@ class CompileOptions:
             return self.lnc
         return DEFAULT_LNC.get(self.target, 1)
 
+    def output_flags(self) -> dict[str, object]:
+        """The flags that decide the NEFF's bytes, normalised: spelled one way, defaults
+        filled in, settings that cannot matter dropped (`--auto-cast-type` without
+        auto-cast), recorded flags sorted. Equal dicts give equal NEFFs for equal modules;
+        this is what the compile cache keys on and what the NEFF manifest records.
+        Log, output and work-directory flags are not part of it."""
+        flags: dict[str, object] = {
+            "target": self.target,
+            "lnc": self.logical_nc_config,
+            "optlevel": self.optlevel,
+            "auto_cast": self.auto_cast,
+            "mixed_precision_accumulation": self.mixed_precision_accumulation,
+            "saturate_infinity": self.saturate_infinity,
+            "model_type": self.model_type,
+            "distribution_strategy": {"nemo": "llm-training"}.get(
+                self.distribution_strategy or "", self.distribution_strategy),
+            "fast_loading": self.fast_loading,
+            "fast_context_switch": self.fast_context_switch,
+            "native_int64": "disabled" if self.native_int64 == "default" else self.native_int64,
+            "implicit_integer_downcast": self.implicit_integer_downcast,
+            "input_shapes": {k: list(v) for k, v in sorted(self.input_shapes.items())},
+            "recorded": sorted([n, v] for n, v in dict(self.recorded_flags).items()),
+        }
+        if self.auto_cast != "none":
+            flags["auto_cast_type"] = self.auto_cast_type
+        return flags
+
 
 def framework_for(path: str, framework: str | None) -> str:
-    """The framework given, or the one the file's extension implies."""
+    """The framework given, or the one the file's extension implies (the driver looks at
+    the content first: `driver.detect`)."""
     if framework is not None:
         upper = framework.upper()
         if upper not in FRAMEWORKS:

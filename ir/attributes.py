@@ -9,6 +9,7 @@ user-supplied value to the canonical Python value for its kind, or raises ValueE
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -117,54 +118,90 @@ class AttrKind(enum.Enum):
 
     def check(self, value: object, choices: tuple[str, ...] = ()) -> AttrValue:
         """`value` as the canonical value of this kind; ValueError saying what was expected."""
-        match self:
-            case AttrKind.INT:
-                if isinstance(value, bool) or not isinstance(value, int | np.integer):
-                    raise ValueError(f"expected an integer, got {value!r}")
-                return int(value)
-            case AttrKind.INTS:
-                if isinstance(value, str) or not isinstance(value, tuple | list | np.ndarray):
-                    raise ValueError(f"expected a list of integers, got {value!r}")
-                return tuple(AttrKind.INT.check(v) for v in value)
-            case AttrKind.INTS2:
-                if isinstance(value, str) or not isinstance(value, tuple | list):
-                    raise ValueError(f"expected a list of integer lists, got {value!r}")
-                return tuple(AttrKind.INTS.check(v) for v in value)
-            case AttrKind.FLOAT:
-                if isinstance(value, bool) or not isinstance(value, int | float | np.number):
-                    raise ValueError(f"expected a number, got {value!r}")
-                return float(value)
-            case AttrKind.BOOL:
-                if not isinstance(value, bool | np.bool_):
-                    raise ValueError(f"expected true or false, got {value!r}")
-                return bool(value)
-            case AttrKind.STR:
-                if not isinstance(value, str):
-                    raise ValueError(f"expected a string, got {value!r}")
-                return value
-            case AttrKind.ENUM:
-                if not isinstance(value, str) or value not in choices:
-                    raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
-                return value
-            case AttrKind.DTYPE:
-                if isinstance(value, DType):
-                    return value
-                if isinstance(value, str):
-                    return DType.from_name(value)
-                raise ValueError(f"expected an element type, got {value!r}")
-            case AttrKind.DENSE:
-                if not isinstance(value, Dense):
-                    raise ValueError(f"expected a dense constant, got {value!r}")
-                return value
-            case AttrKind.SYMBOL:
-                if isinstance(value, str):
-                    return Symbol(value)
-                if not isinstance(value, Symbol):
-                    raise ValueError(f"expected a function reference @name, got {value!r}")
-                return value
-            case AttrKind.SYMBOLS:
-                if isinstance(value, str) or not isinstance(value, tuple | list):
-                    raise ValueError(f"expected a list of function references, got {value!r}")
-                return tuple(AttrKind.SYMBOL.check(v) for v in value)
-        raise AssertionError(self)
+        return _CHECKERS[self](value, choices)
 
+
+def _check_int(value: object, choices: tuple[str, ...] = ()) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise ValueError(f"expected an integer, got {value!r}")
+    return int(value)
+
+
+def _check_ints(value: object, choices: tuple[str, ...] = ()) -> tuple[int, ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list | np.ndarray):
+        raise ValueError(f"expected a list of integers, got {value!r}")
+    return tuple(_check_int(v) for v in value)
+
+
+def _check_ints2(value: object, choices: tuple[str, ...] = ()) -> tuple[tuple[int, ...], ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list):
+        raise ValueError(f"expected a list of integer lists, got {value!r}")
+    return tuple(_check_ints(v) for v in value)
+
+
+def _check_float(value: object, choices: tuple[str, ...] = ()) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.number):
+        raise ValueError(f"expected a number, got {value!r}")
+    return float(value)
+
+
+def _check_bool(value: object, choices: tuple[str, ...] = ()) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return bool(value)
+
+
+def _check_str(value: object, choices: tuple[str, ...] = ()) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value
+
+
+def _check_enum(value: object, choices: tuple[str, ...] = ()) -> str:
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"expected one of {', '.join(choices)}, got {value!r}")
+    return value
+
+
+def _check_dtype(value: object, choices: tuple[str, ...] = ()) -> DType:
+    if isinstance(value, DType):
+        return value
+    if isinstance(value, str):
+        return DType.from_name(value)
+    raise ValueError(f"expected an element type, got {value!r}")
+
+
+def _check_dense(value: object, choices: tuple[str, ...] = ()) -> Dense:
+    if not isinstance(value, Dense):
+        raise ValueError(f"expected a dense constant, got {value!r}")
+    return value
+
+
+def _check_symbol(value: object, choices: tuple[str, ...] = ()) -> Symbol:
+    if isinstance(value, str):
+        return Symbol(value)
+    if not isinstance(value, Symbol):
+        raise ValueError(f"expected a function reference @name, got {value!r}")
+    return value
+
+
+def _check_symbols(value: object, choices: tuple[str, ...] = ()) -> tuple[Symbol, ...]:
+    if isinstance(value, str) or not isinstance(value, tuple | list):
+        raise ValueError(f"expected a list of function references, got {value!r}")
+    return tuple(_check_symbol(v) for v in value)
+
+
+# One checker per kind: each returns the canonical value or raises ValueError.
+_CHECKERS: dict[AttrKind, Callable[[object, tuple[str, ...]], AttrValue]] = {
+    AttrKind.INT: _check_int,
+    AttrKind.INTS: _check_ints,
+    AttrKind.INTS2: _check_ints2,
+    AttrKind.FLOAT: _check_float,
+    AttrKind.BOOL: _check_bool,
+    AttrKind.STR: _check_str,
+    AttrKind.ENUM: _check_enum,
+    AttrKind.DTYPE: _check_dtype,
+    AttrKind.DENSE: _check_dense,
+    AttrKind.SYMBOL: _check_symbol,
+    AttrKind.SYMBOLS: _check_symbols,
+}

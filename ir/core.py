@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from nxcc.ir.attributes import AttrValue
+from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.sharding import Sharding
 from nxcc.ir.spmd import SpmdInfo
 from nxcc.ir.types import TensorType
@@ -50,19 +51,24 @@ class Op:
 
     def __init__(
         self,
-        opcode: str,
+        opcode: str | OpDef,
         operands: Sequence[Value],
         result_types: Sequence[TensorType],
         attrs: Mapping[str, AttrValue] | None = None,
         result_names: Sequence[str | None] | None = None,
     ) -> None:
-        self.opcode = opcode
+        self.opcode: str = opcode if isinstance(opcode, str) else opcode.name
         self.operands: list[Value] = list(operands)
         self.attrs: dict[str, AttrValue] = dict(attrs or {})
         names = list(result_names) if result_names else [None] * len(result_types)
         self.results: list[Value] = [
             Value(t, names[i], self, i) for i, t in enumerate(result_types)
         ]
+
+    @property
+    def opdef(self) -> OpDef:
+        """The op's definition (KeyError for an opcode no definition has)."""
+        return get_opdef(self.opcode)
 
     @property
     def result(self) -> Value:

@@ -5,45 +5,99 @@ and for what `inspect-neff` reports.
 - convolution: 2 x (result elements) x (kernel input features x kernel window);
 - elementwise ops: one per result element; reduce, reduce_window: one per input element
   (per window element for reduce_window); sort: n log2 n comparisons per sorted row;
-- data movement (reshape, transpose, slice, broadcast, constant, collectives...): zero.
+- data movement (reshape, transpose, slice, broadcast, constant, collectives...): zero,
+  registered explicitly.
+
+Counts are registered against op definitions in `FLOPS` (``@flops(ops.dot_general)``); an
+elementwise op (``elementwise=True`` in its definition) counts one per result element unless
+it registers its own count.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op
-from nxcc.ir.opdef import OP_DEFS, get_opdef
+from nxcc.ir.opdef import all_opdefs
+from nxcc.ir.registry import OpTable
+
+#: FLOPs of one execution of an op, from its types and attributes.
+FlopCount = Callable[[Op], int]
+
+#: op definition -> its FLOP count; every op has one (a test checks).
+FLOPS: OpTable[FlopCount] = OpTable("FLOP count")
+flops = FLOPS.register
+
+
+@flops(ops.dot_general)
+def _dot_general(op: Op) -> int:
+    lhs = op.operands[0].type
+    contracted = math.prod(lhs.shape[d] for d in op.attrs["lhs_contracting_dims"])
+    return 2 * op.results[0].type.size * contracted
+
+
+@flops(ops.convolution)
+def _convolution(op: Op) -> int:
+    rhs = op.operands[1].type
+    window = math.prod(rhs.shape[d] for d in op.attrs["kernel_spatial_dims"])
+    kin = rhs.shape[op.attrs["kernel_input_feature_dim"]]  # type: ignore[index]
+    return 2 * op.results[0].type.size * kin * window
+
+
+@flops(ops.reduce)
+def _reduce(op: Op) -> int:
+    n = len(op.operands) // 2
+    return sum(v.type.size for v in op.operands[:n])
+
+
+@flops(ops.reduce_window)
+def _reduce_window(op: Op) -> int:
+    n = len(op.operands) // 2
+    window = math.prod(op.attrs["window_dimensions"])  # type: ignore[arg-type]
+    return sum(r.type.size for r in op.results[:n]) * window
+
+
+@flops(ops.sort)
+def _sort(op: Op) -> int:
+    t = op.operands[0].type
+    if t.size == 0:
+        return 0
+    row = t.shape[op.attrs["dimension"]]  # type: ignore[index]
+    return int(t.size * max(math.log2(max(row, 1)), 1))
+
+
+@flops(
+    # data movement and conversion
+    ops.copy, ops.convert, ops.bitcast_convert, ops.broadcast_in_dim, ops.reshape,
+    ops.transpose, ops.slice, ops.pad, ops.concatenate, ops.reverse, ops.iota, ops.constant,
+    ops.dynamic_slice, ops.dynamic_update_slice, ops.gather, ops.scatter,
+    ops.select_and_scatter,
+    # control flow (called computations are counted where they are run) and identities
+    ops.call, ops.while_, ops.conditional, ops.partition_id, ops.replica_id,
+    # collectives: communication, counted by the cost model as bytes
+    ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
+    ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,
+    ops.all_reduce_start, ops.all_reduce_done,
+)
+def no_flops(op: Op) -> int:
+    return 0
+
+
+def per_element(op: Op) -> int:
+    """One FLOP per result element: every elementwise op without a count of its own."""
+    return sum(r.type.size for r in op.results)
+
+
+for _def in all_opdefs():
+    if _def.elementwise and _def not in FLOPS:
+        FLOPS.add(_def, per_element)
 
 
 def op_flops(op: Op) -> int:
     """FLOPs of one execution of `op` (its called computations are not counted)."""
-    code = op.opcode
-    if code == "dot_general":
-        lhs = op.operands[0].type
-        contracted = math.prod(lhs.shape[d] for d in op.attrs["lhs_contracting_dims"])
-        return 2 * op.results[0].type.size * contracted
-    if code == "convolution":
-        rhs = op.operands[1].type
-        window = math.prod(rhs.shape[d] for d in op.attrs["kernel_spatial_dims"])
-        kin = rhs.shape[op.attrs["kernel_input_feature_dim"]]  # type: ignore[index]
-        return 2 * op.results[0].type.size * kin * window
-    if code == "reduce":
-        n = len(op.operands) // 2
-        return sum(v.type.size for v in op.operands[:n])
-    if code == "reduce_window":
-        n = len(op.operands) // 2
-        window = math.prod(op.attrs["window_dimensions"])  # type: ignore[arg-type]
-        return sum(r.type.size for r in op.results[:n]) * window
-    if code == "sort":
-        t = op.operands[0].type
-        if t.size == 0:
-            return 0
-        row = t.shape[op.attrs["dimension"]]  # type: ignore[index]
-        return int(t.size * max(math.log2(max(row, 1)), 1))
-    if code in OP_DEFS and get_opdef(code).elementwise and code not in ("copy", "convert"):
-        return sum(r.type.size for r in op.results)
-    return 0
+    return FLOPS[op.opcode](op)
 
 
 def function_flops(fn: Function) -> int:

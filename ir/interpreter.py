@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.core import Module, Op
 from nxcc.ir.kernels import get_kernel
@@ -55,12 +56,13 @@ def binary_opcode_of(module: Module, function: str) -> str | None:
         return None
     in_order = [id(v) for v in op.operands] == [id(p) for p in fn.params]
     swapped = [id(v) for v in op.operands] == [id(p) for p in reversed(fn.params)]
-    if in_order or (swapped and op.opcode in COMMUTATIVE):
+    if in_order or (swapped and op.opdef in COMMUTATIVE):
         return op.opcode
     return None
 
 
-COMMUTATIVE = frozenset({"add", "multiply", "maximum", "minimum", "and", "or", "xor"})
+COMMUTATIVE = frozenset({ops.add, ops.multiply, ops.maximum, ops.minimum, ops.and_, ops.or_,
+                         ops.xor})
 
 
 def evaluate_op(op: Op, args: Sequence[np.ndarray], ctx: IRContext) -> list[np.ndarray]:
@@ -87,5 +89,5 @@ def is_shape_polymorphic(opcode: str, types: Sequence[TensorType], args: Sequenc
     """Whether `opcode` maps elements one to one (so it may run on any common shape)."""
     if get_opdef(opcode).elementwise:
         return True
-    return (opcode == "bitcast_convert" and len(types) == 1
+    return (opcode == ops.bitcast_convert.name and len(types) == 1
             and types[0].dtype.itemsize == np.asarray(args[0]).dtype.itemsize)

@@ -1,15 +1,24 @@
-"""Op definitions: each core op is defined once, here registered by name.
+"""Op definitions: each core op is defined once, as a constant of `nxcc.ir.ops`.
 
-An `OpDef` states the op's attributes (kind, default), how many operands it takes, its
-type rule (operand types + attributes -> result types) and an optional extra verifier. The
-type rule raises `TypeRuleError` with a message saying what was expected and what was found.
+An `OpDef` states the op's attributes (kind, default), how many operands it takes and its
+type rule (operand types + attributes -> result types). The type rule raises
+`TypeRuleError` with a message saying what was expected and what was found. Definitions are
+compared by identity: every per-op table (kernels, sharding rules, FLOP counts, frontend
+converters) is keyed by the definition object, and `OP_DEFS` maps the op's text name (the
+name the IR text and NEFF programs use) to it.
+
+An `ElementwiseDef` (the unary and binary arithmetic families) also carries its numpy
+function and allowed element kinds: its kernel, sharding rule and FLOP count are derived
+from those fields, so adding such an op touches its definition only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
+
+import numpy as np
 
 from nxcc.ir.attributes import AttrKind, AttrValue
 from nxcc.ir.types import TensorType
@@ -34,16 +43,27 @@ class AttrSpec:
     choices: tuple[str, ...] = ()
 
 
+def attr_specs(**specs: AttrKind | AttrSpec) -> dict[str, AttrSpec]:
+    """Attribute specs from keywords: a bare kind is a required attribute of that kind."""
+    return {k: v if isinstance(v, AttrSpec) else AttrSpec(v) for k, v in specs.items()}
+
+
+def optional(kind: AttrKind, default: object) -> AttrSpec:
+    """An attribute of `kind` that defaults to `default`."""
+    return AttrSpec(kind, default)
+
+
 TypeRule = Callable[[list[TensorType], Mapping[str, AttrValue], "Module | None"], list[TensorType]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class OpDef:
     """The definition of one core op.
 
     `operands` is the exact operand count, or None for variadic ops with at least
     `min_operands`. `elementwise` marks ops whose result element i depends only on operand
-    elements i (the fusion and sharding passes use it).
+    elements i (the fusion and sharding passes use it). `side_effects` marks ops that act
+    beyond their results (point-to-point send and receive): never folded, merged or removed.
     """
 
     name: str
@@ -52,7 +72,14 @@ class OpDef:
     operands: int | None = None
     min_operands: int = 0
     elementwise: bool = False
+    side_effects: bool = False
     doc: str = ""
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"<op {self.name}>"
 
     def check_attrs(self, attrs: Mapping[str, object]) -> dict[str, AttrValue]:
         """The attributes completed with defaults and canonicalised; TypeRuleError if wrong."""
@@ -89,10 +116,29 @@ class OpDef:
         return self.type_rule(operand_types, attrs, module)
 
 
+ElementFn = Callable[..., np.ndarray]
+
+
+@dataclass(frozen=True, eq=False)
+class ElementwiseDef(OpDef):
+    """A unary or binary elementwise op of one element type (result type = operand type).
+
+    `kinds` are the allowed element kinds ('float', 'int', 'pred', 'signed' joined by '|');
+    `fn` computes the op on whole numpy arrays of the compute dtype; `precise` evaluates
+    floats in float64 and rounds once into the result (transcendental functions).
+    """
+
+    kinds: str = ""
+    fn: ElementFn | None = None
+    precise: bool = False
+
+
+D = TypeVar("D", bound=OpDef)
+
 OP_DEFS: dict[str, OpDef] = {}
 
 
-def define(opdef: OpDef) -> OpDef:
+def define(opdef: D) -> D:
     """Register `opdef`; each op name is defined once."""
     if opdef.name in OP_DEFS:
         raise ValueError(f"op {opdef.name} defined twice")
@@ -102,9 +148,18 @@ def define(opdef: OpDef) -> OpDef:
 
 def get_opdef(name: str) -> OpDef:
     """The definition of op `name`; KeyError naming it if there is none."""
+    opdef = OP_DEFS.get(name)
+    if opdef is None:
+        from nxcc.ir import ops  # noqa: F401  (registers the core ops on first use)
+
+        opdef = OP_DEFS.get(name)
+    if opdef is None:
+        raise KeyError(f"unknown op '{name}'")
+    return opdef
+
+
+def all_opdefs() -> list[OpDef]:
+    """Every core op definition, in definition order."""
     from nxcc.ir import ops  # noqa: F401  (registers the core ops on first use)
 
-    try:
-        return OP_DEFS[name]
-    except KeyError:
-        raise KeyError(f"unknown op '{name}'") from None
+    return list(OP_DEFS.values())

@@ -63,10 +63,11 @@ def referenced_functions(op: Op) -> list[str]:
     return names
 
 
-def reachable_functions(module: Module) -> list[str]:
-    """The entry function and every function reachable from it by symbol references."""
+def reachable_functions(module: Module, root: str | None = None) -> list[str]:
+    """Function `root` (by default the entry) and every function reachable from it by
+    symbol references."""
     seen: list[str] = []
-    stack = [module.entry]
+    stack = [module.entry if root is None else root]
     while stack:
         name = stack.pop()
         if name in seen or name not in module.functions:

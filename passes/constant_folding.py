@@ -13,20 +13,22 @@ from typing import ClassVar
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.interpreter import IRContext, evaluate_op
-from nxcc.ir.opdef import get_opdef
-from nxcc.ir.rewrite import constant_value, replace_uses
+from nxcc.ir.patterns import RewritePattern, Rewriter, apply_patterns, rewrite_function
+from nxcc.ir.rewrite import constant_value
 
 SMALL_RESULT_BYTES = 1 << 20
 NEVER_FOLD = frozenset({
-    "partition_id", "replica_id", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-    "collective_permute", "while", "constant",
+    ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather, ops.reduce_scatter,
+    ops.all_to_all, ops.collective_permute, ops.while_, ops.constant, ops.send, ops.send_done,
+    ops.recv, ops.recv_done, ops.all_reduce_start, ops.all_reduce_done,
 })
 # Ops whose result is a splat whenever their (array) operands are splats.
-SPLAT_PRESERVING = frozenset({"broadcast_in_dim", "reshape", "transpose", "reverse", "slice",
-                              "copy", "pad", "concatenate"})
+SPLAT_PRESERVING = frozenset({ops.broadcast_in_dim, ops.reshape, ops.transpose, ops.reverse,
+                              ops.slice, ops.copy, ops.pad, ops.concatenate})
 
 
 @dataclass(frozen=True)
@@ -36,58 +38,51 @@ class ConstantFolding:
     name: ClassVar[str] = "fold"
 
     def run(self, module: Module) -> bool:
-        ctx = IRContext(module)
-        changed = False
-        for fn in module.functions.values():
-            changed |= _fold(fn, ctx)
-        return changed
+        return apply_patterns(module, [FoldConstantOperands(IRContext(module))])
 
 
-def _fold(fn: Function, ctx: IRContext) -> bool:
-    mapping = fold_ops(fn, 0, ctx)
-    if mapping:
-        replace_uses(fn, mapping)
-    return bool(mapping)
+class FoldConstantOperands(RewritePattern):
+    """op(constant, ...) -> constant: any op but `NEVER_FOLD` whose operands are all
+    constants, evaluated with the kernels (`fold_op` says when it is not worth it)."""
+
+    def __init__(self, ctx: IRContext) -> None:
+        self.ctx = ctx
+
+    def rewrite(self, op: Op, rewriter: Rewriter) -> list[Value] | None:
+        if op.opdef in NEVER_FOLD:
+            return None
+        values = [constant_value(v) for v in op.operands]
+        if any(v is None for v in values):
+            return None
+        folded = fold_op(op, values, self.ctx)  # type: ignore[arg-type]
+        if folded is None:
+            return None
+        return [rewriter.insert(Op("constant", [], [r.type], {"value": d}, [r.name])).result
+                for r, d in zip(op.results, folded, strict=True)]
 
 
 def fold_ops(fn: Function, start: int, ctx: IRContext) -> dict[Value, Value]:
     """Fold the ops `fn.body[start:]` whose operands are all constants, in place; returns
-    the map from each folded result to its constant. Uses inside `fn.body[start:]` are
-    rewritten; the caller rewrites any other uses (function results...)."""
-    mapping: dict[Value, Value] = {}
-    tail: list[Op] = []
-    for op in fn.body[start:]:
-        op.operands = [mapping.get(v, v) for v in op.operands]
-        values = [constant_value(v) for v in op.operands]
-        folded = None
-        if op.opcode not in NEVER_FOLD and all(v is not None for v in values):
-            folded = fold_op(op, values, ctx)  # type: ignore[arg-type]
-        if folded is None:
-            tail.append(op)
-            continue
-        for r, d in zip(op.results, folded, strict=True):
-            new = Op("constant", [], [r.type], {"value": d}, [r.name])
-            tail.append(new)
-            mapping[r] = new.result
-    fn.body[start:] = tail
-    return mapping
+    the map from each folded result to its constant. Uses inside `fn.body[start:]` and
+    `fn.results` are rewritten."""
+    return rewrite_function(ctx.module, fn, [FoldConstantOperands(ctx)], start)
 
 
 def fold_op(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:
     """`op`'s results as constants, given its operands' constant values; None when it is
     not worth folding (a big result from small inputs) or the kernel refuses."""
     splat_in = all(v.is_splat for v in values)
-    elementwise = get_opdef(op.opcode).elementwise
-    if values and splat_in and (elementwise or op.opcode in SPLAT_PRESERVING):
+    opdef = op.opdef
+    if values and splat_in and (opdef.elementwise or opdef in SPLAT_PRESERVING):
         # Evaluate on one element and keep the result a splat.
         ones = [np.asarray(v.splat_value).reshape((1,) * v.type.rank) for v in values]
-        if elementwise:
+        if opdef.elementwise:
             outs = evaluate_op(_scalar_twin(op, ones), ones, ctx)
         else:
             outs = [np.asarray(values[0].splat_value)]
-            if op.opcode == "pad" and values[0].splat_value != values[1].splat_value:
+            if opdef is ops.pad and values[0].splat_value != values[1].splat_value:
                 outs = None  # type: ignore[assignment]
-            if op.opcode == "concatenate" and len({v.splat_value.tobytes() for v in values}) > 1:
+            if opdef is ops.concatenate and len({v.splat_value.tobytes() for v in values}) > 1:
                 outs = None  # type: ignore[assignment]
         if outs is not None:
             return [Dense.splat(r.type, o.reshape(-1)[0]) for r, o in zip(op.results, outs,

@@ -42,6 +42,8 @@ class PassManager:
 
     `print_after` holds pass names (or "all") after which the IR is written to `emit`;
     timings (pass name, seconds, changed) are kept in `timings` and logged at debug level.
+    `before_pass(name)` and `after_pass(name, module)` are called around each pass when
+    given (progress display, saving the IR of each step).
     """
 
     passes: Sequence[Pass]
@@ -49,12 +51,16 @@ class PassManager:
     print_after: frozenset[str] = frozenset()
     emit: Callable[[str], None] = print
     timings: list[tuple[str, float, bool]] = field(default_factory=list)
+    before_pass: Callable[[str], None] | None = None
+    after_pass: Callable[[str, Module], None] | None = None
 
     def run(self, module: Module) -> Module:
         if self.verify:
             self._verify(module, "the frontend")
         done: list[str] = []
         for p in self.passes:
+            if self.before_pass is not None:
+                self.before_pass(p.name)
             start = time.perf_counter()
             try:
                 changed = p.run(module)
@@ -70,6 +76,8 @@ class PassManager:
             if self.verify:
                 self._verify(module, f"pass '{p.name}' (after {', '.join(done) or 'none'})")
             done.append(p.name)
+            if self.after_pass is not None:
+                self.after_pass(p.name, module)
             if "all" in self.print_after or p.name in self.print_after:
                 self.emit(f"// -----// IR after {p.name} //----- //\n"
                           + print_module(module, PRINT_ELIDE_OVER))

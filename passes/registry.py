@@ -2,14 +2,18 @@
 
 With `-lnc N` (N > 1) the driver then runs `SHARDING_PIPELINE` (`sharding_pipeline(N)`):
 choose shardings with the cost model, propagate them, partition into the SPMD program.
+Last in each, `latency-hiding` splits all_reduces into start/done pairs scheduled apart.
 """
 
 from __future__ import annotations
 
+from nxcc.passes.auto_cast import AutoCast
 from nxcc.passes.base import Pass
 from nxcc.passes.common_subexpression_elimination import CommonSubexpressionElimination
 from nxcc.passes.constant_folding import ConstantFolding
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
+from nxcc.passes.latency_hiding import LatencyHiding
+from nxcc.passes.saturate_infinity import SaturateInfinity
 from nxcc.passes.sharding.shard_choose import ShardChoose
 from nxcc.passes.sharding.shard_partition import ShardPartition
 from nxcc.passes.sharding.shard_propagate import ShardPropagate
@@ -17,16 +21,18 @@ from nxcc.passes.sharding.shard_propagate import ShardPropagate
 PASSES: dict[str, type] = {
     cls.name: cls
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
-                ShardChoose, ShardPropagate, ShardPartition)
+                ShardChoose, ShardPropagate, ShardPartition, AutoCast, SaturateInfinity,
+                LatencyHiding)
 }
 
 PIPELINES: dict[int, list[str]] = {
-    1: ["fold", "dce"],
-    2: ["fold", "cse", "dce"],
-    3: ["fold", "cse", "dce", "fold", "cse", "dce"],
+    1: ["fold", "dce", "latency-hiding"],
+    2: ["fold", "cse", "dce", "latency-hiding"],
+    3: ["fold", "cse", "dce", "fold", "cse", "dce", "latency-hiding"],
 }
 
-SHARDING_PIPELINE: list[str] = ["shard-choose", "shard-propagate", "shard-partition", "cse"]
+SHARDING_PIPELINE: list[str] = ["shard-choose", "shard-propagate", "shard-partition", "cse",
+                                 "latency-hiding"]
 
 
 def pipeline(optlevel: int) -> list[Pass]:
@@ -34,6 +40,18 @@ def pipeline(optlevel: int) -> list[Pass]:
     if optlevel not in PIPELINES:
         raise ValueError(f"optimisation level {optlevel} is not one of 1, 2, 3")
     return [PASSES[name]() for name in PIPELINES[optlevel]]
+
+
+def precision_passes(auto_cast: str, cast_type: str, accumulate_fp32: bool,
+                     saturate_infinity: bool) -> list[Pass]:
+    """The passes run before the -O pipeline for `--auto-cast` and
+    `--enable-saturate-infinity` (none when both are off)."""
+    passes: list[Pass] = []
+    if auto_cast != "none":
+        passes.append(AutoCast(auto_cast, cast_type, accumulate_fp32))
+    if saturate_infinity:
+        passes.append(SaturateInfinity())
+    return passes
 
 
 def sharding_pipeline(num_cores: int) -> list[Pass]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from importlib import metadata
+
+from nxcc.version import COMPILER_VERSION
 
 HEADER_SIZE: int = 1024
 """Size in bytes of the fixed header that precedes the payload."""
@@ -37,13 +38,6 @@ KNOWN_FEATURE_BITS: int = int(
 """OR of all known feature bits; a header with any other bit set is refused."""
 
 
-def _nxcc_version() -> str:
-    try:
-        return metadata.version("nxcc")
-    except metadata.PackageNotFoundError:
-        return "0.1.0+source"  # running from a source tree, not installed
-
-
-NXCC_VERSION: str = _nxcc_version()
+NXCC_VERSION: str = COMPILER_VERSION
 DEFAULT_BUILD_VERSION: str = f"nxcc-{NXCC_VERSION}"
 """Default ``neff_build_version`` string written by :func:`write_neff`."""

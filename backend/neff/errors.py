@@ -2,7 +2,8 @@
 
 Codes (printed by the CLI as ``ERROR: [CODE] ...``):
 
-- ``NRT_ENEFF001`` the container: header, sizes, hash, gzip, tar, ``neff.json`` syntax;
+- ``NRT_INVALID`` the container: header, sizes, hash, gzip, tar, ``neff.json`` syntax (the
+  runtime's status name, as for any NEFF it cannot read);
 - ``NRT_ENEFF002`` the schema: a key missing, a value of the wrong type or out of range,
   an unknown dtype name, JSON nested too deeply;
 - ``NRT_ENEFF003`` a reference: a function, kernel, slot, weight, program or output that a
@@ -14,7 +15,7 @@ Codes (printed by the CLI as ``ERROR: [CODE] ...``):
 
 from __future__ import annotations
 
-CONTAINER = "NRT_ENEFF001"
+CONTAINER = "NRT_INVALID"
 SCHEMA = "NRT_ENEFF002"
 REFERENCE = "NRT_ENEFF003"
 SIZE = "NRT_ENEFF004"

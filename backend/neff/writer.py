@@ -14,6 +14,9 @@ from nxcc.backend.neff.constants import DEFAULT_BUILD_VERSION, MANIFEST_NAME, Fe
 from nxcc.backend.neff.header import NeffHeader
 from nxcc.backend.neff.payload import build_payload
 
+#: The namespace of NEFF uuids (a fixed, arbitrary uuid: uuid5 needs one).
+_NEFF_NAMESPACE = uuid.UUID("6e786363-6e65-4646-8000-6e6566667575")
+
 
 def encode_manifest(manifest: Mapping[str, Any]) -> bytes:
     """Serialize the manifest as UTF-8 JSON with sorted keys and indent 1."""
@@ -37,7 +40,9 @@ def write_neff(
     The payload holds ``manifest`` as ``neff.json`` plus ``files`` (payload path ->
     bytes). ``FeatureBits.UNCOMPRESSED_PAYLOAD`` is set exactly when ``compress`` is
     False, whatever ``feature_bits`` says. ``requested_tpb_count`` is ``num_tpb``;
-    ``tpb_per_node`` is written as zeros; the uuid is a fresh uuid4.
+    ``tpb_per_node`` is written as zeros. The uuid is derived from the payload's
+    SHA-256 and the header fields (:func:`content_uuid`), so the same inputs always give
+    byte-identical files (the payload itself is deterministic: see ``build_payload``).
 
     Everything is serialized in memory first; the bytes then go to a temp file in
     the target's directory which is fsynced and ``os.replace``d onto ``path``. On
@@ -56,12 +61,13 @@ def write_neff(
         raise ValueError(f"num_tpb must be >= 1, got {num_tpb}")
     payload = build_payload({**files, MANIFEST_NAME: encode_manifest(manifest)}, compress)
 
+    payload_hash = hashlib.sha256(payload).digest()
     bits = int(feature_bits) & ~int(FeatureBits.UNCOMPRESSED_PAYLOAD)
     if not compress:
         bits |= int(FeatureBits.UNCOMPRESSED_PAYLOAD)
     header = NeffHeader(
-        hash=hashlib.sha256(payload).digest(),
-        uuid=uuid.uuid4(),
+        hash=payload_hash,
+        uuid=content_uuid(payload_hash, name, num_tpb, lnc_size, bits, build_version),
         name=name,
         data_size=len(payload),
         num_tpb=num_tpb,
@@ -73,6 +79,14 @@ def write_neff(
     header_bytes = header.pack(source=target)
     _atomic_write(target, (header_bytes, payload))
     return header
+
+
+def content_uuid(payload_hash: bytes, name: str, num_tpb: int, lnc_size: int,
+                 feature_bits: int, build_version: str) -> uuid.UUID:
+    """A name-based (version 5 style) uuid of everything the NEFF holds: equal contents give
+    equal uuids, any change to the payload or a header field gives a different one."""
+    text = f"{payload_hash.hex()}|{name}|{num_tpb}|{lnc_size}|{feature_bits}|{build_version}"
+    return uuid.uuid5(_NEFF_NAMESPACE, text)
 
 
 def _atomic_write(target: str, chunks: tuple[bytes, ...]) -> None:

@@ -9,8 +9,10 @@ the placement at load)::
      "subgraphs": ["sg00", "sg01"]}
 
 `shape` and `bytes` are one rank's operand; `dimension`, `split_dimension`,
-`concat_dimension` and `source_target_pairs` appear for the kinds that have them. The
-programs are SPMD: the i-th collective of every core is the same placeholder.
+`concat_dimension` and `source_target_pairs` appear for the kinds that have them. Point-to-point
+transfers appear as `send` (on every rank; the pairs' sources send) and `recv_done` (the
+targets receive), with their pairs. The programs are SPMD: the i-th collective of every core
+is the same placeholder.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from nxcc.ir.core import Module, Value
 from nxcc.ir.rewrite import reachable_functions
 
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                  "collective_permute")
+                  "collective_permute", "send", "recv_done", "all_reduce_start")
+#: Kinds that move data between (source, target) pairs rather than within replica groups.
+PAIRED_OPS = ("collective_permute", "send", "recv_done")
 _EXTRA = ("reduction", "dimension", "split_dimension", "concat_dimension")
 
 
@@ -30,17 +34,21 @@ def collectives_of(module: Module) -> list[dict]:
         for op in module.functions[name].body:
             if op.opcode not in COLLECTIVE_OPS:
                 continue
-            operand = op.operands[0].type
-            entry: dict = {"kind": op.opcode}
+            # the data moved: a send's operand, a receive's result
+            operand = op.results[0].type if op.opcode == "recv_done" else op.operands[0].type
+            # an all_reduce_start is the all_reduce it begins (its done moves no data)
+            entry: dict = {"kind": "all_reduce" if op.opcode == "all_reduce_start"
+                           else op.opcode}
             for key in _EXTRA:
                 if key in op.attrs:
                     entry[key] = op.attrs[key]
-            if op.opcode == "collective_permute":
+            if op.opcode in PAIRED_OPS:
                 entry["source_target_pairs"] = [list(p) for p in op.attrs["source_target_pairs"]]
             else:
                 entry["replica_groups"] = [list(g) for g in op.attrs["replica_groups"]]
             entry.update(dtype=operand.dtype.value, shape=list(operand.shape),
-                         bytes=sum(v.type.nbytes for v in op.operands),
+                         bytes=operand.nbytes if op.opcode in PAIRED_OPS
+                         else sum(v.type.nbytes for v in op.operands),
                          channel_id=op.attrs.get("channel_id", 0))
             found.append(entry)
     return found

@@ -18,7 +18,15 @@ ring               otherwise: each group is a ring over the instance topology
                    (the largest) of (k-1)/k of the operand (each hop delivers one block).
 point_to_point     collective-permute between logical cores: one step, each source sends its
                    operand to its target over the shortest NeuronLink path (`hops`).
+hierarchical       an all-reduce whose groups span simulated instances, as many ranks on
+                   each: reduce-scatter round each instance's ring, all-reduce each chunk
+                   across the instances (over EFA; folded in instance order), all-gather round
+                   each instance's ring: 2(k-1) + 1 steps, k the ranks per instance.
 =================  ==========================================================================
+
+Over several instances a ring visits the ranks instance by instance, so it leaves each
+instance once; every hop between instances is bound as EFA, every hop inside one as
+NeuronLink (`GroupRoute.links`).
 
 `k` is the largest group's size; `bytes` one rank's operand bytes. A collective whose groups
 span logical cores is bound as a ring as a whole (each group its own ring), so every rank of
@@ -41,25 +49,36 @@ from nxcc.backend.runtime.topology import Instance
 SHARED_MEMORY = "shared_memory"
 RING = "ring"
 POINT_TO_POINT = "point_to_point"
+HIERARCHICAL = "hierarchical"
+NEURONLINK = "neuronlink"
+EFA = "efa"
 
 
 @dataclass(frozen=True)
 class Placement:
     """Where the ranks of one communicator run: `cores[r]` is rank r's physical core on
     `instance` (None: no instance, every rank in one logical core), at `lnc` physical cores
-    per logical core."""
+    per logical core; `instances[r]` the simulated instance of that type rank r is on (a job
+    over several instances, joined by EFA; empty: all on one)."""
 
     instance: Instance | None
     lnc: int
     cores: tuple[int, ...]
+    instances: tuple[int, ...] = ()
 
     @property
     def world_size(self) -> int:
         return len(self.cores)
 
-    def logical(self, rank: int) -> int:
-        """The logical core of rank `rank` (all 0 without an instance)."""
-        return 0 if self.instance is None else self.cores[rank] // self.lnc
+    def instance_of(self, rank: int) -> int:
+        """Which simulated instance rank `rank` is on (`instances[rank]`; 0 when not given)."""
+        return self.instances[rank] if self.instances else 0
+
+    def logical(self, rank: int) -> tuple[int, int]:
+        """(instance, logical core) of rank `rank` (all (0, 0) without an instance)."""
+        if self.instance is None:
+            return 0, 0
+        return self.instance_of(rank), self.cores[rank] // self.lnc
 
     @staticmethod
     def one_logical_core(n: int) -> Placement:
@@ -76,9 +95,20 @@ class GroupRoute:
     ranks: tuple[int, ...]
     cores: tuple[int, ...]
     hops: tuple[int, ...]
+    links: tuple[str, ...] = ()
+
+    def link(self, i: int) -> str:
+        """What carries hop i: "neuronlink" inside an instance, "efa" between instances."""
+        return self.links[i] if self.links else NEURONLINK
 
     def to_json(self) -> dict:
-        return {"ranks": list(self.ranks), "cores": list(self.cores), "hops": list(self.hops)}
+        return {"ranks": list(self.ranks), "cores": list(self.cores), "hops": list(self.hops),
+                "links": [self.link(i) for i in range(len(self.hops))]}
+
+    def describe_hops(self) -> str:
+        """``1,1,EFA,1``: NeuronLink hop counts, EFA where the hop leaves the instance."""
+        return ",".join("EFA" if self.link(i) == EFA else str(h)
+                        for i, h in enumerate(self.hops))
 
 
 @dataclass(frozen=True)
@@ -110,8 +140,8 @@ class CollectiveBinding:
             where = f"point_to_point {pairs}"
         else:
             where = f"{self.algorithm} of {len(first.ranks)} ({path}"
-            if self.algorithm == RING:
-                where += f", hops {','.join(map(str, first.hops))}"
+            if self.algorithm in (RING, HIERARCHICAL):
+                where += f", hops {first.describe_hops()}"
             where += ")"
             if len(self.routes) > 1:
                 where += f" x{len(self.routes)} groups"
@@ -142,8 +172,35 @@ def _route(ranks: Sequence[int], placement: Placement) -> GroupRoute:
         return GroupRoute(tuple(ranks), cores, (0,) * len(ranks))
     inst = placement.instance
     k = len(cores)
+    nxt = [(i + 1) % k for i in range(k)]
+    efa = [placement.instance_of(ranks[i]) != placement.instance_of(ranks[j])
+           for i, j in enumerate(nxt)]
     return GroupRoute(tuple(ranks), cores,
-                      tuple(hops(cores[i], cores[(i + 1) % k], inst) for i in range(k)))
+                      tuple(0 if e else hops(cores[i], cores[j], inst)
+                            for i, (j, e) in enumerate(zip(nxt, efa, strict=True))),
+                      tuple(EFA if e else NEURONLINK for e in efa))
+
+
+def ring_order(ranks: Sequence[int], placement: Placement) -> list[int]:
+    """`ranks` in the order data flows round their ring: instance by instance (so the ring
+    leaves each instance once, over EFA), each instance's ranks in its topology's ring."""
+    assert placement.instance is not None
+    out: list[int] = []
+    for index in sorted({placement.instance_of(r) for r in ranks}):
+        here = [r for r in ranks if placement.instance_of(r) == index]
+        by_core = {placement.cores[r]: r for r in here}
+        out += [by_core[c] for c in ring_of([placement.cores[r] for r in here],
+                                            placement.instance)]
+    return out
+
+
+def is_hierarchical(kind: str, group: Sequence[int], placement: Placement) -> bool:
+    """An all-reduce over several instances with as many ranks on each: reduce-scatter
+    inside each instance, all-reduce across, all-gather inside (`hierarchical`)."""
+    counts: dict[int, int] = {}
+    for r in group:
+        counts[placement.instance_of(r)] = counts.get(placement.instance_of(r), 0) + 1
+    return kind == "all_reduce" and len(counts) > 1 and len(set(counts.values())) == 1
 
 
 def _check_ranks(ranks: Sequence[int], placement: Placement, kind: str) -> None:
@@ -159,7 +216,7 @@ def bind(kind: str, groups: Sequence[Sequence[int]], pairs: Sequence[Sequence[in
     `pairs` the source-target pairs of a collective_permute). ValueError for a rank the
     placement does not have."""
     same_core = placement.instance is None
-    if kind == "collective_permute":
+    if kind in ("collective_permute", "send", "recv_done"):
         _check_ranks([r for p in pairs for r in p], placement, kind)
         local = same_core or all(placement.logical(a) == placement.logical(b) for a, b in pairs)
         algorithm = SHARED_MEMORY if local else POINT_TO_POINT
@@ -173,13 +230,15 @@ def bind(kind: str, groups: Sequence[Sequence[int]], pairs: Sequence[Sequence[in
         routes = tuple(_route(g, placement) for g in members)
         algorithm = SHARED_MEMORY
     else:
-        assert placement.instance is not None
-        by_core = {placement.cores[r]: r for g in members for r in g}
-        routes = tuple(_route([by_core[c] for c in ring_of([placement.cores[r] for r in g],
-                                                           placement.instance)], placement)
-                       for g in members)
+        routes = tuple(_route(ring_order(g, placement), placement) for g in members)
         algorithm = RING
+        if all(is_hierarchical(kind, g, placement) for g in members):
+            algorithm = HIERARCHICAL
     k = max(len(g) for g in members)
+    if algorithm == HIERARCHICAL:
+        inside = k // len({placement.instance_of(r) for r in members[0]})
+        steps, per_step = 2 * (inside - 1) + 1, math.ceil(nbytes / inside)
+        return CollectiveBinding(kind, algorithm, routes, steps, nbytes, per_step, id)
     steps, per_step = _steps(kind, algorithm, k, nbytes)
     return CollectiveBinding(kind, algorithm, routes, steps, nbytes, per_step, id)
 

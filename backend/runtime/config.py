@@ -1,6 +1,6 @@
 """Runtime configuration from the environment, parsed and validated in one place.
 
-Every variable of the runtime-configuration seed, plus nxcc's own two:
+Every variable of the runtime-configuration seed, plus nxcc's own:
 
 | variable | values | default |
 | --- | --- | --- |
@@ -18,6 +18,8 @@ Every variable of the runtime-configuration seed, plus nxcc's own two:
 | NEURON_LOGICAL_NC_CONFIG | 1, 2 (2 only on trn2 instances) | 2 on trn2, 1 elsewhere |
 | NXCC_INSTANCE_TYPE | an instance of `topology.INSTANCES` | the NEFF's target family |
 | NXCC_RUNTIME_DIR | a directory for the core lock files | `$TMPDIR/nxcc-runtime-<uid>` |
+| NXCC_RANKS_PER_INSTANCE | ranks per simulated instance of a multi-process job | all on one |
+| NXCC_INSTANCE_INDEX | which simulated instance this process is on (the MPI job sets it) | 0 |
 
 Booleans accept TRUE/FALSE in any case, and 1/0. Log levels and locations are
 case-insensitive. A bad value raises `ConfigError` (an `NrtError` with status INVALID and a
@@ -173,6 +175,8 @@ class RuntimeConfig:
     logical_nc_config: int | None = None
     instance_type: str | None = None
     runtime_dir: str = field(default_factory=default_runtime_dir)
+    ranks_per_instance: int | None = None
+    instance_index: int = 0
     unknown_variables: tuple[str, ...] = ()
 
     def level_of(self, component: str) -> str:
@@ -221,6 +225,9 @@ class RuntimeConfig:
             logical_nc_config=None if lnc is None else int(lnc),
             instance_type=instance,
             runtime_dir=_raw(env, "NXCC_RUNTIME_DIR") or default_runtime_dir(),
+            ranks_per_instance=parse_int(env, "NXCC_RANKS_PER_INSTANCE", 0, 1, INT_MAX,
+                                         " ranks") or None,
+            instance_index=parse_int(env, "NXCC_INSTANCE_INDEX", 0, 0, INT_MAX, ""),
             unknown_variables=tuple(sorted(
                 k for k in env if k.startswith("NEURON_RT_") and k not in KNOWN_VARIABLES)),
         )

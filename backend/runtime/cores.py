@@ -62,8 +62,9 @@ def resolve_lnc(instance: Instance, configured: int | None) -> int:
     return configured
 
 
-def lock_dir(runtime_dir: str | os.PathLike[str], instance: Instance) -> Path:
-    return Path(runtime_dir) / instance.name
+def lock_dir(runtime_dir: str | os.PathLike[str], instance: Instance, index: int = 0) -> Path:
+    """Where the core locks of simulated instance number `index` of this type live."""
+    return Path(runtime_dir) / (instance.name if index == 0 else f"{instance.name}.{index}")
 
 
 def format_cores(cores: Sequence[int]) -> str:
@@ -221,7 +222,7 @@ def allocate(config: RuntimeConfig, instance: Instance, lnc: int) -> CoreAllocat
 def _allocate(config: RuntimeConfig, instance: Instance, lnc: int) -> CoreAllocation:
     kind, arg = requested_cores(config, instance, lnc)
     total = instance.logical_cores(lnc)
-    directory = lock_dir(config.runtime_dir, instance)
+    directory = lock_dir(config.runtime_dir, instance, config.instance_index)
     with _alloc_lock(directory):
         if kind == "count":
             n = int(arg)  # type: ignore[call-overload]

@@ -37,13 +37,20 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from nxcc.backend.runtime.async_comm import AsyncEndpoint
 from nxcc.backend.runtime.barrier import Barrier
 from nxcc.backend.runtime.blas_threads import limit_this_thread
+from nxcc.backend.runtime.channels import LocalChannels
 from nxcc.backend.runtime.collective_binding import RING, Binder, CollectiveBinding, Placement
 from nxcc.backend.runtime.executor import ExecutionError, ExecutionStopped
+from nxcc.backend.runtime.p2p import P2P_OPS, point_to_point
 from nxcc.backend.runtime.ring_algorithms import run_ring
 from nxcc.backend.runtime.shared_memory import compute, members
 from nxcc.ir.attributes import AttrValue
+
+#: How long an in-process receive waits for its sender (seconds): a program whose sender
+#: never sends is an error, not a hang.
+P2P_TIMEOUT = 60.0
 
 
 class CollectiveMismatch(ExecutionError):
@@ -59,15 +66,18 @@ class Communicator:
         self.slots: list[object] = [None] * n
         self.barrier = Barrier(n)
         self.calls = [0] * n
+        # send/recv do not step together: queues, failing when the barrier breaks
+        self.p2p = LocalChannels(P2P_TIMEOUT, lambda: self.barrier.broken)
 
-    def endpoint(self, rank: int) -> Endpoint:
-        return Endpoint(self, rank)
+    def endpoint(self, rank: int) -> AsyncEndpoint:
+        return AsyncEndpoint(Endpoint(self, rank), f"nxcc-comm{rank}")
 
     def reset(self) -> None:
         """Ready for a new execution (after a failed one left the barrier broken)."""
         self.barrier.reset()
         self.slots = [None] * self.n
         self.calls = [0] * self.n
+        self.p2p.reset()
 
     def wait(self, rank: int, opcode: str) -> None:
         if not self.barrier.wait():
@@ -89,6 +99,8 @@ class Endpoint:
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
         g = self.group
+        if opcode in P2P_OPS:
+            return point_to_point(g.p2p, self.rank, opcode, args, attrs)
         g.calls[self.rank] += 1
         try:
             binding = g.binder.binding(opcode, attrs, sum(int(a.nbytes) for a in args))
@@ -110,6 +122,10 @@ class Endpoint:
         g, rank = self.group, self.rank
         route = next((r for r in binding.routes if rank in r.ranks), None)
         steps = 0
+        # The operands are views of this rank's planned buffers, which it reuses as soon as it
+        # leaves the collective, while a neighbour may still hold blocks it was handed: the
+        # collective works on its own copy, so nothing a neighbour reads is ever overwritten.
+        args = [np.array(a, copy=True) for a in args]
 
         def exchange(message: object) -> object:
             nonlocal steps

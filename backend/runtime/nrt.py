@@ -24,14 +24,15 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from nxcc.backend.neff import NeffError, NeffFile, read_neff
-from nxcc.backend.runtime.collective_binding import Placement
+from nxcc.backend.runtime.collective_binding import Binder, Placement
 from nxcc.backend.runtime.collective_groups import GroupRegistry, check_rank_count, check_rank_set
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import CoreAllocation, allocate, format_cores, resolve_lnc
@@ -228,6 +229,55 @@ class Runtime:
             self.models[handle.id] = handle
         logger("NRT").info("loaded SPMD '%s' as %d ranks on %s", handle.name, world_size,
                            format_cores(cores))
+        return handle
+
+    def load_spmd_ranks(self, neff: NeffSource, world_size: int, local_ranks: Sequence[int],
+                        global_cores: Sequence[int],
+                        communicator: Callable[[int, Binder], Any],
+                        output_shardings: Sequence[str] | None = None,
+                        instances: Sequence[int] = ()) -> ModelHandle:
+        """Load this process's ranks (`local_ranks`, one per core of this process's, in order)
+        of the SPMD program `neff` run as `world_size` ranks by several processes:
+        `global_cores[r]` is rank r's global logical core (the job's placement, the same in
+        every process) and `instances[r]` the simulated instance it is on (empty: one),
+        `communicator(world_size, binder)` how the ranks reach each other. Each instance's
+        rank set must suit its topology. The handle's model runs only the local ranks
+        (`SpmdModel.execute_local`)."""
+        self._check_ready()
+        assert self.config is not None and self.instance is not None and self.placer
+        neff_file = self._read(neff)
+        check_architecture(neff_file, self.instance, self.config.allow_legacy_neff)
+        check_lnc(neff_file, self.instance, self.lnc, self.config.logical_nc_config is not None)
+        for index in sorted(set(instances)) or [0]:
+            check_rank_set(self.instance, self.lnc, tuple(
+                c for r, c in enumerate(global_cores) if not instances or instances[r] == index))
+        n = len(local_ranks)
+        starts = self.placer.place(n, PlacementRequest(0, n))
+        try:
+            mine = tuple(self.allocation.cores[starts[0]:starts[0] + n])  # type: ignore[union-attr]
+            if mine != tuple(global_cores[r] for r in local_ranks):
+                raise NrtError(NrtStatus.INVALID, f"this process holds NeuronCores "
+                               f"{format_cores(mine)}, but the job places its ranks "
+                               f"{list(local_ranks)} on {[global_cores[r] for r in local_ranks]}")
+            replica = Replica(mine, self.instance.device_of(mine[0], self.lnc))
+            placement = Placement(self.instance, self.lnc, tuple(
+                self.instance.physical_of(c, self.lnc)[0] for c in global_cores),
+                tuple(instances))
+            replica.model = SpmdModel(neff_file, world_size, placement, output_shardings,
+                                      should_stop=replica.expired, local_ranks=local_ranks,
+                                      communicator=communicator)
+            name = neff_file.header.name or neff_file.path.name
+            handle = ModelHandle(name, neff_file.path, neff_file.manifest, n, starts, [replica])
+        except NeffError as exc:
+            self.placer.release(starts, n)
+            raise NrtError(NrtStatus.INVALID, str(exc)) from exc
+        except BaseException:
+            self.placer.release(starts, n)
+            raise
+        with self._lock:
+            self.models[handle.id] = handle
+        logger("NRT").info("loaded ranks %s of SPMD '%s' (%d ranks) on %s", list(local_ranks),
+                           handle.name, world_size, format_cores(mine))
         return handle
 
     def tensor_info(self, model: ModelHandle) -> tuple[list[TensorInfo], list[TensorInfo]]:

@@ -20,6 +20,7 @@ execute), so a `ModelHandle` runs it like any model; `Runtime.load_spmd` builds 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,9 +46,16 @@ class SpmdModel:
 
     def __init__(self, neff: NeffFile, world_size: int, placement: Placement,
                  output_shardings: Sequence[str] | None = None,
-                 should_stop: Callable[[], bool] | None = None) -> None:
+                 should_stop: Callable[[], bool] | None = None,
+                 local_ranks: Sequence[int] | None = None,
+                 communicator: Callable[[int, Binder], Any] | None = None) -> None:
         """NrtError(INVALID) when the NEFF is not one program, was partitioned for another
-        world size, or a layout does not fit; NeffError when it is malformed."""
+        world size, or a layout does not fit; NeffError when it is malformed.
+
+        `local_ranks` are the ranks this process runs (default: all of them) and
+        `communicator(world_size, binder)` makes the communicator through which they reach
+        the others (default: threads sharing memory, `multicore.Communicator`); a
+        multi-process job gives both (`mpi_job`)."""
         source = str(neff.path)
         m = neff.manifest
         self.name = neff.header.name
@@ -91,9 +99,11 @@ class SpmdModel:
         except (KeyError, TypeError, ValueError) as exc:
             raise NrtError(NrtStatus.INVALID, f"NEFF '{self.name}': cannot bind its "
                            f"collectives to {world_size} ranks: {exc}") from None
-        self.group = Communicator(world_size, Binder(placement, self.bindings, entries))
+        binder = Binder(placement, self.bindings, entries)
+        self.group = (communicator or Communicator)(world_size, binder)
+        self.local_ranks = list(range(world_size) if local_ranks is None else local_ranks)
         self.executors = []
-        for r in range(world_size):
+        for r in self.local_ranks:
             partition, replica = spec.rank_ids(r, world_size)
             self.executors.append(ProgramExecutor(
                 program, weights, communicator=self.group.endpoint(r), partition_id=partition,
@@ -103,20 +113,25 @@ class SpmdModel:
         """The global inputs in order, exactly typed; NrtError EXEC_BAD_INPUT otherwise."""
         return check_inputs(self.inputs, inputs)
 
-    def execute(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Run every rank once on its blocks of the global `inputs`; the global outputs."""
+    def execute_local(self, inputs: Mapping[str, np.ndarray]) -> list[list[np.ndarray]]:
+        """Run this process's ranks once on their blocks of the global `inputs`; each local
+        rank's outputs, in `local_ranks` order."""
         args = self.check_inputs(inputs)
         n = self.world_size
         blocks = [split(x, t.layout, n) for x, t in zip(args, self.spec.inputs, strict=True)]
 
-        def work(rank: int) -> Callable[[], list[np.ndarray]]:
-            executor, mine = self.executors[rank], [b[rank] for b in blocks]
+        def work(i: int, rank: int) -> Callable[[], list[np.ndarray]]:
+            executor, mine = self.executors[i], [b[rank] for b in blocks]
             return lambda: executor.run(mine)
 
         try:
-            per_rank = run_cores([work(r) for r in range(n)], self.group)
+            return run_cores([work(i, r) for i, r in enumerate(self.local_ranks)],
+                             self.group)  # type: ignore[arg-type]
         except ExecutionError as exc:
             raise NrtError(NrtStatus.FAILURE, str(exc)) from exc
+
+    def assemble(self, per_rank: Sequence[Sequence[np.ndarray]]) -> dict[str, np.ndarray]:
+        """The global outputs from every rank's outputs (`per_rank[r]`, all ranks)."""
         out = {}
         for i, (info, layout) in enumerate(zip(self.outputs, self.layouts_out, strict=True)):
             try:
@@ -124,3 +139,10 @@ class SpmdModel:
             except OutputsDisagree as exc:
                 raise NrtError(NrtStatus.FAILURE, str(exc)) from None
         return out
+
+    def execute(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Run every rank once on its blocks of the global `inputs`; the global outputs."""
+        if len(self.local_ranks) != self.world_size:
+            raise NrtError(NrtStatus.INVALID, "this process runs only some of the ranks; "
+                           "the job's runner assembles the outputs (mpi_job)")
+        return self.assemble(self.execute_local(inputs))

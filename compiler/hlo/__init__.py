@@ -3,6 +3,7 @@
     from nxcc.compiler.hlo import import_hlo
     module = import_hlo("model.hlo")            # a path, or the text itself
     module = import_hlo(text, source="dump.txt")
+    module = import_hlo("model.hlo.pb")         # a binary HloModuleProto (compiler.hlo.proto)
 
 `import_hlo` raises `HloError` (``FILE:LINE:COL: expected ..., found ...``, the source line
 and a caret; `.code` an NCC error code) for anything it cannot compile.
@@ -16,6 +17,7 @@ from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.lower import lower_module
 from nxcc.compiler.hlo.nodes import HloModule
 from nxcc.compiler.hlo.parser import parse_hlo
+from nxcc.compiler.hlo.proto import load_hlo_proto
 from nxcc.ir.core import Module
 
 
@@ -42,13 +44,18 @@ def read_hlo(path_or_text: str, source: str | None = None) -> tuple[str, str]:
         raise HloError(f"cannot read HLO text from {path_or_text!r}: {exc}") from None
 
 
-def import_hlo(path_or_text: str, source: str | None = None, engine: str = "fast") -> Module:
-    """The IR module of the HLO module in `path_or_text` (a path or HLO text).
+def import_hlo(path_or_text: str | bytes, source: str | None = None, engine: str = "fast"
+               ) -> Module:
+    """The IR module of the HLO module in `path_or_text` (a path or HLO text, or a binary
+    HloModuleProto: its bytes or the path of a file holding one, detected by content).
 
     `engine` picks the parser: "fast" (hand-written, the default) or "lark" (the LALR
     grammar `hlo.lark`); both build the same syntax tree.
     """
-    text, name = read_hlo(path_or_text, source)
+    tree = load_hlo_proto(path_or_text, source)
+    if tree is not None:
+        return lower_module(tree)
+    text, name = read_hlo(path_or_text, source)  # type: ignore[arg-type]
     return lower_module(parse(text, name, engine))
 
 

@@ -17,7 +17,7 @@ from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
-from nxcc.ir.opdef import TypeRuleError
+from nxcc.ir.opdef import OpDef, TypeRuleError
 from nxcc.ir.types import TensorType
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class InstrContext:
         return self.ir_type()
 
     # -- building ----------------------------------------------------------------------
-    def emit(self, opcode: str, operands: Sequence[Value],
+    def emit(self, opcode: OpDef | str, operands: Sequence[Value],
              attrs: Mapping[str, object] | None = None) -> list[Value]:
         """Append IR op `opcode`; its type-rule error becomes an error at this instruction."""
         try:
@@ -149,7 +149,7 @@ class InstrContext:
         except TypeRuleError as exc:
             raise self.error(f"{self.instr.opcode} '{self.instr.name}': {exc}") from None
 
-    def emit1(self, opcode: str, operands: Sequence[Value],
+    def emit1(self, opcode: OpDef | str, operands: Sequence[Value],
               attrs: Mapping[str, object] | None = None) -> Value:
         return self.emit(opcode, operands, attrs)[0]
 

@@ -7,6 +7,7 @@ from nxcc.compiler.hlo import (  # noqa: F401
     lower_elementwise,
     lower_indexing,
     lower_linalg,
+    lower_p2p,
     lower_reduce,
     lower_rng,
     lower_shape,

@@ -23,6 +23,7 @@ from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
 from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.hlo.lower_annotations import annotate
+from nxcc.compiler.hlo.lower_p2p import SIDE_EFFECT_OPCODES
 from nxcc.compiler.hlo.nodes import ArrayShape, Computation, HloModule, Instruction, Shape
 from nxcc.compiler.hlo.registry import HANDLERS
 from nxcc.ir.attributes import Symbol
@@ -181,10 +182,16 @@ class FunctionLowering:
                     raise self.lowering.error(
                         f"expected an instruction of computation '{comp.name}', found "
                         f"'{name}', which it does not define", self.operand_offset(instr, name))
-        for instr in self.order(comp.root, by_name):
-            if instr.opcode == "parameter":
+        # sends and receives act beyond their results: lowered in program order, then what
+        # the root needs (see lower_p2p)
+        roots = [i for i in comp.instructions if i.opcode in SIDE_EFFECT_OPCODES]
+        for root in [*roots, comp.root]:
+            if root.name in self.env:
                 continue
-            self.env[instr.name] = self.lower(instr)
+            for instr in self.order(root, by_name):
+                if instr.opcode == "parameter" or instr.name in self.env:
+                    continue
+                self.env[instr.name] = self.lower(instr)
         return self.env[comp.root.name]
 
     def operand_offset(self, instr: Instruction, name: str) -> int:

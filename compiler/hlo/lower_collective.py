@@ -9,6 +9,7 @@ from nxcc.compiler.hlo.context import InstrContext, Tree, leaves
 from nxcc.compiler.hlo.lower_control import zeros
 from nxcc.compiler.hlo.nodes import Shape
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.sharding_notation.hlo_sharding import ReplicaGroups
 
@@ -54,7 +55,7 @@ def _dimension(cx: InstrContext) -> int:
 
 def all_reduce(cx: InstrContext, out: Shape) -> Tree:
     values = [v for a in cx.args for v in leaves(a)]
-    results = cx.emit("all_reduce", values, {"reduction": reduction_kind(cx),
+    results = cx.emit(ops.all_reduce, values, {"reduction": reduction_kind(cx),
                                              **_common(cx, groups(cx))})
     return _pack(results, out)
 
@@ -68,7 +69,7 @@ def all_gather(cx: InstrContext, out: Shape) -> Tree:
         if not gs:
             n = cx.ir_type(o).shape[dim] // max(x.type.shape[dim], 1)
             gs = (tuple(range(n)),)
-        results.append(cx.emit1("all_gather", [x], {"dimension": dim, **_common(cx, gs)}))
+        results.append(cx.emit1(ops.all_gather, [x], {"dimension": dim, **_common(cx, gs)}))
     return _pack(results, out)
 
 
@@ -82,21 +83,40 @@ def reduce_scatter(cx: InstrContext, out: Shape) -> Tree:
         if not gs:
             n = x.type.shape[dim] // max(cx.ir_type(o).shape[dim], 1)
             gs = (tuple(range(n)),)
-        results.append(cx.emit1("reduce_scatter", [x], {"dimension": dim, "reduction": kind,
+        results.append(cx.emit1(ops.reduce_scatter, [x], {"dimension": dim, "reduction": kind,
                                                         **_common(cx, gs)}))
     return _pack(results, out)
 
 
+def tuple_all_to_all(cx: InstrContext, gs: tuple[tuple[int, ...], ...]) -> Tree:
+    """The tuple form: k operands of one shape, operand j going to group member j; result i
+    is what member i sent this rank. Lowered as the array form over the operands stacked
+    along a new leading dimension, then unstacked."""
+    xs = cx.values()
+    if len({x.type for x in xs}) != 1 or any(len(g) != len(xs) for g in gs):
+        raise cx.error(f"expected {len(xs)} operands of one shape, one per member of each "
+                       f"replica group, on the tuple form of all-to-all",
+                       E.UNSUPPORTED_FEATURE)
+    shape = xs[0].type.shape
+    rows = [cx.emit1(ops.reshape, [x], {"shape": (1, *shape)}) for x in xs]
+    stacked = cx.emit1(ops.concatenate, rows, {"dimension": 0})
+    moved = cx.emit1(ops.all_to_all, [stacked], {"split_dimension": 0, "concat_dimension": 0,
+                                               **_common(cx, gs)})
+    ones = (1,) * len(shape)
+    return tuple(cx.emit1(ops.reshape, [cx.emit1(ops.slice, [moved], {
+        "start_indices": (i, *(0,) * len(shape)), "limit_indices": (i + 1, *shape),
+        "strides": (1, *ones)})], {"shape": shape}) for i in range(len(xs)))
+
+
 def all_to_all(cx: InstrContext, out: Shape) -> Tree:
-    if "dimensions" not in cx.instr.attrs:
-        raise cx.error("expected the array form of all-to-all (with dimensions={d}), found "
-                       "the tuple form", E.UNSUPPORTED_FEATURE)
-    dim = _dimension(cx)
     gs = groups(cx)
     if not gs:
         raise cx.error("expected replica_groups on all-to-all (its group size is not in the "
                        "shapes)", E.UNSUPPORTED_FEATURE)
-    results = [cx.emit1("all_to_all", [x], {"split_dimension": dim, "concat_dimension": dim,
+    if "dimensions" not in cx.instr.attrs:
+        return tuple_all_to_all(cx, gs)
+    dim = _dimension(cx)
+    results = [cx.emit1(ops.all_to_all, [x], {"split_dimension": dim, "concat_dimension": dim,
                                             **_common(cx, gs)}) for x in cx.values()]
     return _pack(results, out)
 
@@ -104,7 +124,7 @@ def all_to_all(cx: InstrContext, out: Shape) -> Tree:
 def collective_permute(cx: InstrContext, out: Shape) -> Tree:
     pairs = cx.attr("source_target_pairs")
     x = cx.value(0)
-    return cx.emit1("collective_permute", [x], {
+    return cx.emit1(ops.collective_permute, [x], {
         "source_target_pairs": tuple(tuple(p) for p in pairs),  # type: ignore[union-attr]
         "channel_id": cx.attr("channel_id", 0)})
 

@@ -8,6 +8,7 @@ import numpy as np
 from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
 from nxcc.compiler.hlo.nodes import ArrayShape, Shape
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense, Symbol
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Value
@@ -43,7 +44,7 @@ def lower_get_tuple_element(cx: InstrContext) -> Tree:
 def lower_call(cx: InstrContext) -> Tree:
     fn = cx.computation("to_apply")
     args = [v for a in cx.args for v in leaves(a)]
-    results = cx.emit("call", args, {"callee": fn})
+    results = cx.emit(ops.call, args, {"callee": fn})
     return rebuild(cx.instr.shape, results)
 
 
@@ -59,7 +60,7 @@ def lower_while(cx: InstrContext) -> Tree:
     state = leaves(cx.args[0])
     cond = cx.computation("condition")
     body = cx.computation("body")
-    results = cx.emit("while", state, {"condition": cond, "body": body})
+    results = cx.emit(ops.while_, state, {"condition": cond, "body": body})
     return relike(cx.args[0], list(results))
 
 
@@ -91,7 +92,7 @@ def lower_conditional(cx: InstrContext) -> Tree:
         root = cx.lowering.inline(comp, Builder(cx.lowering.module, fn), [arg], cx)
         fn.results = leaves(root)
         symbols.append(Symbol(fn_name))
-    results = cx.emit("conditional", [selector, *union], {"branches": tuple(symbols)})
+    results = cx.emit(ops.conditional, [selector, *union], {"branches": tuple(symbols)})
     return rebuild(cx.instr.shape, results)
 
 
@@ -101,7 +102,7 @@ def zeros(cx: InstrContext, shape: Shape) -> Tree:
         if shape.dtype == "token":
             return TOKEN
         t = cx.ir_type(shape)
-        return cx.b.op("constant", [], {"value": Dense.splat(t, np.zeros((), t.dtype.numpy))})
+        return cx.b.op(ops.constant, [], {"value": Dense.splat(t, np.zeros((), t.dtype.numpy))})
     return tuple(zeros(cx, s) for s in shape.elements)
 
 
@@ -163,10 +164,10 @@ def lower_after_all(cx: InstrContext) -> Tree:
 @handles("partition-id")
 def lower_partition_id(cx: InstrContext) -> Tree:
     cx.operand_count(0)
-    return cx.emit1("partition_id", [])
+    return cx.emit1(ops.partition_id, [])
 
 
 @handles("replica-id")
 def lower_replica_id(cx: InstrContext) -> Tree:
     cx.operand_count(0)
-    return cx.emit1("replica_id", [])
+    return cx.emit1(ops.replica_id, [])

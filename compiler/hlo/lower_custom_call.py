@@ -11,6 +11,7 @@ from __future__ import annotations
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 from nxcc.ir.computations import compare_computation
 from nxcc.ir.dtypes import DType
 
@@ -58,12 +59,12 @@ def top_k(cx: InstrContext, k: int, largest: bool) -> Tree:
     rank = x.type.rank
     if rank == 0 or not 0 <= k <= x.type.shape[-1]:
         raise cx.error(f"expected 0 <= k <= {x.type.shape[-1] if rank else 0}, found {k}")
-    idx = cx.emit1("iota", [], {"dtype": DType.S32, "shape": x.type.shape,
+    idx = cx.emit1(ops.iota, [], {"dtype": DType.S32, "shape": x.type.shape,
                                 "dimension": rank - 1})
     comparator = compare_computation(cx.lowering.module, "GT" if largest else "LT",
                                      [x.type.dtype, DType.S32])
-    values, indices = cx.emit("sort", [x, idx], {"dimension": rank - 1, "is_stable": True,
+    values, indices = cx.emit(ops.sort, [x, idx], {"dimension": rank - 1, "is_stable": True,
                                                  "comparator": comparator})
     limit = (*x.type.shape[:-1], k)
     sl = {"start_indices": (0,) * rank, "limit_indices": limit, "strides": (1,) * rank}
-    return (cx.emit1("slice", [values], sl), cx.emit1("slice", [indices], sl))
+    return (cx.emit1(ops.slice, [values], sl), cx.emit1(ops.slice, [indices], sl))

@@ -6,24 +6,46 @@ from __future__ import annotations
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
 
-UNARY: dict[str, str] = {
-    "abs": "abs", "negate": "negate", "sign": "sign", "exponential": "exp",
-    "exponential-minus-one": "expm1", "log": "log", "log-plus-one": "log1p", "sqrt": "sqrt",
-    "rsqrt": "rsqrt", "cbrt": "cbrt", "tanh": "tanh", "logistic": "logistic", "sine": "sin",
-    "cosine": "cos", "tan": "tan", "erf": "erf", "floor": "floor", "ceil": "ceil",
-    "round-nearest-even": "round_even", "round-nearest-afz": "round_afz", "not": "not",
-    "popcnt": "popcnt", "count-leading-zeros": "clz", "is-finite": "is_finite",
+#: HLO opcode -> the unary core op it is (one line per op).
+UNARY: dict[str, OpDef] = {
+    "abs": ops.abs,
+    "negate": ops.negate,
+    "sign": ops.sign,
+    "exponential": ops.exp,
+    "exponential-minus-one": ops.expm1,
+    "log": ops.log,
+    "log-plus-one": ops.log1p,
+    "sqrt": ops.sqrt,
+    "rsqrt": ops.rsqrt,
+    "cbrt": ops.cbrt,
+    "tanh": ops.tanh,
+    "logistic": ops.logistic,
+    "sine": ops.sin,
+    "cosine": ops.cos,
+    "tan": ops.tan,
+    "erf": ops.erf,
+    "floor": ops.floor,
+    "ceil": ops.ceil,
+    "round-nearest-even": ops.round_even,
+    "round-nearest-afz": ops.round_afz,
+    "not": ops.not_,
+    "popcnt": ops.popcnt,
+    "count-leading-zeros": ops.clz,
+    "is-finite": ops.is_finite,
 }
 
-BINARY: dict[str, str] = {
-    "add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-    "remainder": "remainder", "power": "power", "maximum": "maximum", "minimum": "minimum",
-    "atan2": "atan2", "and": "and", "or": "or", "xor": "xor", "shift-left": "shift_left",
-    "shift-right-arithmetic": "shift_right_arithmetic",
-    "shift-right-logical": "shift_right_logical",
+#: HLO opcode -> the binary core op it is.
+BINARY: dict[str, OpDef] = {
+    "add": ops.add, "subtract": ops.subtract, "multiply": ops.multiply, "divide": ops.divide,
+    "remainder": ops.remainder, "power": ops.power, "maximum": ops.maximum,
+    "minimum": ops.minimum, "atan2": ops.atan2, "and": ops.and_, "or": ops.or_, "xor": ops.xor,
+    "shift-left": ops.shift_left, "shift-right-arithmetic": ops.shift_right_arithmetic,
+    "shift-right-logical": ops.shift_right_logical,
 }
 
 
@@ -54,11 +76,11 @@ def total_order_key(cx: InstrContext, x: Value) -> Value:
     -NaN < -inf < ... < -0 < +0 < ... < inf < NaN."""
     width = x.type.dtype.itemsize
     sdt = _SIGNED[width]
-    bits = cx.emit1("bitcast_convert", [x], {"dtype": sdt})
+    bits = cx.emit1(ops.bitcast_convert, [x], {"dtype": sdt})
     t = bits.type
-    negative = cx.emit1("compare", [bits, cx.b.splat(0, t)], {"direction": "LT"})
-    flipped = cx.emit1("xor", [bits, cx.b.splat((1 << (8 * width - 1)) - 1, t)])
-    return cx.emit1("select", [negative, flipped, bits])
+    negative = cx.emit1(ops.compare, [bits, cx.b.splat(0, t)], {"direction": "LT"})
+    flipped = cx.emit1(ops.xor, [bits, cx.b.splat((1 << (8 * width - 1)) - 1, t)])
+    return cx.emit1(ops.select, [negative, flipped, bits])
 
 
 @handles("compare")
@@ -71,24 +93,24 @@ def lower_compare(cx: InstrContext) -> Tree:
     if kind == "TOTALORDER" and dt.is_float:
         a, b = total_order_key(cx, a), total_order_key(cx, b)
     elif kind == "UNSIGNED" and dt.is_signed_int:
-        a = cx.emit1("bitcast_convert", [a], {"dtype": _UNSIGNED[dt.itemsize]})
-        b = cx.emit1("bitcast_convert", [b], {"dtype": _UNSIGNED[dt.itemsize]})
+        a = cx.emit1(ops.bitcast_convert, [a], {"dtype": _UNSIGNED[dt.itemsize]})
+        b = cx.emit1(ops.bitcast_convert, [b], {"dtype": _UNSIGNED[dt.itemsize]})
     elif kind == "SIGNED" and dt.is_unsigned_int:
-        a = cx.emit1("bitcast_convert", [a], {"dtype": _SIGNED[dt.itemsize]})
-        b = cx.emit1("bitcast_convert", [b], {"dtype": _SIGNED[dt.itemsize]})
-    return cx.emit1("compare", [a, b], {"direction": direction})
+        a = cx.emit1(ops.bitcast_convert, [a], {"dtype": _SIGNED[dt.itemsize]})
+        b = cx.emit1(ops.bitcast_convert, [b], {"dtype": _SIGNED[dt.itemsize]})
+    return cx.emit1(ops.compare, [a, b], {"direction": direction})
 
 
 @handles("select")
 def lower_select(cx: InstrContext) -> Tree:
     cx.operand_count(3)
-    return cx.emit1("select", cx.values())
+    return cx.emit1(ops.select, cx.values())
 
 
 @handles("clamp")
 def lower_clamp(cx: InstrContext) -> Tree:
     cx.operand_count(3)
-    return cx.emit1("clamp", cx.values())
+    return cx.emit1(ops.clamp, cx.values())
 
 
 @handles("convert")
@@ -96,7 +118,7 @@ def lower_convert(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)
     dt = cx.out_type.dtype
-    return x if x.type.dtype is dt else cx.emit1("convert", [x], {"dtype": dt})
+    return x if x.type.dtype is dt else cx.emit1(ops.convert, [x], {"dtype": dt})
 
 
 @handles("bitcast-convert")
@@ -104,7 +126,7 @@ def lower_bitcast_convert(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)
     dt = cx.out_type.dtype
-    return x if x.type.dtype is dt else cx.emit1("bitcast_convert", [x], {"dtype": dt})
+    return x if x.type.dtype is dt else cx.emit1(ops.bitcast_convert, [x], {"dtype": dt})
 
 
 # (exponent_bits, mantissa_bits) -> the type whose rounding reduce-precision does.
@@ -124,5 +146,5 @@ def lower_reduce_precision(cx: InstrContext) -> Tree:
                        E.UNSUPPORTED_FEATURE)
     if narrow.itemsize >= x.type.dtype.itemsize:
         return x
-    return cx.emit1("convert", [cx.emit1("convert", [x], {"dtype": narrow})],
+    return cx.emit1(ops.convert, [cx.emit1(ops.convert, [x], {"dtype": narrow})],
                     {"dtype": x.type.dtype})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 
 
 def _ints(cx: InstrContext, name: str, default: tuple[int, ...] | None = None
@@ -15,7 +16,7 @@ def _ints(cx: InstrContext, name: str, default: tuple[int, ...] | None = None
 @handles("gather")
 def lower_gather(cx: InstrContext) -> Tree:
     cx.operand_count(2)
-    return cx.emit1("gather", [cx.value(0), cx.value(1)], {
+    return cx.emit1(ops.gather, [cx.value(0), cx.value(1)], {
         "offset_dims": _ints(cx, "offset_dims", ()),
         "collapsed_slice_dims": _ints(cx, "collapsed_slice_dims", ()),
         "operand_batching_dims": _ints(cx, "operand_batching_dims", ()),
@@ -33,7 +34,7 @@ def lower_scatter(cx: InstrContext) -> Tree:
     if len(values) % 2 == 0:
         raise cx.error(f"expected inputs, indices, then as many updates as inputs, found "
                        f"{len(values)} operands", at=cx.instr.operands_offset)
-    results = cx.emit("scatter", values, {
+    results = cx.emit(ops.scatter, values, {
         "update_window_dims": _ints(cx, "update_window_dims", ()),
         "inserted_window_dims": _ints(cx, "inserted_window_dims", ()),
         "input_batching_dims": _ints(cx, "input_batching_dims", ()),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from nxcc.compiler.hlo.attributes import ConvDims, Window
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 
 
@@ -13,8 +14,8 @@ def _common_dtype(cx: InstrContext, a: Value, b: Value) -> tuple[Value, Value]:
     if a.type.dtype is b.type.dtype:
         return a, b
     wide = a.type.dtype if a.type.dtype.itemsize >= b.type.dtype.itemsize else b.type.dtype
-    return (cx.emit1("convert", [a], {"dtype": wide}) if a.type.dtype is not wide else a,
-            cx.emit1("convert", [b], {"dtype": wide}) if b.type.dtype is not wide else b)
+    return (cx.emit1(ops.convert, [a], {"dtype": wide}) if a.type.dtype is not wide else a,
+            cx.emit1(ops.convert, [b], {"dtype": wide}) if b.type.dtype is not wide else b)
 
 
 @handles("dot")
@@ -22,7 +23,7 @@ def lower_dot(cx: InstrContext) -> Tree:
     cx.operand_count(2)
     lhs, rhs = _common_dtype(cx, cx.value(0), cx.value(1))
     out = cx.out_type
-    return cx.emit1("dot_general", [lhs, rhs], {
+    return cx.emit1(ops.dot_general, [lhs, rhs], {
         "lhs_batch_dims": tuple(cx.attr("lhs_batch_dims", ())),  # type: ignore[arg-type]
         "rhs_batch_dims": tuple(cx.attr("rhs_batch_dims", ())),  # type: ignore[arg-type]
         "lhs_contracting_dims": tuple(cx.attr("lhs_contracting_dims", ())),  # type: ignore
@@ -52,9 +53,9 @@ def lower_convolution(cx: InstrContext) -> Tree:
                             f"{'x'.join(map(str, window.size))}")
     flip = tuple(dims.kernel_spatial[i] for i, r in enumerate(window.rhs_reversal) if r)
     if flip:
-        rhs = cx.emit1("reverse", [rhs], {"dimensions": flip})
+        rhs = cx.emit1(ops.reverse, [rhs], {"dimensions": flip})
     out = cx.out_type
-    return cx.emit1("convolution", [lhs, rhs], {
+    return cx.emit1(ops.convolution, [lhs, rhs], {
         "window_strides": window.stride,
         "padding": window.pad,
         "lhs_dilation": window.lhs_dilate,

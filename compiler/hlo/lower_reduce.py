@@ -8,6 +8,7 @@ from nxcc.compiler.hlo.attributes import Window
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.lower_elementwise import BINARY, UNARY
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Value
 
@@ -29,7 +30,7 @@ def _results(cx: InstrContext, results: list[Value]) -> Tree:
 def lower_reduce(cx: InstrContext) -> Tree:
     inputs, inits = _split(cx)
     fn = cx.computation("to_apply")
-    return _results(cx, cx.emit("reduce", inputs + inits, {
+    return _results(cx, cx.emit(ops.reduce, inputs + inits, {
         "dimensions": tuple(cx.attr("dimensions")),  # type: ignore[arg-type]
         "computation": fn}))
 
@@ -49,7 +50,7 @@ def _window(cx: InstrContext, rank: int) -> Window:
 def lower_reduce_window(cx: InstrContext) -> Tree:
     inputs, inits = _split(cx)
     window = _window(cx, inputs[0].type.rank)
-    return _results(cx, cx.emit("reduce_window", inputs + inits, {
+    return _results(cx, cx.emit(ops.reduce_window, inputs + inits, {
         "window_dimensions": window.size,
         "window_strides": window.stride,
         "base_dilations": window.lhs_dilate,
@@ -66,7 +67,7 @@ def lower_select_and_scatter(cx: InstrContext) -> Tree:
     window = _window(cx, operand.type.rank)
     if any(d != 1 for d in (*window.lhs_dilate, *window.rhs_dilate)):
         raise cx.attr_error("window", "expected no dilation in a select-and-scatter window")
-    return cx.emit1("select_and_scatter", cx.values(), {
+    return cx.emit1(ops.select_and_scatter, cx.values(), {
         "window_dimensions": window.size,
         "window_strides": window.stride,
         "padding": window.pad,
@@ -81,15 +82,15 @@ def lower_sort(cx: InstrContext) -> Tree:
     dims = cx.attr("dimensions")
     if len(dims) != 1:  # type: ignore[arg-type]
         raise cx.attr_error("dimensions", "expected one sort dimension")
-    return _results(cx, cx.emit("sort", values, {
+    return _results(cx, cx.emit(ops.sort, values, {
         "dimension": dims[0],  # type: ignore[index]
         "is_stable": cx.attr("is_stable", False),
         "comparator": cx.computation("to_apply"),
     }))
 
 
-_ELEMENTWISE = {**UNARY, **BINARY, "compare": "compare", "select": "select",
-                "clamp": "clamp"}
+_ELEMENTWISE = {**UNARY, **BINARY, "compare": ops.compare, "select": ops.select,
+                "clamp": ops.clamp}
 
 
 @handles("map")
@@ -112,13 +113,13 @@ def lower_map(cx: InstrContext) -> Tree:
             continue
         if instr.opcode == "constant" and instr.literal is not None:
             dt = cx.dtype(instr.shape.dtype)  # type: ignore[union-attr]
-            env[instr.name] = cx.b.op("constant", [], {"value": Dense.splat(
+            env[instr.name] = cx.b.op(ops.constant, [], {"value": Dense.splat(
                 out.with_dtype(dt), instr.literal.reshape(-1)[0])})  # type: ignore[union-attr]
             continue
         args = [env[o] for o in instr.operands]
         if instr.opcode in ("convert",):
             dt = cx.dtype(instr.shape.dtype)  # type: ignore[union-attr]
-            env[instr.name] = cx.emit1("convert", args, {"dtype": dt})
+            env[instr.name] = cx.emit1(ops.convert, args, {"dtype": dt})
         elif instr.opcode in _ELEMENTWISE:
             attrs = {"direction": instr.attr("direction")} if instr.opcode == "compare" else {}
             env[instr.name] = cx.emit1(_ELEMENTWISE[instr.opcode], args, attrs)

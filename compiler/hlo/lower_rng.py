@@ -13,8 +13,10 @@ import math
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
 from nxcc.ir.types import TensorType
 
 U32, U64 = DType.U32, DType.U64
@@ -31,29 +33,29 @@ class _Ops:
     def k(self, value: int, like: Value) -> Value:
         return self.cx.b.splat(value, like.type)
 
-    def bin(self, op: str, a: Value, b: Value | int) -> Value:
+    def bin(self, op: OpDef, a: Value, b: Value | int) -> Value:
         if isinstance(b, int):
             b = self.k(b, a)
         return self.cx.emit1(op, [a, b])
 
     def add(self, a: Value, b: Value | int) -> Value:
-        return self.bin("add", a, b)
+        return self.bin(ops.add, a, b)
 
     def xor(self, a: Value, b: Value | int) -> Value:
-        return self.bin("xor", a, b)
+        return self.bin(ops.xor, a, b)
 
     def convert(self, x: Value, dt: DType) -> Value:
-        return x if x.type.dtype is dt else self.cx.emit1("convert", [x], {"dtype": dt})
+        return x if x.type.dtype is dt else self.cx.emit1(ops.convert, [x], {"dtype": dt})
 
     def reshape(self, x: Value, shape: tuple[int, ...]) -> Value:
-        return x if x.type.shape == shape else self.cx.emit1("reshape", [x], {"shape": shape})
+        return x if x.type.shape == shape else self.cx.emit1(ops.reshape, [x], {"shape": shape})
 
     def bcast(self, scalar: Value, shape: tuple[int, ...]) -> Value:
-        return self.cx.emit1("broadcast_in_dim", [scalar], {"shape": shape,
+        return self.cx.emit1(ops.broadcast_in_dim, [scalar], {"shape": shape,
                                                             "broadcast_dimensions": ()})
 
     def slice1(self, x: Value, start: int, limit: int) -> Value:
-        return self.cx.emit1("slice", [x], {"start_indices": (start,),
+        return self.cx.emit1(ops.slice, [x], {"start_indices": (start,),
                                             "limit_indices": (limit,), "strides": (1,)})
 
     def scalar_at(self, x: Value, i: int) -> Value:
@@ -62,17 +64,17 @@ class _Ops:
     def split64(self, x: Value) -> tuple[Value, Value]:
         """(low, high) 32-bit words of u64 `x`."""
         return (self.convert(x, U32),
-                self.convert(self.bin("shift_right_logical", x, 32), U32))
+                self.convert(self.bin(ops.shift_right_logical, x, 32), U32))
 
     def join64(self, lo: Value, hi: Value) -> Value:
-        return self.bin("or", self.convert(lo, U64),
-                        self.bin("shift_left", self.convert(hi, U64), 32))
+        return self.bin(ops.or_, self.convert(lo, U64),
+                        self.bin(ops.shift_left, self.convert(hi, U64), 32))
 
     def iota(self, dt: DType, n: int) -> Value:
-        return self.cx.emit1("iota", [], {"dtype": dt, "shape": (n,), "dimension": 0})
+        return self.cx.emit1(ops.iota, [], {"dtype": dt, "shape": (n,), "dimension": 0})
 
     def concat(self, values: list[Value], dim: int) -> Value:
-        return self.cx.emit1("concatenate", values, {"dimension": dim})
+        return self.cx.emit1(ops.concatenate, values, {"dimension": dim})
 
 
 def _threefry(o: _Ops, x0: Value, x1: Value, k0: Value, k1: Value) -> tuple[Value, Value]:
@@ -82,7 +84,7 @@ def _threefry(o: _Ops, x0: Value, x1: Value, k0: Value, k1: Value) -> tuple[Valu
 
     def rnd(a: Value, b: Value, r: int) -> tuple[Value, Value]:
         a = o.add(a, b)
-        rot = o.bin("or", o.bin("shift_left", b, r), o.bin("shift_right_logical", b, 32 - r))
+        rot = o.bin(ops.or_, o.bin(ops.shift_left, b, r), o.bin(ops.shift_right_logical, b, 32 - r))
         return a, o.xor(a, rot)
 
     x0, x1 = o.add(x0, k0), o.add(x1, k1)
@@ -125,7 +127,7 @@ def _threefry_bits(o: _Ops, key: Value, counter: Value, shape: tuple[int, ...], 
     bits = o.reshape(both, rounded)
     if rounded != shape:
         rank = len(shape)
-        bits = o.cx.emit1("slice", [bits], {"start_indices": (0,) * rank,
+        bits = o.cx.emit1(ops.slice, [bits], {"start_indices": (0,) * rank,
                                             "limit_indices": shape, "strides": (1,) * rank})
     return bits, new_counter
 
@@ -134,8 +136,8 @@ def _philox(o: _Ops, x: list[Value], k0: Value, k1: Value) -> list[Value]:
     """Philox4x32 with 10 rounds."""
 
     def mul(v: Value, m: int) -> tuple[Value, Value]:
-        p = o.bin("multiply", o.convert(v, U64), m)
-        return o.convert(o.bin("shift_right_logical", p, 32), U32), o.convert(p, U32)
+        p = o.bin(ops.multiply, o.convert(v, U64), m)
+        return o.convert(o.bin(ops.shift_right_logical, p, 32), U32), o.convert(p, U32)
 
     for _ in range(10):
         hi0, lo0 = mul(x[0], 0xD2511F53)
@@ -154,8 +156,8 @@ def _philox_bits(o: _Ops, key: Value, low: Value, high: Value, shape: tuple[int,
     k0, k1 = o.split64(key)
     counts = o.iota(U64, nv4)
     lo = o.add(o.bcast(low, (nv4,)), counts)
-    carry = o.cx.emit1("compare", [lo, o.bcast(low, (nv4,))], {"direction": "LT"})
-    hi = o.cx.emit1("select", [carry, o.bcast(o.add(high, 1), (nv4,)), o.bcast(high, (nv4,))])
+    carry = o.cx.emit1(ops.compare, [lo, o.bcast(low, (nv4,))], {"direction": "LT"})
+    hi = o.cx.emit1(ops.select, [carry, o.bcast(o.add(high, 1), (nv4,)), o.bcast(high, (nv4,))])
     state = [*o.split64(lo), *o.split64(hi)]
     out = _philox(o, state, o.bcast(k0, (nv4,)), o.bcast(k1, (nv4,)))
     if wide:
@@ -166,7 +168,7 @@ def _philox_bits(o: _Ops, key: Value, low: Value, high: Value, shape: tuple[int,
     flat = o.reshape(o.concat(columns, 1), (nv4 * len(parts),))
     bits = o.reshape(o.slice1(flat, 0, n), shape)
     new_low = o.add(low, nv4)
-    new_high = o.cx.emit1("select", [o.cx.emit1("compare", [new_low, low], {"direction": "LT"}),
+    new_high = o.cx.emit1(ops.select, [o.cx.emit1(ops.compare, [new_low, low], {"direction": "LT"}),
                                      o.add(high, 1), high])
     return bits, new_low, new_high
 
@@ -206,6 +208,6 @@ def lower_rng_bit_generator(cx: InstrContext) -> Tree:
     unsigned = _UNSIGNED[out.dtype.itemsize]
     bits = o.convert(bits, unsigned)
     if unsigned is not out.dtype:
-        bits = cx.emit1("bitcast_convert", [bits], {"dtype": out.dtype})
+        bits = cx.emit1(ops.bitcast_convert, [bits], {"dtype": out.dtype})
     assert bits.type == TensorType(out.dtype, out.shape)
     return (new_state, bits)

@@ -9,6 +9,7 @@ from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.nodes import ArrayShape
 from nxcc.compiler.hlo.registry import handles
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -25,11 +26,11 @@ def lower_broadcast(cx: InstrContext) -> Tree:
                             f"operand {x.type}, found {len(dims)}")
     order = sorted(range(len(dims)), key=lambda i: dims[i])
     if order != list(range(len(dims))):
-        x = cx.emit1("transpose", [x], {"permutation": tuple(order)})
+        x = cx.emit1(ops.transpose, [x], {"permutation": tuple(order)})
         dims = tuple(dims[i] for i in order)
     if x.type.shape == out.shape and dims == tuple(range(len(dims))):
         return x
-    return cx.emit1("broadcast_in_dim", [x], {"shape": out.shape, "broadcast_dimensions": dims})
+    return cx.emit1(ops.broadcast_in_dim, [x], {"shape": out.shape, "broadcast_dimensions": dims})
 
 
 @handles("reshape")
@@ -37,7 +38,7 @@ def lower_reshape(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)
     shape = cx.out_type.shape
-    return x if x.type.shape == shape else cx.emit1("reshape", [x], {"shape": shape})
+    return x if x.type.shape == shape else cx.emit1(ops.reshape, [x], {"shape": shape})
 
 
 def _major_to_minor(shape: ArrayShape) -> list[int]:
@@ -67,15 +68,15 @@ def lower_bitcast(cx: InstrContext) -> Tree:
         raise cx.error(f"expected a bitcast to as many elements as {x.type}, found {out}")
     dst_order = _major_to_minor(dst)  # type: ignore[arg-type]
     if src_layout != list(range(x.type.rank)):
-        x = cx.emit1("transpose", [x], {"permutation": tuple(src_layout)})
+        x = cx.emit1(ops.transpose, [x], {"permutation": tuple(src_layout)})
     physical = tuple(out.shape[d] for d in dst_order)
     if x.type.shape != physical:
-        x = cx.emit1("reshape", [x], {"shape": physical})
+        x = cx.emit1(ops.reshape, [x], {"shape": physical})
     if dst_order != list(range(out.rank)):
         inverse = tuple(int(i) for i in np.argsort(dst_order))
-        x = cx.emit1("transpose", [x], {"permutation": inverse})
+        x = cx.emit1(ops.transpose, [x], {"permutation": inverse})
     if x.type.dtype is not out.dtype:
-        x = cx.emit1("bitcast_convert", [x], {"dtype": out.dtype})
+        x = cx.emit1(ops.bitcast_convert, [x], {"dtype": out.dtype})
     return x
 
 
@@ -86,7 +87,7 @@ def lower_transpose(cx: InstrContext) -> Tree:
     x = cx.value(0)
     if perm == tuple(range(x.type.rank)):
         return x
-    return cx.emit1("transpose", [x], {"permutation": perm})
+    return cx.emit1(ops.transpose, [x], {"permutation": perm})
 
 
 @handles("slice")
@@ -97,7 +98,7 @@ def lower_slice(cx: InstrContext) -> Tree:
     if len(ranges) != x.type.rank:  # type: ignore[arg-type]
         raise cx.attr_error("slice", f"expected {x.type.rank} slice ranges for {x.type}, "
                             f"found {len(ranges)}")  # type: ignore[arg-type]
-    return cx.emit1("slice", [x], {
+    return cx.emit1(ops.slice, [x], {
         "start_indices": tuple(r[0] for r in ranges),  # type: ignore[union-attr]
         "limit_indices": tuple(r[1] for r in ranges),  # type: ignore[union-attr]
         "strides": tuple(r[2] for r in ranges),  # type: ignore[union-attr]
@@ -109,7 +110,7 @@ def start_indices(cx: InstrContext, first: int, rank: int) -> list[Value]:
     starts = cx.values()[first:]
     if len(starts) == 1 and starts[0].type.rank == 1:
         vec = starts[0]
-        return [cx.emit1("reshape", [cx.emit1("slice", [vec], {
+        return [cx.emit1(ops.reshape, [cx.emit1(ops.slice, [vec], {
             "start_indices": (i,), "limit_indices": (i + 1,), "strides": (1,)})],
             {"shape": ()}) for i in range(vec.type.shape[0])]
     return starts
@@ -119,14 +120,14 @@ def start_indices(cx: InstrContext, first: int, rank: int) -> list[Value]:
 def lower_dynamic_slice(cx: InstrContext) -> Tree:
     x = cx.value(0)
     sizes = cx.attr("dynamic_slice_sizes")
-    return cx.emit1("dynamic_slice", [x, *start_indices(cx, 1, x.type.rank)],
+    return cx.emit1(ops.dynamic_slice, [x, *start_indices(cx, 1, x.type.rank)],
                     {"slice_sizes": tuple(sizes)})  # type: ignore[arg-type]
 
 
 @handles("dynamic-update-slice")
 def lower_dynamic_update_slice(cx: InstrContext) -> Tree:
     x, update = cx.value(0), cx.value(1)
-    return cx.emit1("dynamic_update_slice", [x, update, *start_indices(cx, 2, x.type.rank)])
+    return cx.emit1(ops.dynamic_update_slice, [x, update, *start_indices(cx, 2, x.type.rank)])
 
 
 @handles("pad")
@@ -137,7 +138,7 @@ def lower_pad(cx: InstrContext) -> Tree:
     if len(padding) != x.type.rank:  # type: ignore[arg-type]
         raise cx.attr_error("padding", f"expected padding for {x.type.rank} dimensions, "
                             f"found {len(padding)}")  # type: ignore[arg-type]
-    return cx.emit1("pad", [x, value], {
+    return cx.emit1(ops.pad, [x, value], {
         "low": tuple(p[0] for p in padding),  # type: ignore[union-attr]
         "high": tuple(p[1] for p in padding),  # type: ignore[union-attr]
         "interior": tuple(p[2] for p in padding),  # type: ignore[union-attr]
@@ -153,7 +154,7 @@ def lower_concatenate(cx: InstrContext) -> Tree:
     values = cx.values()
     if len(values) == 1:
         return values[0]
-    return cx.emit1("concatenate", values, {"dimension": dims[0]})  # type: ignore[index]
+    return cx.emit1(ops.concatenate, values, {"dimension": dims[0]})  # type: ignore[index]
 
 
 @handles("reverse")
@@ -161,14 +162,14 @@ def lower_reverse(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     dims = tuple(cx.attr("dimensions"))  # type: ignore[arg-type]
     x = cx.value(0)
-    return cx.emit1("reverse", [x], {"dimensions": dims}) if dims else x
+    return cx.emit1(ops.reverse, [x], {"dimensions": dims}) if dims else x
 
 
 @handles("iota")
 def lower_iota(cx: InstrContext) -> Tree:
     cx.operand_count(0)
     out = cx.out_type
-    return cx.emit1("iota", [], {"dtype": out.dtype, "shape": out.shape,
+    return cx.emit1(ops.iota, [], {"dtype": out.dtype, "shape": out.shape,
                                  "dimension": cx.attr("iota_dimension")})
 
 
@@ -182,14 +183,14 @@ def lower_constant(cx: InstrContext) -> Tree:
     if instr.shape.is_tuple:
         return _tuple_constant(cx, instr.shape, instr.literal)  # type: ignore[arg-type]
     out = cx.out_type
-    return cx.emit1("constant", [], {"value": Dense.of(instr.literal, out.dtype)})
+    return cx.emit1(ops.constant, [], {"value": Dense.of(instr.literal, out.dtype)})
 
 
 def _tuple_constant(cx: InstrContext, shape, value) -> Tree:
     if shape.is_tuple:
         return tuple(_tuple_constant(cx, s, v) for s, v in
                      zip(shape.elements, value, strict=True))
-    return cx.emit1("constant", [], {"value": Dense.of(value, cx.ir_type(shape).dtype)})
+    return cx.emit1(ops.constant, [], {"value": Dense.of(value, cx.ir_type(shape).dtype)})
 
 
 @handles("get-dimension-size")

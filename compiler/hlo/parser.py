@@ -22,29 +22,22 @@ import re
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.attributes import parse_attribute, parse_key_values
-from nxcc.compiler.hlo.dtypes import HLO_TYPES, IR_TYPES, ir_dtype
+from nxcc.compiler.hlo.dtypes import HLO_TYPES, IR_TYPES
 from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.literals import is_elided, parse_literal
 from nxcc.compiler.hlo.nodes import (
-    ArrayShape,
     Attribute,
     Computation,
     HloModule,
     Instruction,
     Shape,
-    TupleShape,
 )
 from nxcc.compiler.hlo.scanning import scan_value
-from nxcc.ir.limits import oversize
+from nxcc.compiler.hlo.shape_parser import ShapeParser
 from nxcc.ir.sharding_notation.cursor import PieceError, unquote
 
-_WS = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)
-_HWS = re.compile(r"(?:[ \t\r]+|/\*.*?\*/)*", re.S)
 _NAME = re.compile(r"%?([A-Za-z_$][\w.\-$]*)")
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
-_DTYPE = re.compile(r"[a-z][a-z0-9]*")
-MAX_TUPLE_DEPTH = 64
-"""Tuple shapes nest at most this deep (XLA's own programs nest a few levels)."""
 _INT = re.compile(r"-?\d+")
 _KEYWORD_ENTRY = re.compile(r"ENTRY\b")
 _KEYWORD_ROOT = re.compile(r"ROOT\b")
@@ -88,47 +81,12 @@ def assemble_module(name: str, attrs: dict[str, Attribute], computations: list[C
     return HloModule(name, attrs, computations, entry, tables, src, offset)
 
 
-class Parser:
+class Parser(ShapeParser):
     """One parse of one text. Shapes and attribute values are cached by their text."""
 
     def __init__(self, source: Source) -> None:
-        self.src = source
-        self.text = source.text
-        self.pos = 0
-        self.shapes: dict[object, ArrayShape] = {}
+        super().__init__(source)
         self.attr_cache: dict[tuple[str, str], object] = {}
-
-    # -- errors and whitespace ---------------------------------------------------------
-    def fail(self, expected: str, pos: int | None = None, code: str = E.SYNTAX) -> HloError:
-        pos = self.pos if pos is None else pos
-        pos = _HWS.match(self.text, pos).end()  # type: ignore[union-attr]
-        return HloError(f"expected {expected}, found {self.found(pos)}", self.src, pos, code)
-
-    def found(self, pos: int) -> str:
-        text = self.text
-        if pos >= len(text):
-            return "the end of the text"
-        if text[pos] in "\r\n":
-            return "the end of the line"
-        m = re.compile(r"%?[\w.\-]+|\S").match(text, pos)
-        tok = m.group(0) if m else text[pos]
-        return repr(tok if len(tok) <= 30 else tok[:30] + "...")
-
-    def ws(self) -> None:
-        self.pos = _WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
-
-    def hws(self) -> None:
-        self.pos = _HWS.match(self.text, self.pos).end()  # type: ignore[union-attr]
-
-    def eat(self, s: str) -> bool:
-        if self.text.startswith(s, self.pos):
-            self.pos += len(s)
-            return True
-        return False
-
-    def expect(self, s: str, what: str) -> None:
-        if not self.eat(s):
-            raise self.fail(what)
 
     def name(self, what: str) -> str:
         m = _NAME.match(self.text, self.pos)
@@ -394,108 +352,3 @@ class Parser:
             raise HloError(exc.message, self.src, offset + exc.offset) from None
         except ValueError as exc:
             raise HloError(str(exc), self.src, offset, E.SEMANTIC) from None
-
-    # -- shapes ------------------------------------------------------------------------
-    def array_shape_fast(self, dtype: str, dims: str, layout: str | None, at: int
-                         ) -> ArrayShape:
-        shape = ArrayShape(
-            dtype,
-            tuple(int(d) for d in dims.split(",")) if dims else (),
-            tuple(int(d) for d in layout[1:-1].split(",")) if layout and layout != "{}"
-            else (() if layout else None),
-        )
-        self.check_size(dtype, shape.dims, at)
-        if shape.layout and sorted(shape.layout) != list(range(len(shape.dims))):
-            raise HloError(f"expected a layout that permutes the {len(shape.dims)} dimensions, "
-                           f"found {layout}", self.src, at, E.SEMANTIC)
-        self.shapes[(dtype, dims, layout)] = shape
-        return shape
-
-    def check_size(self, dtype: str, dims: tuple[int, ...], at: int) -> None:
-        """HloError (NCC_EFRM002) for a shape over the IR's size limits (`ir.limits`),
-        before anything of that shape is built."""
-        ir = ir_dtype(dtype)
-        problem = oversize(dims, ir.itemsize if ir is not None else 16)
-        if problem is not None:
-            raise HloError(f"{dtype}{list(dims)}: {problem}", self.src, at, E.SEMANTIC)
-
-    def tuple_shape(self, depth: int) -> TupleShape:
-        """The elements of a tuple shape after its '(' (nested `depth` tuples deep)."""
-        if depth >= MAX_TUPLE_DEPTH:
-            raise self.fail(f"a shape: tuples nest at most {MAX_TUPLE_DEPTH} deep")
-        elements: list[Shape] = []
-        self.ws()
-        if not self.eat(")"):
-            while True:
-                self.ws()
-                elements.append(self.shape(depth + 1))
-                self.ws()
-                if self.eat(")"):
-                    break
-                self.expect(",", "',' or ')' in a tuple shape")
-        return TupleShape(tuple(elements))
-
-    def shape(self, depth: int = 0) -> Shape:
-        text = self.text
-        if self.eat("("):
-            return self.tuple_shape(depth)
-        at = self.pos
-        m = _DTYPE.match(text, at)
-        if m is None:
-            raise self.fail("a shape such as f32[2,3] or (f32[], s32[])")
-        dtype = m.group(0)
-        if dtype not in HLO_TYPES or not text.startswith("[", m.end()):
-            if dtype in HLO_TYPES:
-                self.pos = m.end()
-                raise self.fail(f"'[' after the element type '{dtype}'")
-            raise self.fail("an element type (pred, s8..s64, u8..u64, f16, bf16, f32, f64)")
-        self.pos = m.end() + 1
-        dims: list[int] = []
-        self.hws()
-        if not self.eat("]"):
-            while True:
-                self.hws()
-                if text.startswith("<=", self.pos) or text.startswith("?", self.pos):
-                    raise HloError("expected a static dimension size, found a dynamic one "
-                                   "(dynamic shapes are not supported)", self.src, self.pos,
-                                   "NCC_EMOD025")
-                im = _INT.match(text, self.pos)
-                if im is None or im.group(0).startswith("-"):
-                    raise self.fail(f"a dimension size in the shape of element type {dtype}")
-                dims.append(int(im.group(0)))
-                self.pos = im.end()
-                self.hws()
-                if self.eat("]"):
-                    break
-                self.expect(",", "',' or ']' in the dimensions")
-        self.check_size(dtype, tuple(dims), at)
-        layout: tuple[int, ...] | None = None
-        extra = ""
-        if text.startswith("{", self.pos):
-            layout_at = self.pos
-            self.pos += 1
-            minor: list[int] = []
-            while True:
-                self.hws()
-                im = _INT.match(text, self.pos)
-                if im is None:
-                    break
-                minor.append(int(im.group(0)))
-                self.pos = im.end()
-                self.hws()
-                if not self.eat(","):
-                    break
-            if self.eat(":"):
-                close = text.find("}", self.pos)
-                nl = text.find("\n", self.pos)
-                if close < 0 or 0 <= nl < close:
-                    raise self.fail("'}' to close the layout")
-                extra = text[self.pos:close].strip()
-                self.pos = close
-            self.expect("}", "',' or '}' in the layout")
-            layout = tuple(minor)
-            if sorted(layout) != list(range(len(dims))) and layout:
-                raise HloError(f"expected a layout that permutes the {len(dims)} dimensions, "
-                               f"found {{{','.join(map(str, layout))}}}", self.src,
-                               layout_at, E.SEMANTIC)
-        return ArrayShape(dtype, tuple(dims), layout, extra)

@@ -5,20 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from nxcc.compiler.hlo.context import InstrContext, Tree
+from nxcc.ir.registry import Registry
 
 Handler = Callable[[InstrContext], Tree]
 
-HANDLERS: dict[str, Handler] = {}
+#: HLO opcode -> its lowering.
+HANDLERS: Registry[str, Handler] = Registry("HLO lowering")
 
-
-def handles(*opcodes: str) -> Callable[[Handler], Handler]:
-    """Register the decorated function as the lowering of each of `opcodes`."""
-
-    def register(fn: Handler) -> Handler:
-        for name in opcodes:
-            if name in HANDLERS:
-                raise ValueError(f"HLO opcode {name} registered twice")
-            HANDLERS[name] = fn
-        return fn
-
-    return register
+#: ``@handles("add", ...)`` registers the decorated function as the lowering of those opcodes.
+handles = HANDLERS.register

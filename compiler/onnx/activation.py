@@ -6,6 +6,7 @@ import math
 
 from nxcc.compiler.onnx.context import NodeContext, binary, reduce, splat_like
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 
@@ -156,8 +157,8 @@ def _shifted(ctx: NodeContext) -> tuple[Value, list[int]]:
     if not x.type.dtype.is_float:
         raise ctx.fail(f"expects a floating-point input, got {x.type}")
     dims = _softmax_dims(ctx, x)
-    peak = reduce(b, x, dims, "maximum", keepdims=True)
-    return binary(b, "subtract", x, peak, ctx), dims
+    peak = reduce(b, x, dims, ops.maximum, keepdims=True)
+    return binary(b, ops.subtract, x, peak, ctx), dims
 
 
 @converter("Softmax")
@@ -165,16 +166,16 @@ def convert_softmax(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     shifted, dims = _shifted(ctx)
     e = b.exp(shifted)
-    total = reduce(b, e, dims, "add", keepdims=True)
-    return [binary(b, "divide", e, total, ctx)]
+    total = reduce(b, e, dims, ops.add, keepdims=True)
+    return [binary(b, ops.divide, e, total, ctx)]
 
 
 @converter("LogSoftmax")
 def convert_log_softmax(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     shifted, dims = _shifted(ctx)
-    total = reduce(b, b.exp(shifted), dims, "add", keepdims=True)
-    return [binary(b, "subtract", shifted, b.log(total), ctx)]
+    total = reduce(b, b.exp(shifted), dims, ops.add, keepdims=True)
+    return [binary(b, ops.subtract, shifted, b.log(total), ctx)]
 
 
 @converter("Hardmax")
@@ -189,7 +190,7 @@ def convert_hardmax(ctx: NodeContext) -> list[Value]:
     if len(dims) > 1:  # before opset 13: coerce to 2-D
         lead = math.prod(shape[:axis])
         x, axis = b.reshape(x, (lead, x.type.size // max(lead, 1))), 1
-    index = arg_extreme(b, x, axis, "maximum", last=False, keepdims=True)
+    index = arg_extreme(b, x, axis, ops.maximum, last=False, keepdims=True)
     iota = b.iota(dtype=index.type.dtype, shape=x.type.shape, dimension=axis)
     hit = b.compare(iota, b.broadcast_to(index, x.type.shape), direction="EQ")
     return [b.reshape(b.convert(hit, x.type.dtype), shape)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from nxcc.compiler.onnx.context import NodeContext, binary
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 
 
@@ -32,4 +33,4 @@ def convert_bitcast(ctx: NodeContext) -> list[Value]:
         raise ctx.fail(f"cannot reinterpret {x.type.dtype} as {to}: the widths differ")
     if to is x.type.dtype:
         return [x]
-    return [ctx.b.op("bitcast_convert", [x], {"dtype": to})]
+    return [ctx.b.op(ops.bitcast_convert, [x], {"dtype": to})]

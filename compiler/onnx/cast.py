@@ -17,6 +17,7 @@ import ml_dtypes
 from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -61,28 +62,28 @@ def _to_e8m0(b: Builder, x: Value, saturate: bool, mode: str, ctx: NodeContext) 
     """The float32 exponent of `x`, rounded per `mode`, as float8e8m0 bits."""
     if mode not in ("up", "down", "nearest"):
         raise ctx.fail(f"round_mode must be up, down or nearest, got {mode!r}")
-    bits = b.op("bitcast_convert", [b.convert(x, DType.F32)], {"dtype": DType.U32})
+    bits = b.op(ops.bitcast_convert, [b.convert(x, DType.F32)], {"dtype": DType.U32})
 
     def k(v: int) -> Value:
         return splat_like(b, v, bits)
 
     def has(mask: int) -> Value:
-        return b.compare(b.op("and", [bits, k(mask)]), k(0), direction="NE")
+        return b.compare(b.op(ops.and_, [bits, k(mask)]), k(0), direction="NE")
 
-    exp = b.op("and", [b.shift_right_logical(bits, k(23)), k(0xFF)])
+    exp = b.op(ops.and_, [b.shift_right_logical(bits, k(23)), k(0xFF)])
     special = b.compare(exp, k(0xFF), direction="EQ")
     if mode == "down":
         up = None
     elif mode == "up":
-        up = b.op("and", [has(0x7FFFFF), b.op("not", [special])])
+        up = b.op(ops.and_, [has(0x7FFFFF), b.op(ops.not_, [special])])
     else:
         low = b.compare(exp, k(0), direction="GT")
-        rest = b.op("or", [b.op("or", [has(0x200000), has(0x1FFFFF)]), low])
-        up = b.op("and", [b.op("and", [has(0x400000), rest]), b.op("not", [special])])
+        rest = b.op(ops.or_, [b.op(ops.or_, [has(0x200000), has(0x1FFFFF)]), low])
+        up = b.op(ops.and_, [b.op(ops.and_, [has(0x400000), rest]), b.op(ops.not_, [special])])
     if up is not None:
         if saturate:
-            up = b.op("and", [up, b.compare(exp, k(0xFE), direction="NE")])
+            up = b.op(ops.and_, [up, b.compare(exp, k(0xFE), direction="NE")])
         exp = b.add(exp, b.convert(up, DType.U32))
     exp = b.select(special, k(0xFF), exp)
-    byte = b.convert(b.op("and", [exp, k(0xFF)]), DType.U8)
-    return b.op("bitcast_convert", [byte], {"dtype": DType.F8E8M0FNU})
+    byte = b.convert(b.op(ops.and_, [exp, k(0xFF)]), DType.U8)
+    return b.op(ops.bitcast_convert, [byte], {"dtype": DType.F8E8M0FNU})

@@ -16,10 +16,12 @@ import numpy as np
 import onnx
 
 from nxcc.compiler.onnx.errors import DYNAMIC, INVALID_NODE, UNSUPPORTED_FEATURE, FrontendError
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.computations import binary_computation
 from nxcc.ir.core import Function, Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
 from nxcc.ir.rewrite import constant_value
 
 
@@ -152,7 +154,7 @@ def broadcast_all(b: Builder, values: Sequence[Value], ctx: NodeContext | None =
     return [b.broadcast_to(v, shape) for v in values]
 
 
-def binary(b: Builder, opcode: str, x: Value, y: Value, ctx: NodeContext | None = None
+def binary(b: Builder, opcode: OpDef | str, x: Value, y: Value, ctx: NodeContext | None = None
            ) -> Value:
     """`opcode` applied to `x` and `y` with numpy broadcasting."""
     x, y = broadcast_all(b, [x, y], ctx)
@@ -162,7 +164,7 @@ def binary(b: Builder, opcode: str, x: Value, y: Value, ctx: NodeContext | None 
 def compare(b: Builder, direction: str, x: Value, y: Value, ctx: NodeContext | None = None
             ) -> Value:
     x, y = broadcast_all(b, [x, y], ctx)
-    return b.op("compare", [x, y], {"direction": direction})
+    return b.op(ops.compare, [x, y], {"direction": direction})
 
 
 def lowest(dtype: DType) -> float | int | bool:
@@ -183,10 +185,10 @@ def highest(dtype: DType) -> float | int | bool:
     return int(np.iinfo(dtype.numpy).max)
 
 
-REDUCER_INIT = {"add": 0, "multiply": 1, "maximum": lowest, "minimum": highest}
+REDUCER_INIT = {ops.add: 0, ops.multiply: 1, ops.maximum: lowest, ops.minimum: highest}
 
 
-def reduce(b: Builder, x: Value, dims: Sequence[int], opcode: str, keepdims: bool = False
+def reduce(b: Builder, x: Value, dims: Sequence[int], opcode: OpDef, keepdims: bool = False
            ) -> Value:
     """`x` reduced over `dims` with binary op `opcode` (add, multiply, maximum, minimum),
     the reduced dimensions kept as size 1 when `keepdims`."""
@@ -196,7 +198,7 @@ def reduce(b: Builder, x: Value, dims: Sequence[int], opcode: str, keepdims: boo
     dims = sorted(dims)
     if not dims:
         return x
-    out = b.op("reduce", [x, scalar(b, init_value, dtype)], {
+    out = b.op(ops.reduce, [x, scalar(b, init_value, dtype)], {
         "dimensions": tuple(dims),
         "computation": binary_computation(b.module, opcode, dtype),
     })
@@ -213,7 +215,7 @@ def keep_shape(shape: Sequence[int], dims: Sequence[int]) -> list[int]:
 
 def broadcast_along(b: Builder, v: Value, shape: Sequence[int], dim: int) -> Value:
     """1-D `v` broadcast to `shape`, its only dimension mapped to `dim`."""
-    return b.op("broadcast_in_dim", [v], {"shape": tuple(shape), "broadcast_dimensions": (dim,)})
+    return b.op(ops.broadcast_in_dim, [v], {"shape": tuple(shape), "broadcast_dimensions": (dim,)})
 
 
 def float_type_of(ctx: NodeContext, v: Value) -> DType:

@@ -24,6 +24,7 @@ import onnx
 from nxcc.compiler.onnx.context import NodeContext
 from nxcc.compiler.onnx.errors import DYNAMIC, FrontendError
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Value
@@ -48,7 +49,7 @@ def _new_function(b: Builder, name: str, types: Sequence[TensorType]) -> tuple[F
 
 
 def _call(b: Builder, fn: Function, args: Sequence[Value]) -> list[Value]:
-    return b.ops("call", list(args), {"callee": Symbol(fn.name)})
+    return b.ops(ops.call, list(args), {"callee": Symbol(fn.name)})
 
 
 def _scalar(b: Builder, v: Value, dtype: DType) -> Value:
@@ -74,7 +75,7 @@ def convert_if(ctx: NodeContext) -> list[Value]:
     # both branches take (then's captures, else's captures)
     then_fn.params += [Value(v.type) for v in else_caps]
     else_fn.params[:0] = [Value(v.type) for v in then_caps]
-    return b.ops("conditional", [selector, *then_caps, *else_caps],
+    return b.ops(ops.conditional, [selector, *then_caps, *else_caps],
                  {"branches": (Symbol(then_fn.name), Symbol(else_fn.name))})
 
 
@@ -138,7 +139,7 @@ def _loop_while(ctx: NodeContext, body: onnx.GraphProto, carried: list[Value], n
     go = cond_fn.params[1]
     if trip is not None:
         below = cb.compare(cond_fn.params[0], cb.splat(trip, I64), direction="LT")
-        go = cb.op("and", [below, go])
+        go = cb.op(ops.and_, [below, go])
     cond_fn.results.append(go)
 
     step_fn, sb = _new_function(b, "loop_step", types)
@@ -152,10 +153,10 @@ def _loop_while(ctx: NodeContext, body: onnx.GraphProto, carried: list[Value], n
     for buf, elem in zip(bufs, res[1 + n:], strict=True):
         upd = sb.reshape(elem, (1, *elem.type.shape))
         zeros = [sb.splat(0, I64) for _ in elem.type.shape]
-        new_bufs.append(sb.op("dynamic_update_slice", [buf, upd, i, *zeros]))
+        new_bufs.append(sb.op(ops.dynamic_update_slice, [buf, upd, i, *zeros]))
     step_fn.results += [sb.add(i, sb.splat(1, I64)), _scalar(sb, res[0], DType.PRED),
                         *res[1:1 + n], *new_bufs, *cap_params]
-    final = b.ops("while", state, {"condition": Symbol(cond_fn.name),
+    final = b.ops(ops.while_, state, {"condition": Symbol(cond_fn.name),
                                    "body": Symbol(step_fn.name)})
     return final[2:2 + n + len(scans)]
 
@@ -240,7 +241,7 @@ def _scan(ctx: NodeContext, inputs: list[Value]) -> list[Value]:
     for x, a, d, t in zip(seqs, in_axes, in_dirs, slices, strict=True):
         at = back if d else i
         starts = [at if j == a else sb.splat(0, I64) for j in range(x.type.rank)]
-        piece = sb.op("dynamic_slice", [x, *starts], {"slice_sizes": tuple(
+        piece = sb.op(ops.dynamic_slice, [x, *starts], {"slice_sizes": tuple(
             1 if j == a else s for j, s in enumerate(x.type.shape))})
         args.append(sb.reshape(piece, t.shape))
     res = _call(sb, body_fn, [*cur, *args, *cap_params])
@@ -249,9 +250,9 @@ def _scan(ctx: NodeContext, inputs: list[Value]) -> list[Value]:
         at = back if d else i
         upd = sb.reshape(elem, elem.type.shape[:a] + (1,) + elem.type.shape[a:])
         starts = [at if j == a else sb.splat(0, I64) for j in range(buf.type.rank)]
-        new_bufs.append(sb.op("dynamic_update_slice", [buf, upd, *starts]))
+        new_bufs.append(sb.op(ops.dynamic_update_slice, [buf, upd, *starts]))
     step_fn.results += [sb.add(i, sb.splat(1, I64)), *res[:n], *seqs, *new_bufs, *cap_params]
-    final = b.ops("while", state, {"condition": Symbol(cond_fn.name),
+    final = b.ops(ops.while_, state, {"condition": Symbol(cond_fn.name),
                                    "body": Symbol(step_fn.name)})
     return [*final[1:1 + n], *final[1 + n + m:1 + n + m + k]]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from nxcc.compiler.onnx.context import NodeContext, float_type_of, splat_like
 from nxcc.compiler.onnx.indexing import take
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -27,7 +28,7 @@ def _per_channel(b: Builder, v: Value, shape: tuple[int, ...], groups: int) -> V
     """[N, G, kh, kw, oh, ow] -> [N, C, kh, kw, oh, ow] (offset group of each channel)."""
     n, c = shape[:2]
     wide = (n, groups, c // groups, *shape[2:])
-    v = b.op("broadcast_in_dim", [v], {"shape": wide, "broadcast_dimensions": (0, 1, 3, 4, 5, 6)})
+    v = b.op(ops.broadcast_in_dim, [v], {"shape": wide, "broadcast_dimensions": (0, 1, 3, 4, 5, 6)})
     return b.reshape(v, shape)
 
 
@@ -79,10 +80,10 @@ def convert_deform_conv(ctx: NodeContext) -> list[Value]:
         for dx, wx in ((0, b.subtract(splat_like(b, 1, fw), fw)), (1, fw)):
             hh = b.add(h0, splat_like(b, dy, h0))
             ww = b.add(w0, splat_like(b, dx, w0))
-            ok = b.op("and", [
-                b.op("and", [b.compare(hh, splat_like(b, 0, hh), direction="GE"),
+            ok = b.op(ops.and_, [
+                b.op(ops.and_, [b.compare(hh, splat_like(b, 0, hh), direction="GE"),
                              b.compare(hh, splat_like(b, ih - 1, hh), direction="LE")]),
-                b.op("and", [b.compare(ww, splat_like(b, 0, ww), direction="GE"),
+                b.op(ops.and_, [b.compare(ww, splat_like(b, 0, ww), direction="GE"),
                              b.compare(ww, splat_like(b, iw - 1, ww), direction="LE")])])
             hi = b.clamp(b.splat(0, chan.type), b.convert(hh, DType.S64),
                          b.splat(ih - 1, chan.type))
@@ -106,6 +107,6 @@ def convert_deform_conv(ctx: NodeContext) -> list[Value]:
     out = b.transpose(out, permutation=(2, 0, 1, 3))                # [N, g, ocg, P]
     out = b.reshape(out, (n, oc, oh, ow))
     if bias is not None:
-        out = b.add(out, b.op("broadcast_in_dim", [b.convert(bias, DType.F32)], {
+        out = b.add(out, b.op(ops.broadcast_in_dim, [b.convert(bias, DType.F32)], {
             "shape": out.type.shape, "broadcast_dimensions": (1,)}))
     return [b.convert(out, dtype)]

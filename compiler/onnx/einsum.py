@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, reduce, splat_like
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
@@ -53,7 +54,7 @@ def _sum_out(ctx: NodeContext, v: Value, labels: str, keep: str) -> tuple[Value,
     dims = [i for i, c in enumerate(labels) if c not in keep]
     if not dims:
         return v, labels
-    return reduce(ctx.b, v, dims, "add"), "".join(c for c in labels if c in keep)
+    return reduce(ctx.b, v, dims, ops.add), "".join(c for c in labels if c in keep)
 
 
 def _diagonal(ctx: NodeContext, v: Value, labels: str) -> tuple[Value, str]:
@@ -67,7 +68,7 @@ def _diagonal(ctx: NodeContext, v: Value, labels: str) -> tuple[Value, str]:
                 raise ctx.fail(f"label '{c}' has sizes {shape[i]} and {shape[j]}")
             eye = b.compare(b.iota(dtype=DType.S64, shape=shape, dimension=i),
                             b.iota(dtype=DType.S64, shape=shape, dimension=j), direction="EQ")
-            v = reduce(b, b.select(eye, v, splat_like(b, 0, v)), [j], "add")
+            v = reduce(b, b.select(eye, v, splat_like(b, 0, v)), [j], ops.add)
             labels = labels[:j] + labels[j + 1:]
             j = labels.find(c, i + 1)
     return v, labels

@@ -14,17 +14,37 @@ from nxcc.compiler.onnx.context import (
     splat_like,
 )
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
 
-BINARY = {"Add": "add", "Sub": "subtract", "Mul": "multiply", "Div": "divide",
-          "And": "and", "Or": "or", "Xor": "xor", "BitwiseAnd": "and", "BitwiseOr": "or",
-          "BitwiseXor": "xor"}
+#: ONNX op type -> the core op it is, operands broadcast numpy-style.
+BINARY: dict[str, OpDef] = {
+    "Add": ops.add, "Sub": ops.subtract, "Mul": ops.multiply, "Div": ops.divide,
+    "And": ops.and_, "Or": ops.or_, "Xor": ops.xor, "BitwiseAnd": ops.and_,
+    "BitwiseOr": ops.or_, "BitwiseXor": ops.xor,
+}
 
-UNARY = {"Neg": "negate", "Sqrt": "sqrt", "Exp": "exp", "Log": "log", "Erf": "erf",
-         "Tanh": "tanh", "Sigmoid": "logistic", "Floor": "floor", "Ceil": "ceil",
-         "Sin": "sin", "Cos": "cos", "Tan": "tan", "Round": "round_even", "Not": "not",
-         "BitwiseNot": "not"}
+#: ONNX op type -> the unary core op it is (one line per op).
+UNARY: dict[str, OpDef] = {
+    "Neg": ops.negate,
+    "Sqrt": ops.sqrt,
+    "Exp": ops.exp,
+    "Log": ops.log,
+    "Erf": ops.erf,
+    "Tanh": ops.tanh,
+    "Sigmoid": ops.logistic,
+    "Floor": ops.floor,
+    "Ceil": ops.ceil,
+    "Sin": ops.sin,
+    "Cos": ops.cos,
+    "Tan": ops.tan,
+    "Atan": ops.atan,
+    "Round": ops.round_even,
+    "Not": ops.not_,
+    "BitwiseNot": ops.not_,
+}
 
 COMPARE = {"Equal": "EQ", "Less": "LT", "Greater": "GT", "LessOrEqual": "LE",
            "GreaterOrEqual": "GE"}
@@ -75,9 +95,9 @@ def convert_pow(ctx: NodeContext) -> list[Value]:
     x, y = ctx.input(0), ctx.input(1)
     if not x.type.dtype.is_float and y.type.dtype.is_float:
         wide = DType.F64
-        out = binary(b, "power", b.convert(x, wide), b.convert(y, wide), ctx)
+        out = binary(b, ops.power, b.convert(x, wide), b.convert(y, wide), ctx)
         return [b.convert(out, x.type.dtype)]
-    return [binary(b, "power", x, b.convert(y, x.type.dtype), ctx)]
+    return [binary(b, ops.power, x, b.convert(y, x.type.dtype), ctx)]
 
 
 @converter("Mod")
@@ -93,7 +113,7 @@ def convert_mod(ctx: NodeContext) -> list[Value]:
     nonzero = b.compare(r, zero, direction="NE")
     differ = b.compare(b.compare(r, zero, direction="LT"), b.compare(y, zero, direction="LT"),
                        direction="NE")
-    fix = b.op("and", [nonzero, differ])
+    fix = b.op(ops.and_, [nonzero, differ])
     return [b.select(fix, b.add(r, y), r)]
 
 
@@ -112,10 +132,10 @@ def convert_isinf(ctx: NodeContext) -> list[Value]:
         return [neg]
     if not ctx.attr("detect_negative", 1):
         return [pos]
-    return [b.op("or", [pos, neg])]
+    return [b.op(ops.or_, [pos, neg])]
 
 
-def _variadic(ctx: NodeContext, opcode: str) -> Value:
+def _variadic(ctx: NodeContext, opcode: OpDef) -> Value:
     b = ctx.b
     values = [ctx.input(i) for i in range(len(ctx.inputs))]
     if not values:
@@ -129,22 +149,22 @@ def _variadic(ctx: NodeContext, opcode: str) -> Value:
 
 @converter("Max")
 def convert_max(ctx: NodeContext) -> list[Value]:
-    return [_variadic(ctx, "maximum")]
+    return [_variadic(ctx, ops.maximum)]
 
 
 @converter("Min")
 def convert_min(ctx: NodeContext) -> list[Value]:
-    return [_variadic(ctx, "minimum")]
+    return [_variadic(ctx, ops.minimum)]
 
 
 @converter("Sum")
 def convert_sum(ctx: NodeContext) -> list[Value]:
-    return [_variadic(ctx, "add")]
+    return [_variadic(ctx, ops.add)]
 
 
 @converter("Mean")
 def convert_mean(ctx: NodeContext) -> list[Value]:
-    total = _variadic(ctx, "add")
+    total = _variadic(ctx, ops.add)
     return [ctx.b.divide(total, splat_like(ctx.b, len(ctx.inputs), total))]
 
 
@@ -167,7 +187,7 @@ def convert_clip(ctx: NodeContext) -> list[Value]:
         if hi < highest(dtype):
             x = b.minimum(x, splat_like(b, hi, x))
         return [x]
-    for i, opcode in ((1, "maximum"), (2, "minimum")):
+    for i, opcode in ((1, ops.maximum), (2, ops.minimum)):
         bound = ctx.optional(i)
         if bound is None:
             continue

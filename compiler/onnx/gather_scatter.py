@@ -7,6 +7,7 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
 from nxcc.ir.computations import binary_computation
@@ -14,7 +15,7 @@ from nxcc.ir.core import Function, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.types import TensorType
 
-REDUCTIONS = {"add": "add", "mul": "multiply", "max": "maximum", "min": "minimum"}
+REDUCTIONS = {"add": ops.add, "mul": ops.multiply, "max": ops.maximum, "min": ops.minimum}
 
 
 def index_vectors(ctx: NodeContext, i: int, limits: list[int]) -> Value:
@@ -169,7 +170,7 @@ def convert_one_hot(ctx: NodeContext) -> list[Value]:
     idx = b.add(idx, b.select(b.compare(idx, zero, direction="LT"), splat_like(b, depth, idx),
                               zero))
     dims = tuple(d for d in range(rank) if d != axis)
-    spread = b.op("broadcast_in_dim", [idx], {"shape": shape, "broadcast_dimensions": dims})
+    spread = b.op(ops.broadcast_in_dim, [idx], {"shape": shape, "broadcast_dimensions": dims})
     hit = b.compare(b.iota(dtype=DType.S64, shape=shape, dimension=axis), spread,
                     direction="EQ")
     if values.type.size != 2:

@@ -71,70 +71,97 @@ def convert_grid_sample(ctx: NodeContext) -> list[Value]:
     spatial = x.type.shape[2:]
     r = len(spatial)
     n, c = x.type.shape[:2]
-    out_spatial = grid.type.shape[1:-1]
     if r < 1 or grid.type.rank != r + 2 or grid.type.shape[-1] != r or grid.type.shape[0] != n:
         raise ctx.fail(f"grid {grid.type} does not fit X {x.type}")
-    mode = MODES.get(str(ctx.attr("mode", "linear" if ctx.opset >= 20 else "bilinear")))
-    padding = str(ctx.attr("padding_mode", "zeros"))
-    if mode is None or padding not in ("zeros", "border", "reflection"):
-        raise ctx.unsupported(f"mode '{ctx.attr('mode')}' with padding_mode '{padding}'")
-    align = bool(ctx.attr("align_corners", 0))
-    out_shape = (n, c, *out_spatial)
+    mode, padding, align = _sampling(ctx)
+    out_shape = (n, c, *grid.type.shape[1:-1])
     g = b.convert(grid, DType.F32)
     taps: list[list[tuple[Value, Value | None]]] = []  # per dim: (index float, weight)
     for i, d in enumerate(spatial):
-        k = r - 1 - i  # the grid lists the innermost dim first
-        comp = b.slice(g, start_indices=(0, *(0,) * len(out_spatial), k),
-                       limit_indices=(n, *out_spatial, k + 1), strides=(1,) * grid.type.rank)
-        comp = b.op("broadcast_in_dim", [b.reshape(comp, (n, *out_spatial))], {
-            "shape": out_shape, "broadcast_dimensions": (0, *range(2, 2 + len(out_spatial)))})
-        lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
-        if align:
-            pos = b.multiply(b.add(comp, _k(b, 1, comp)), _k(b, (d - 1) / 2.0, comp))
-        else:
-            pos = b.divide(b.subtract(b.multiply(b.add(comp, _k(b, 1, comp)), _k(b, d, comp)),
-                                      _k(b, 1, comp)), _k(b, 2, comp))
-        if mode == "nearest":
-            pos = b.round_even(pos)
-        if padding == "border":
-            pos = b.clamp(_k(b, 0, pos), pos, _k(b, d - 1, pos))
-        elif padding == "reflection":
-            pos = reflect(b, pos, lo, hi)
-        if mode == "nearest":
-            taps.append([(pos, None)])
-            continue
-        base = b.floor(pos)
-        t = b.subtract(pos, base)
-        if mode == "linear":
-            taps.append([(base, b.subtract(_k(b, 1, t), t)), (b.add(base, _k(b, 1, t)), t)])
-        else:
-            weights = _cubic_weights(b, t)
-            taps.append([(b.add(base, _k(b, j - 1, base)), w) for j, w in enumerate(weights)])
+        pos = _grid_position(b, g, r - 1 - i, d, out_shape, align)  # innermost dim first
+        taps.append(_dim_taps(b, _inside(b, pos, d, mode, padding, align), mode))
     flat_x = b.reshape(x, (x.type.size,))
     nc = b.add(b.multiply(b.iota(dtype=DType.S64, shape=out_shape, dimension=0),
                           b.splat(c, _s64(out_shape))),
                b.iota(dtype=DType.S64, shape=out_shape, dimension=1))
     acc = None
     for combo in itertools.product(*taps):
-        flat = nc
-        valid = None
-        weight = None
-        for i, (pos, w) in enumerate(combo):
-            d = spatial[i]
-            idx, ok = _tap_index(b, pos, d, padding, align)
-            flat = b.add(b.multiply(flat, b.splat(d, flat.type)), idx)
-            if ok is not None:
-                valid = ok if valid is None else b.op("and", [valid, ok])
-            if w is not None:
-                weight = w if weight is None else b.multiply(weight, w)
-        val = b.convert(take(b, flat_x, flat, 0), DType.F32)
-        if weight is not None:
-            val = b.multiply(val, weight)
-        if valid is not None:
-            val = b.select(valid, val, _k(b, 0, val))
+        val = _tap_value(b, flat_x, nc, combo, spatial, padding, align)
         acc = val if acc is None else b.add(acc, val)
     assert acc is not None
     return [b.convert(acc, dtype)]
+
+
+def _sampling(ctx: NodeContext) -> tuple[str, str, bool]:
+    """The node's interpolation mode (nearest, linear or cubic), padding_mode and
+    align_corners; unsupported for a mode or padding nxcc does not know."""
+    mode = MODES.get(str(ctx.attr("mode", "linear" if ctx.opset >= 20 else "bilinear")))
+    padding = str(ctx.attr("padding_mode", "zeros"))
+    if mode is None or padding not in ("zeros", "border", "reflection"):
+        raise ctx.unsupported(f"mode '{ctx.attr('mode')}' with padding_mode '{padding}'")
+    return mode, padding, bool(ctx.attr("align_corners", 0))
+
+
+def _grid_position(b: Builder, g: Value, k: int, d: int, out_shape: tuple[int, ...],
+                   align: bool) -> Value:
+    """Component `k` of the f32 grid `g`, broadcast to `out_shape` and denormalized to a
+    position along a dim of size `d`."""
+    n, out_spatial = out_shape[0], out_shape[2:]
+    comp = b.slice(g, start_indices=(0, *(0,) * len(out_spatial), k),
+                   limit_indices=(n, *out_spatial, k + 1), strides=(1,) * g.type.rank)
+    comp = b.op("broadcast_in_dim", [b.reshape(comp, (n, *out_spatial))], {
+        "shape": out_shape, "broadcast_dimensions": (0, *range(2, 2 + len(out_spatial)))})
+    if align:
+        return b.multiply(b.add(comp, _k(b, 1, comp)), _k(b, (d - 1) / 2.0, comp))
+    return b.divide(b.subtract(b.multiply(b.add(comp, _k(b, 1, comp)), _k(b, d, comp)),
+                               _k(b, 1, comp)), _k(b, 2, comp))
+
+
+def _inside(b: Builder, pos: Value, d: int, mode: str, padding: str, align: bool) -> Value:
+    """`pos` rounded for nearest, then brought inside the borders as `padding` says."""
+    if mode == "nearest":
+        pos = b.round_even(pos)
+    if padding == "border":
+        return b.clamp(_k(b, 0, pos), pos, _k(b, d - 1, pos))
+    if padding == "reflection":
+        lo, hi = (0.0, d - 1.0) if align else (-0.5, d - 0.5)
+        return reflect(b, pos, lo, hi)
+    return pos
+
+
+def _dim_taps(b: Builder, pos: Value, mode: str) -> list[tuple[Value, Value | None]]:
+    """The taps of one dim at position `pos`: (float index, weight, None for nearest)."""
+    if mode == "nearest":
+        return [(pos, None)]
+    base = b.floor(pos)
+    t = b.subtract(pos, base)
+    if mode == "linear":
+        return [(base, b.subtract(_k(b, 1, t), t)), (b.add(base, _k(b, 1, t)), t)]
+    weights = _cubic_weights(b, t)
+    return [(b.add(base, _k(b, j - 1, base)), w) for j, w in enumerate(weights)]
+
+
+def _tap_value(b: Builder, flat_x: Value, nc: Value, combo: tuple[tuple[Value, Value | None],
+               ...], spatial: tuple[int, ...], padding: str, align: bool) -> Value:
+    """X read at one tap per dim (`combo`), as f32, weighted and masked: `nc` is the flat
+    index of each output's (batch, channel) block in `flat_x`."""
+    flat = nc
+    valid = None
+    weight = None
+    for i, (pos, w) in enumerate(combo):
+        d = spatial[i]
+        idx, ok = _tap_index(b, pos, d, padding, align)
+        flat = b.add(b.multiply(flat, b.splat(d, flat.type)), idx)
+        if ok is not None:
+            valid = ok if valid is None else b.op("and", [valid, ok])
+        if w is not None:
+            weight = w if weight is None else b.multiply(weight, w)
+    val = b.convert(take(b, flat_x, flat, 0), DType.F32)
+    if weight is not None:
+        val = b.multiply(val, weight)
+    if valid is not None:
+        val = b.select(valid, val, _k(b, 0, val))
+    return val
 
 
 def _s64(shape: tuple[int, ...]) -> TensorType:

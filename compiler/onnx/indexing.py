@@ -6,6 +6,7 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.computations import binary_computation
 from nxcc.ir.core import Value
@@ -236,7 +237,7 @@ def convert_tile(ctx: NodeContext) -> list[Value]:
     if all(r == 1 for r in repeats):
         return [x]
     wide = [n for r, d in zip(repeats, x.type.shape, strict=True) for n in (r, d)]
-    y = b.op("broadcast_in_dim", [x], {
+    y = b.op(ops.broadcast_in_dim, [x], {
         "shape": tuple(wide), "broadcast_dimensions": tuple(range(1, 2 * x.type.rank, 2))})
     return [b.reshape(y, [r * d for r, d in zip(repeats, x.type.shape, strict=True)])]
 
@@ -261,7 +262,7 @@ def convert_cumulative(ctx: NodeContext) -> list[Value]:
     """A reduce_window sum (product) whose window covers everything before (and at) each
     position."""
     b, x = ctx.b, ctx.input(0)
-    opcode, identity = ("add", 0) if ctx.op_type == "CumSum" else ("multiply", 1)
+    opcode, identity = (ops.add, 0) if ctx.op_type == "CumSum" else (ops.multiply, 1)
     rank = x.type.rank
     axis = ctx.axis(int(ctx.const_input(1, "axis").reshape(())), rank)
     n = x.type.shape[axis]
@@ -272,7 +273,7 @@ def convert_cumulative(ctx: NodeContext) -> list[Value]:
     if ctx.attr("exclusive", 0) and n:
         x = b.pad(x, init, low=_with((0,) * rank, axis, 1), high=_with((0,) * rank, axis, -1),
                   interior=(0,) * rank)
-    y = b.op("reduce_window", [x, init], {
+    y = b.op(ops.reduce_window, [x, init], {
         "window_dimensions": _with((1,) * rank, axis, max(n, 1)),
         "window_strides": (1,) * rank, "base_dilations": (1,) * rank,
         "window_dilations": (1,) * rank,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, broadcast_shapes, reduce, splat_like
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -99,9 +100,9 @@ def convert_det(ctx: NodeContext) -> list[Value]:
         col = _col(b, a, k)                                            # [..., n]
         mag = b.select(b.compare(rows, b.splat(k, rows.type), direction="GE"), b.abs(col),
                        splat_like(b, -1, col))
-        best = reduce(b, mag, [r - 2], "maximum", keepdims=True)
+        best = reduce(b, mag, [r - 2], ops.maximum, keepdims=True)
         is_best = b.compare(mag, b.broadcast_to(best, mag.type.shape), direction="EQ")
-        first = reduce(b, b.select(is_best, rows, b.splat(n, rows.type)), [r - 2], "minimum",
+        first = reduce(b, b.select(is_best, rows, b.splat(n, rows.type)), [r - 2], ops.minimum,
                        keepdims=True)
         p_hot = b.compare(rows, b.broadcast_to(first, rows.type.shape), direction="EQ")
         k_hot = b.compare(rows, b.splat(k, rows.type), direction="EQ")
@@ -119,9 +120,9 @@ def convert_det(ctx: NodeContext) -> list[Value]:
                                                            (*batch, n)))
         factor = b.select(below, factor, splat_like(b, 0, factor))
         a = b.subtract(a, b.multiply(
-            b.op("broadcast_in_dim", [factor], {"shape": a.type.shape, "broadcast_dimensions":
+            b.op(ops.broadcast_in_dim, [factor], {"shape": a.type.shape, "broadcast_dimensions":
                                                 tuple(range(r - 1))}),
-            b.op("broadcast_in_dim", [_pick_row(b, a, k_hot)], {
+            b.op(ops.broadcast_in_dim, [_pick_row(b, a, k_hot)], {
                 "shape": a.type.shape, "broadcast_dimensions": (*range(r - 2), r - 1)})))
     if det is None:
         return [b.splat(1, x.type.with_shape(batch))]
@@ -145,16 +146,16 @@ def _slice2(b: Builder, a: Value, i: int, j: int) -> Value:
 def _pick_row(b: Builder, a: Value, hot: Value) -> Value:
     """sum over rows of a where `hot` (one true row per matrix): that row, [..., n]."""
     r = a.type.rank
-    mask = b.op("broadcast_in_dim", [hot], {"shape": a.type.shape,
+    mask = b.op(ops.broadcast_in_dim, [hot], {"shape": a.type.shape,
                                             "broadcast_dimensions": tuple(range(r - 1))})
-    return reduce(b, b.select(mask, a, splat_like(b, 0, a)), [r - 2], "add")
+    return reduce(b, b.select(mask, a, splat_like(b, 0, a)), [r - 2], ops.add)
 
 
 def _outer(b: Builder, hot: Value, row: Value, like: Value) -> Value:
     """`row` placed at the rows `hot` marks (zeros elsewhere), shaped like `like`."""
     r = like.type.rank
-    mask = b.op("broadcast_in_dim", [hot], {"shape": like.type.shape,
+    mask = b.op(ops.broadcast_in_dim, [hot], {"shape": like.type.shape,
                                             "broadcast_dimensions": tuple(range(r - 1))})
-    full = b.op("broadcast_in_dim", [row], {"shape": like.type.shape,
+    full = b.op(ops.broadcast_in_dim, [row], {"shape": like.type.shape,
                                             "broadcast_dimensions": (*range(r - 2), r - 1)})
     return b.select(mask, full, splat_like(b, 0, full))

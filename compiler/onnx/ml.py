@@ -8,6 +8,7 @@ import numpy as np
 from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.indexing import take
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
@@ -68,14 +69,14 @@ def convert_tree_ensemble(ctx: NodeContext) -> list[Value]:
                 values.append(v)
             hit = b.splat(False, col.type.with_dtype(DType.PRED))
             for v in values:
-                hit = b.op("or", [hit, b.compare(col, splat_like(b, v, col), direction="EQ")])
+                hit = b.op(ops.or_, [hit, b.compare(col, splat_like(b, v, col), direction="EQ")])
         elif 0 <= mode < 6:
             hit = b.compare(col, splat_like(b, float(splits[i]), col),
                             direction=TREE_MODES[mode])
         else:
             raise ctx.fail(f"node {i} has unknown mode {mode}")
         if missing[i]:
-            hit = b.op("or", [hit, b.compare(col, col, direction="NE")])
+            hit = b.op(ops.or_, [hit, b.compare(col, col, direction="NE")])
         return hit
 
     def walk(i: int, is_leaf: bool, mask: Value | None) -> None:
@@ -83,10 +84,10 @@ def convert_tree_ensemble(ctx: NodeContext) -> list[Value]:
             leaves.append((i, mask))
             return
         hit = decide(i)
-        miss = b.op("not", [hit])
-        walk(true_ids[i], bool(true_leaf[i]), hit if mask is None else b.op("and", [mask, hit]))
+        miss = b.op(ops.not_, [hit])
+        walk(true_ids[i], bool(true_leaf[i]), hit if mask is None else b.op(ops.and_, [mask, hit]))
         walk(false_ids[i], bool(false_leaf[i]),
-             miss if mask is None else b.op("and", [mask, miss]))
+             miss if mask is None else b.op(ops.and_, [mask, miss]))
 
     roots = [int(r) for r in a["tree_roots"]]
     for r in roots:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from nxcc.compiler.onnx.context import NodeContext, broadcast_along
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 
 
@@ -105,7 +106,7 @@ def conv(ctx: NodeContext, x: Value, w: Value) -> Value:
     if tuple(kernel) != w.type.shape[2:]:
         raise ctx.fail(f"kernel_shape {kernel} does not match the weights {w.type}")
     geom = window(ctx, x.type.shape[2:], kernel)
-    out = b.op("convolution", [x, w], {
+    out = b.op(ops.convolution, [x, w], {
         "window_strides": tuple(geom.strides), "padding": tuple(geom.pads),
         "lhs_dilation": (1,) * n, "rhs_dilation": tuple(geom.dilations),
         "feature_group_count": int(ctx.attr("group", 1)), **_dimension_numbers(n)})
@@ -166,7 +167,7 @@ def convert_conv_transpose(ctx: NodeContext) -> list[Value]:
                     for i in range(n))
     if any(lo < 0 or hi < 0 for lo, hi in padding):
         raise ctx.unsupported(f"padding larger than the kernel extent (pads {pads})")
-    out = b.op("convolution", [x, kernel_w], {
+    out = b.op(ops.convolution, [x, kernel_w], {
         "window_strides": (1,) * n, "padding": padding, "lhs_dilation": tuple(strides),
         "rhs_dilation": tuple(dilations), "feature_group_count": group, **numbers})
     if output_shape is not None and list(out.type.shape[2:]) != target:

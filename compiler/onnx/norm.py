@@ -16,6 +16,7 @@ from nxcc.compiler.onnx.context import (
     splat_like,
 )
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -26,7 +27,7 @@ def _channel_param(ctx: NodeContext, v: Value, shape: tuple[int, ...]) -> Value:
     NC... `shape`."""
     if v.type.shape != shape[1:1 + v.type.rank] or v.type.rank == 0:
         raise ctx.fail(f"parameter {v.type} does not match the channels of {shape}")
-    return ctx.b.op("broadcast_in_dim", [v], {
+    return ctx.b.op(ops.broadcast_in_dim, [v], {
         "shape": shape, "broadcast_dimensions": tuple(range(1, 1 + v.type.rank))})
 
 
@@ -61,9 +62,9 @@ def _batch_norm_training(ctx: NodeContext) -> list[Value]:
     scale, bias, mean, var = (b.convert(ctx.input(i, w), x.type.dtype) for i, w in
                               enumerate(("scale", "B", "input_mean", "input_var"), start=1))
     count = max(math.prod(x.type.shape[d] for d in dims), 1)
-    batch_mean = b.divide(reduce(b, x, dims, "add"), splat_like(b, count, scale))
+    batch_mean = b.divide(reduce(b, x, dims, ops.add), splat_like(b, count, scale))
     centered = b.subtract(x, _channel_param(ctx, batch_mean, x.type.shape))
-    batch_var = b.divide(reduce(b, b.multiply(centered, centered), dims, "add"),
+    batch_var = b.divide(reduce(b, b.multiply(centered, centered), dims, ops.add),
                          splat_like(b, count, scale))
     eps = float(ctx.attr("epsilon", 1e-5))
     k = b.multiply(scale, b.rsqrt(b.add(batch_var, splat_like(b, eps, batch_var))))
@@ -88,9 +89,9 @@ def convert_lp_normalization(ctx: NodeContext) -> list[Value]:
     if p not in (1, 2):
         raise ctx.fail(f"p must be 1 or 2, got {p}")
     if p == 1:
-        norm = reduce(b, b.abs(x), [axis], "add", keepdims=True)
+        norm = reduce(b, b.abs(x), [axis], ops.add, keepdims=True)
     else:
-        norm = b.sqrt(reduce(b, b.multiply(x, x), [axis], "add", keepdims=True))
+        norm = b.sqrt(reduce(b, b.multiply(x, x), [axis], ops.add, keepdims=True))
     norm = b.broadcast_to(norm, x.type.shape)
     zero = splat_like(b, 0, x)
     is_zero = b.compare(norm, zero, direction="EQ")
@@ -109,13 +110,13 @@ def normalize(b: Builder, x: Value, dims: list[int], eps: float) -> tuple[Value,
     """(x - mean) / sqrt(var + eps) over `dims`, with the mean and 1 / sqrt(var + eps) (both
     with `dims` kept as size 1)."""
     count = max(math.prod(x.type.shape[d] for d in dims), 1)
-    total = reduce(b, x, dims, "add", keepdims=True)
+    total = reduce(b, x, dims, ops.add, keepdims=True)
     mean = b.divide(total, splat_like(b, count, total))
-    centered = binary(b, "subtract", x, mean)
-    sq = reduce(b, b.multiply(centered, centered), dims, "add", keepdims=True)
+    centered = binary(b, ops.subtract, x, mean)
+    sq = reduce(b, b.multiply(centered, centered), dims, ops.add, keepdims=True)
     var = b.divide(sq, splat_like(b, count, sq))
     inv = b.rsqrt(b.add(var, splat_like(b, eps, var)))
-    return binary(b, "multiply", centered, inv), mean, inv
+    return binary(b, ops.multiply, centered, inv), mean, inv
 
 
 @converter("LayerNormalization")
@@ -180,10 +181,10 @@ def convert_lrn(ctx: NodeContext) -> list[Value]:
     window = tuple(size if d == 1 else 1 for d in range(rank))
     pads = tuple(((size - 1) // 2, size - 1 - (size - 1) // 2) if d == 1 else (0, 0)
                  for d in range(rank))
-    total = b.op("reduce_window", [sq, b.constant(np.zeros((), x.type.dtype.numpy))], {
+    total = b.op(ops.reduce_window, [sq, b.constant(np.zeros((), x.type.dtype.numpy))], {
         "window_dimensions": window, "window_strides": (1,) * rank,
         "base_dilations": (1,) * rank, "window_dilations": (1,) * rank, "padding": pads,
-        "computation": binary_computation(b.module, "add", x.type.dtype)})
+        "computation": binary_computation(b.module, ops.add, x.type.dtype)})
     scaled = b.add(b.multiply(total, splat_like(b, alpha / size, total)),
                    splat_like(b, bias, total))
     return [b.divide(x, b.power(scaled, splat_like(b, beta, scaled)))]

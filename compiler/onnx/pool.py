@@ -9,10 +9,12 @@ import numpy as np
 from nxcc.compiler.onnx.context import NodeContext, lowest, reduce, splat_like
 from nxcc.compiler.onnx.nn import Window, window
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.computations import binary_computation
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
 
 
 def _output_size(geom: Window, i: int, size: int, ceil_mode: bool) -> int:
@@ -45,7 +47,7 @@ def pool_window(ctx: NodeContext, x: Value) -> tuple[Window, list[int]]:
     return geom, sizes
 
 
-def _reduce_window(b: Builder, x: Value, geom: Window, sizes: list[int], opcode: str,
+def _reduce_window(b: Builder, x: Value, geom: Window, sizes: list[int], opcode: OpDef,
                    init: float | int) -> Value:
     """`opcode` over each window; the end padding grows so the output has `sizes`."""
     pads = []
@@ -55,7 +57,7 @@ def _reduce_window(b: Builder, x: Value, geom: Window, sizes: list[int], opcode:
             hi = (sizes[i] - 1) * geom.strides[i] + geom.extent(i) - (size + lo)
         pads.append((lo, hi))
     dtype = x.type.dtype
-    return b.op("reduce_window", [x, b.constant(np.array(init, dtype=dtype.numpy))], {
+    return b.op(ops.reduce_window, [x, b.constant(np.array(init, dtype=dtype.numpy))], {
         "window_dimensions": (1, 1, *geom.kernel),
         "window_strides": (1, 1, *geom.strides),
         "base_dilations": (1,) * x.type.rank,
@@ -72,7 +74,7 @@ def convert_max_pool(ctx: NodeContext) -> list[Value]:
     if ctx.attr("storage_order", 0) not in (0, 1):
         raise ctx.fail("storage_order must be 0 or 1")
     geom, sizes = pool_window(ctx, x)
-    y = _reduce_window(ctx.b, x, geom, sizes, "maximum", lowest(x.type.dtype))
+    y = _reduce_window(ctx.b, x, geom, sizes, ops.maximum, lowest(x.type.dtype))
     if not ctx.output_used(1):
         return [y]
     return [y, max_indices(ctx.b, x, y, geom, int(ctx.attr("storage_order", 0)))]
@@ -116,9 +118,9 @@ def max_indices(b: Builder, x: Value, y: Value, geom: Window, storage_order: int
             pos = b.iota(dtype=DType.S64, shape=out, dimension=2 + i)
             pos = b.add(b.multiply(pos, b.splat(st, pos.type)), b.splat(first, pos.type))
             flat = b.add(flat, b.multiply(pos, b.splat(w, pos.type)))
-        hit = b.op("and", [b.compare(window_vals, y, direction="EQ"), b.op("not", [found])])
+        hit = b.op(ops.and_, [b.compare(window_vals, y, direction="EQ"), b.op(ops.not_, [found])])
         index = b.select(hit, flat, index)
-        found = b.op("or", [found, hit])
+        found = b.op(ops.or_, [found, hit])
     return index
 
 
@@ -140,7 +142,7 @@ def convert_average_pool(ctx: NodeContext) -> list[Value]:
     if not x.type.dtype.is_float:
         raise ctx.fail(f"expects a floating-point input, got {x.type}")
     geom, sizes = pool_window(ctx, x)
-    total = _reduce_window(b, x, geom, sizes, "add", 0)
+    total = _reduce_window(b, x, geom, sizes, ops.add, 0)
     include = bool(ctx.attr("count_include_pad", 0))
     counts = np.ones((), dtype=np.float64)
     for i, size in enumerate(x.type.shape[2:]):
@@ -151,7 +153,7 @@ def convert_average_pool(ctx: NodeContext) -> list[Value]:
     else:
         const = b.constant(counts.astype(x.type.dtype.numpy))
         rank = x.type.rank
-        divisor = b.op("broadcast_in_dim", [const], {
+        divisor = b.op(ops.broadcast_in_dim, [const], {
             "shape": total.type.shape, "broadcast_dimensions": tuple(range(2, rank))})
     return [b.divide(total, divisor)]
 
@@ -162,7 +164,7 @@ def convert_lp_pool(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     p = float(ctx.attr("p", 2))
     geom, sizes = pool_window(ctx, x)
-    total = _reduce_window(b, _abs_pow(b, x, p), geom, sizes, "add", 0)
+    total = _reduce_window(b, _abs_pow(b, x, p), geom, sizes, ops.add, 0)
     return [_root(b, total, p)]
 
 
@@ -190,7 +192,7 @@ def _global(ctx: NodeContext) -> tuple[Value, list[int]]:
 def convert_global_average_pool(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     x, dims = _global(ctx)
-    total = reduce(b, x, dims, "add", keepdims=True)
+    total = reduce(b, x, dims, ops.add, keepdims=True)
     count = math.prod(x.type.shape[2:])
     return [b.divide(total, splat_like(b, max(count, 1), total))]
 
@@ -198,7 +200,7 @@ def convert_global_average_pool(ctx: NodeContext) -> list[Value]:
 @converter("GlobalMaxPool")
 def convert_global_max_pool(ctx: NodeContext) -> list[Value]:
     x, dims = _global(ctx)
-    return [reduce(ctx.b, x, dims, "maximum", keepdims=True)]
+    return [reduce(ctx.b, x, dims, ops.maximum, keepdims=True)]
 
 
 @converter("GlobalLpPool")
@@ -206,4 +208,4 @@ def convert_global_lp_pool(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     x, dims = _global(ctx)
     p = float(ctx.attr("p", 2))
-    return [_root(b, reduce(b, _abs_pow(b, x, p), dims, "add", keepdims=True), p)]
+    return [_root(b, reduce(b, _abs_pow(b, x, p), dims, ops.add, keepdims=True), p)]

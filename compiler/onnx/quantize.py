@@ -25,6 +25,7 @@ from nxcc.compiler.onnx.dtypes import to_ir_dtype
 from nxcc.compiler.onnx.linalg import matmul
 from nxcc.compiler.onnx.nn import conv
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -40,14 +41,14 @@ def expand_param(ctx: NodeContext, v: Value, shape: tuple[int, ...], axis: int,
     if not block_size:
         if v.type.rank != 1 or v.type.shape[0] != shape[axis]:
             raise ctx.fail(f"per-axis parameter {v.type} must have {shape[axis]} elements")
-        return b.op("broadcast_in_dim", [v], {"shape": shape, "broadcast_dimensions": (axis,)})
+        return b.op(ops.broadcast_in_dim, [v], {"shape": shape, "broadcast_dimensions": (axis,)})
     blocks = v.type.shape[axis] if v.type.rank == len(shape) else -1
     if blocks != math.ceil(shape[axis] / block_size):
         raise ctx.fail(f"blocked parameter {v.type} does not fit {list(shape)} with "
                        f"block_size {block_size} along axis {axis}")
     wide = [*v.type.shape[:axis + 1], block_size, *v.type.shape[axis + 1:]]
     dims = tuple(d if d <= axis else d + 1 for d in range(v.type.rank))
-    rep = b.op("broadcast_in_dim", [v], {"shape": tuple(wide), "broadcast_dimensions": dims})
+    rep = b.op(ops.broadcast_in_dim, [v], {"shape": tuple(wide), "broadcast_dimensions": dims})
     rep = b.reshape(rep, [*v.type.shape[:axis], blocks * block_size, *v.type.shape[axis + 1:]])
     if blocks * block_size != shape[axis]:
         rank = len(shape)
@@ -192,11 +193,11 @@ def convert_qlinear_conv(ctx: NodeContext) -> list[Value]:
     acc = conv(ctx, _centered(b, x, ctx.optional(2), ()), _centered(b, w, wzp, wshape))
     bias = ctx.optional(8)
     if bias is not None:
-        acc = b.add(acc, b.op("broadcast_in_dim", [b.convert(bias, DType.S32)], {
+        acc = b.add(acc, b.op(ops.broadcast_in_dim, [b.convert(bias, DType.S32)], {
             "shape": acc.type.shape, "broadcast_dimensions": (1,)}))
     w_scale = b.convert(ctx.input(4, "w_scale"), DType.F32)
     if w_scale.type.size > 1:
-        w_scale = b.op("broadcast_in_dim", [b.reshape(w_scale, (w_scale.type.size,))], {
+        w_scale = b.op(ops.broadcast_in_dim, [b.reshape(w_scale, (w_scale.type.size,))], {
             "shape": acc.type.shape, "broadcast_dimensions": (1,)})
     else:
         w_scale = b.broadcast_to(b.reshape(w_scale, ()), acc.type.shape)

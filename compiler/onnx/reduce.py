@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, binary, keep_shape, reduce, splat_like
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
 
 REDUCE_OPS = ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
               "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum", "ReduceLogSumExp")
@@ -39,18 +41,18 @@ def convert_reduce(ctx: NodeContext) -> list[Value]:
     keep = bool(ctx.attr("keepdims", 1))
     op = ctx.op_type
     if op == "ReduceMax":
-        return [reduce(b, x, dims, "maximum", keep)]
+        return [reduce(b, x, dims, ops.maximum, keep)]
     if op == "ReduceMin":
-        return [reduce(b, x, dims, "minimum", keep)]
+        return [reduce(b, x, dims, ops.minimum, keep)]
     if op == "ReduceProd":
-        return [reduce(b, x, dims, "multiply", keep)]
+        return [reduce(b, x, dims, ops.multiply, keep)]
     if op == "ReduceLogSumExp":
         return [_log_sum_exp(ctx, x, dims, keep)]
     if op in ("ReduceL2", "ReduceSumSquare"):
         x = b.multiply(x, x)
     elif op == "ReduceL1":
         x = x if x.type.dtype.is_unsigned_int else b.abs(x)
-    total = reduce(b, x, dims, "add", keep)
+    total = reduce(b, x, dims, ops.add, keep)
     if op == "ReduceMean":
         count = 1
         for d in dims:
@@ -66,27 +68,27 @@ def convert_reduce(ctx: NodeContext) -> list[Value]:
 def _log_sum_exp(ctx: NodeContext, x: Value, dims: list[int], keep: bool) -> Value:
     """log(sum(exp(x - m))) + m with m = max(x), finite where the naive form overflows."""
     b = ctx.b
-    peak = reduce(b, x, dims, "maximum", keepdims=True)
+    peak = reduce(b, x, dims, ops.maximum, keepdims=True)
     finite = b.select(b.is_finite(peak), peak, splat_like(b, 0, peak))
-    total = reduce(b, b.exp(binary(b, "subtract", x, finite)), dims, "add", keep)
+    total = reduce(b, b.exp(binary(b, ops.subtract, x, finite)), dims, ops.add, keep)
     shift = b.reshape(finite, total.type.shape)
     return b.add(b.log(total), shift)
 
 
-def arg_extreme(b: Builder, x: Value, axis: int, opcode: str, last: bool, keepdims: bool
+def arg_extreme(b: Builder, x: Value, axis: int, opcode: OpDef, last: bool, keepdims: bool
                 ) -> Value:
     """The s64 index of the maximum (`opcode` 'maximum') or minimum along `axis`: the
     first one, or the last when `last`. Lowered as extreme, compare, iota, min/max."""
     peak = reduce(b, x, [axis], opcode, keepdims=True)
     hit = b.compare(x, b.broadcast_to(peak, x.type.shape), direction="EQ")
     if x.type.dtype.is_float:  # a NaN is the extreme (as numpy); it compares unequal
-        hit = b.op("or", [hit, b.compare(x, x, direction="NE")])
+        hit = b.op(ops.or_, [hit, b.compare(x, x, direction="NE")])
     iota = b.iota(dtype=DType.S64, shape=x.type.shape, dimension=axis)
     n = x.type.shape[axis]
     if last:
-        index = reduce(b, b.select(hit, iota, splat_like(b, -1, iota)), [axis], "maximum")
+        index = reduce(b, b.select(hit, iota, splat_like(b, -1, iota)), [axis], ops.maximum)
     else:
-        index = reduce(b, b.select(hit, iota, splat_like(b, n, iota)), [axis], "minimum")
+        index = reduce(b, b.select(hit, iota, splat_like(b, n, iota)), [axis], ops.minimum)
     if keepdims:
         index = b.reshape(index, keep_shape(x.type.shape, [axis]))
     return index
@@ -96,7 +98,7 @@ def arg_extreme(b: Builder, x: Value, axis: int, opcode: str, last: bool, keepdi
 def convert_arg(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     axis = ctx.axis(int(ctx.attr("axis", 0)), x.type.rank)
-    opcode = "maximum" if ctx.op_type == "ArgMax" else "minimum"
+    opcode = ops.maximum if ctx.op_type == "ArgMax" else ops.minimum
     return [arg_extreme(ctx.b, x, axis, opcode, bool(ctx.attr("select_last_index", 0)),
                         bool(ctx.attr("keepdims", 1)))]
 
@@ -118,7 +120,7 @@ def convert_topk(ctx: NodeContext) -> list[Value]:
     iota = b.iota(dtype=DType.S64, shape=x.type.shape, dimension=axis)
     comparator = compare_computation(b.module, "GT" if largest else "LT",
                                      [x.type.dtype, DType.S64])
-    values, indices = b.ops("sort", [x, iota], {"dimension": axis, "is_stable": True,
+    values, indices = b.ops(ops.sort, [x, iota], {"dimension": axis, "is_stable": True,
                                                 "comparator": comparator})
     counts = [k if d == axis else m for d, m in enumerate(x.type.shape)]
     ones, zeros = [1] * x.type.rank, [0] * x.type.rank

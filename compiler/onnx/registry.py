@@ -14,23 +14,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from nxcc.ir.registry import Registry
+
 if TYPE_CHECKING:
     from nxcc.compiler.onnx.context import NodeContext
     from nxcc.ir.core import Value
 
 Converter = Callable[["NodeContext"], Sequence["Value | None"]]
 
-CONVERTERS: dict[str, Converter] = {}
+#: ONNX op type (``domain.type`` outside the default domain) -> its converter.
+CONVERTERS: Registry[str, Converter] = Registry("converter")
 
-
-def converter(*op_types: str) -> Callable[[Converter], Converter]:
-    """Register the decorated function as the converter of each of `op_types`."""
-
-    def register(fn: Converter) -> Converter:
-        for op_type in op_types:
-            if op_type in CONVERTERS:
-                raise ValueError(f"converter for {op_type} registered twice")
-            CONVERTERS[op_type] = fn
-        return fn
-
-    return register
+#: ``@converter("Conv", ...)`` registers the decorated function for those op types.
+converter = CONVERTERS.register

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Value
@@ -116,20 +117,20 @@ def recurrence(b: Builder, xw: Value, states: list[Value], invariants: list[Valu
     inv = p[3 + ns + len(extra):]
     zero = sb.splat(0, I64)
     pos = sb.subtract(sb.splat(steps - 1, I64), t) if reverse else t
-    x_t = sb.op("dynamic_slice", [xwp, pos, zero, zero],
+    x_t = sb.op(ops.dynamic_slice, [xwp, pos, zero, zero],
                 {"slice_sizes": (1, batch, xw.type.shape[2])})
     new, h = cell(sb, sb.reshape(x_t, xw.type.shape[1:]), list(cur), list(inv))
     if lens_p is not None:
         live = sb.compare(sb.broadcast_to(pos, (batch,)), lens_p, direction="LT")
-        mask = sb.op("broadcast_in_dim", [live], {"shape": (batch, hidden),
+        mask = sb.op(ops.broadcast_in_dim, [live], {"shape": (batch, hidden),
                                                   "broadcast_dimensions": (0,)})
         new = [sb.select(mask, n, c) for n, c in zip(new, cur, strict=True)]
         h = sb.select(mask, h, splat_like(sb, 0, h))
-    ybuf = sb.op("dynamic_update_slice", [ybuf, sb.reshape(h, (1, batch, hidden)), pos, zero,
+    ybuf = sb.op(ops.dynamic_update_slice, [ybuf, sb.reshape(h, (1, batch, hidden)), pos, zero,
                                           zero])
     step_fn.results += [sb.add(t, sb.splat(1, I64)), *new, ybuf, xwp,
                         *([lens_p] if lens_p is not None else []), *inv]
-    final = b.ops("while", state, {"condition": Symbol(cond_fn.name),
+    final = b.ops(ops.while_, state, {"condition": Symbol(cond_fn.name),
                                    "body": Symbol(step_fn.name)})
     return final[1 + ns], list(final[1:1 + ns])
 

@@ -17,6 +17,7 @@ import numpy as np
 from nxcc.compiler.onnx.context import NodeContext, float_type_of, reduce, splat_like
 from nxcc.compiler.onnx.indexing import take
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -36,14 +37,14 @@ def _axis_samples(b: Builder, start: Value, size: Value, pooled: int, grid: int,
     f32 = start.type.with_shape(shape)
 
     def per_roi(v: Value) -> Value:
-        return b.op("broadcast_in_dim", [v], {"shape": shape, "broadcast_dimensions": (0,)})
+        return b.op(ops.broadcast_in_dim, [v], {"shape": shape, "broadcast_dimensions": (0,)})
 
     binsz = b.divide(per_roi(size), b.splat(float(pooled), f32))
     p = b.convert(b.iota(dtype=DType.S64, shape=shape, dimension=1), DType.F32)
     g = b.convert(b.iota(dtype=DType.S64, shape=shape, dimension=2), DType.F32)
     pos = b.add(per_roi(start), b.add(b.multiply(p, binsz), b.divide(
         b.multiply(b.add(g, _k(b, 0.5, g)), binsz), b.splat(float(grid), f32))))
-    valid = b.op("and", [b.compare(pos, _k(b, -1.0, pos), direction="GE"),
+    valid = b.op(ops.and_, [b.compare(pos, _k(b, -1.0, pos), direction="GE"),
                          b.compare(pos, _k(b, float(limit), pos), direction="LE")])
     pos = b.maximum(pos, _k(b, 0.0, pos))
     low = b.floor(pos)
@@ -83,16 +84,16 @@ def roi_align(ctx: NodeContext, x: Value, rois: Value, batch: Value, grid_h: int
     full = (r, c, oh, grid_h, ow, grid_w)
 
     def along_y(v: Value) -> Value:
-        return b.op("broadcast_in_dim", [v], {"shape": full, "broadcast_dimensions": (0, 2, 3)})
+        return b.op(ops.broadcast_in_dim, [v], {"shape": full, "broadcast_dimensions": (0, 2, 3)})
 
     def along_x(v: Value) -> Value:
-        return b.op("broadcast_in_dim", [v], {"shape": full, "broadcast_dimensions": (0, 4, 5)})
+        return b.op(ops.broadcast_in_dim, [v], {"shape": full, "broadcast_dimensions": (0, 4, 5)})
 
-    chan = b.add(b.multiply(b.op("broadcast_in_dim", [b.convert(batch, DType.S64)], {
+    chan = b.add(b.multiply(b.op(ops.broadcast_in_dim, [b.convert(batch, DType.S64)], {
         "shape": full, "broadcast_dimensions": (0,)}), b.splat(c, _s64(full))),
         b.iota(dtype=DType.S64, shape=full, dimension=1))
     base = b.multiply(chan, b.splat(h * w, chan.type))
-    valid = b.op("and", [along_y(ys[0]), along_x(xs[0])])
+    valid = b.op(ops.and_, [along_y(ys[0]), along_x(xs[0])])
     flat_x = b.convert(b.reshape(x, (x.type.size,)), DType.F32)
     corners = []
     for yi, yw in ((1, 3), (2, 4)):
@@ -105,11 +106,11 @@ def roi_align(ctx: NodeContext, x: Value, rois: Value, batch: Value, grid_h: int
     if mode == "avg":
         total = b.add(b.add(corners[0], corners[1]), b.add(corners[2], corners[3]))
         total = b.select(valid, total, zero)
-        out = reduce(b, total, [3, 5], "add")
+        out = reduce(b, total, [3, 5], ops.add)
         out = b.divide(out, b.splat(float(max(grid_h * grid_w, 1)), out.type))
     elif mode == "max":
         best = b.maximum(b.maximum(corners[0], corners[1]), b.maximum(corners[2], corners[3]))
-        out = reduce(b, b.select(valid, best, zero), [3, 5], "maximum")
+        out = reduce(b, b.select(valid, best, zero), [3, 5], ops.maximum)
     else:
         raise ctx.fail(f"mode must be avg or max, got {mode!r}")
     return b.convert(out, x.type.dtype)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.gather_scatter import gather_along, scatter_along
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
@@ -21,7 +22,7 @@ def convert_reverse_sequence(ctx: NodeContext) -> list[Value]:
         raise ctx.fail(f"sequence_lens {lens.type} must have one length per batch entry of "
                        f"{x.type} (batch_axis {batch}, time_axis {time})")
     t = b.iota(dtype=DType.S64, shape=shape, dimension=time)
-    n = b.op("broadcast_in_dim", [b.convert(lens, DType.S64)],
+    n = b.op(ops.broadcast_in_dim, [b.convert(lens, DType.S64)],
              {"shape": shape, "broadcast_dimensions": (batch,)})
     rev = b.subtract(b.subtract(n, splat_like(b, 1, n)), t)
     idx = b.select(b.compare(t, n, direction="LT"), rev, t)
@@ -46,7 +47,7 @@ def convert_tensor_scatter(ctx: NodeContext) -> list[Value]:
     pos = b.iota(dtype=DType.S64, shape=ushape, dimension=axis)
     wi = ctx.optional(2)
     if wi is not None:
-        start = b.op("broadcast_in_dim", [b.convert(wi, DType.S64)],
+        start = b.op(ops.broadcast_in_dim, [b.convert(wi, DType.S64)],
                      {"shape": ushape, "broadcast_dimensions": (0,)})
         pos = b.add(pos, start)
     if mode == "circular":

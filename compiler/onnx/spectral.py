@@ -16,6 +16,7 @@ from nxcc.compiler.onnx.context import NodeContext, float_type_of
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
 from nxcc.compiler.onnx.indexing import take
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 
@@ -121,7 +122,7 @@ def convert_stft(ctx: NodeContext) -> list[Value]:
     idx = np.arange(frames)[:, None] * step[0] + np.arange(flen)[None, :]
     framed = take(b, x, b.constant(idx.astype(np.int64)), 1)  # [B, frames, flen, comps]
     if window is not None:
-        w = b.op("broadcast_in_dim", [b.convert(window, x.type.dtype)], {
+        w = b.op(ops.broadcast_in_dim, [b.convert(window, x.type.dtype)], {
             "shape": framed.type.shape, "broadcast_dimensions": (2,)})
         framed = b.multiply(framed, w)
     onesided = bool(ctx.attr("onesided", 1))

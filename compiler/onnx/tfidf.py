@@ -15,6 +15,7 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, reduce
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -75,13 +76,13 @@ def convert_tfidf(ctx: NodeContext) -> list[Value]:
             if win is None:
                 continue
             shape = (*win.type.shape[:-1], len(grams), n)
-            w = b.op("broadcast_in_dim", [win], {"shape": shape, "broadcast_dimensions": (
+            w = b.op(ops.broadcast_in_dim, [win], {"shape": shape, "broadcast_dimensions": (
                 *range(len(shape) - 2), len(shape) - 1)})
-            g = b.op("broadcast_in_dim", [b.constant(grams)], {
+            g = b.op(ops.broadcast_in_dim, [b.constant(grams)], {
                 "shape": shape, "broadcast_dimensions": (len(shape) - 2, len(shape) - 1)})
             eq = b.convert(b.compare(w, g, direction="EQ"), DType.F32)
-            hit = reduce(b, eq, [len(shape) - 1], "multiply")          # [..., P, M]
-            found = reduce(b, hit, [len(shape) - 3], "add")            # [..., M]
+            hit = reduce(b, eq, [len(shape) - 1], ops.multiply)          # [..., P, M]
+            found = reduce(b, hit, [len(shape) - 3], ops.add)            # [..., M]
             acc = b.add(acc, b.dot_general(found, b.constant(onehot),
                                            lhs_contracting_dims=(found.type.rank - 1,),
                                            rhs_contracting_dims=(0,)))

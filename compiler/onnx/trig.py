@@ -1,6 +1,7 @@
-"""Inverse trigonometric and hyperbolic operators, from atan2, exp, log and sqrt.
+"""Inverse trigonometric and hyperbolic operators, from atan2, exp, log and sqrt (Atan is a
+core op, in `elementwise.UNARY`).
 
-    Atan(x)  = atan2(x, 1)              Sinh(x)  = (expm1(x) - expm1(-x)) / 2
+                                        Sinh(x)  = (expm1(x) - expm1(-x)) / 2
     Asin(x)  = atan2(x, sqrt(1 - x^2))  Cosh(x)  = (exp(x) + exp(-x)) / 2
     Acos(x)  = atan2(sqrt(1 - x^2), x)  Asinh(x) = sign(x) log1p(|x| + x^2 / (1 + sqrt(x^2 + 1)))
     Acosh(x) = log(x + sqrt(x^2 - 1))   Atanh(x) = log1p(2x / (1 - x)) / 2
@@ -25,13 +26,6 @@ def _one_minus_square(b: Builder, x: Value) -> Value:
     """sqrt(1 - x^2), computed as sqrt((1 - x)(1 + x)) for accuracy near |x| = 1."""
     one = _k(b, 1.0, x)
     return b.sqrt(b.multiply(b.subtract(one, x), b.add(one, x)))
-
-
-@converter("Atan")
-def convert_atan(ctx: NodeContext) -> list[Value]:
-    x = ctx.input(0)
-    float_type_of(ctx, x)
-    return [ctx.b.atan2(x, _k(ctx.b, 1.0, x))]
 
 
 @converter("Asin")

@@ -22,6 +22,8 @@ from typing import Protocol
 import numpy as np
 
 from nxcc.ir.attributes import AttrValue
+from nxcc.ir.opdef import OpDef
+from nxcc.ir.registry import OpTable
 
 
 class KernelContext(Protocol):
@@ -49,27 +51,18 @@ class KernelContext(Protocol):
 Kernel = Callable[[Sequence[np.ndarray], Sequence[np.ndarray], Mapping[str, AttrValue],
                    KernelContext], None]
 
-KERNELS: dict[str, Kernel] = {}
 
-
-def kernel(*opcodes: str) -> Callable[[Kernel], Kernel]:
-    """Register the decorated function as the kernel of each of `opcodes`."""
-
-    def register(fn: Kernel) -> Kernel:
-        for name in opcodes:
-            if name in KERNELS:
-                raise ValueError(f"kernel for {name} registered twice")
-            KERNELS[name] = fn
-        return fn
-
-    return register
-
-
-def get_kernel(opcode: str) -> Kernel:
-    """The kernel of `opcode`; KeyError naming it when none is registered."""
+def _load_kernels() -> None:
     from nxcc.ir.kernels import registry  # noqa: F401  (imports every kernel module)
 
-    try:
-        return KERNELS[opcode]
-    except KeyError:
-        raise KeyError(f"no kernel for op '{opcode}'") from None
+
+#: op definition -> its kernel; lookups also take the op's text name.
+KERNELS: OpTable[Kernel] = OpTable("kernel", load=_load_kernels)
+
+#: ``@kernel(ops.erf, ...)`` registers the decorated function as the kernel of those ops.
+kernel = KERNELS.register
+
+
+def get_kernel(opcode: str | OpDef) -> Kernel:
+    """The kernel of `opcode` (a definition or a text name); KeyError naming it if none."""
+    return KERNELS[opcode]

@@ -16,46 +16,24 @@ import numpy as np
 
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels import integer
-from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.kernels.common import as_compute, is_float, store
 
 BinaryFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def _by_kind(float_fn: BinaryFn, int_fn: BinaryFn) -> BinaryFn:
+def by_kind(float_fn: BinaryFn, int_fn: BinaryFn) -> BinaryFn:
     def apply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         return float_fn(a, b) if is_float(a.dtype) else int_fn(a, b)
 
     return apply
 
 
-def _shift(kind: str) -> BinaryFn:
+def shifter(kind: str) -> BinaryFn:
     return lambda a, b: integer.shift(a, b, kind)
 
 
-BINARY: dict[str, BinaryFn] = {
-    "add": np.add,
-    "subtract": np.subtract,
-    "multiply": np.multiply,
-    "divide": _by_kind(np.divide, integer.divide),
-    "remainder": _by_kind(np.fmod, integer.remainder),
-    "power": _by_kind(np.power, integer.power),
-    "maximum": np.maximum,
-    "minimum": np.minimum,
-    "atan2": np.arctan2,
-    "and": np.bitwise_and,
-    "or": np.bitwise_or,
-    "xor": np.bitwise_xor,
-    "shift_left": _shift("left"),
-    "shift_right_arithmetic": _shift("right_arithmetic"),
-    "shift_right_logical": _shift("right_logical"),
-}
-
-
-PRECISE = frozenset({"power", "atan2"})
-
-
-def _binary_kernel(fn: BinaryFn, precise: bool):
+def binary_kernel(fn: BinaryFn, precise: bool):
     def run(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
         """outs[0] = fn(args[0], args[1]) in the compute dtype (float64 for floats when
@@ -71,7 +49,3 @@ def _binary_kernel(fn: BinaryFn, precise: bool):
                 store(out, fn(a, b))
 
     return run
-
-
-for _name, _fn in BINARY.items():
-    kernel(_name)(_binary_kernel(_fn, _name in PRECISE))

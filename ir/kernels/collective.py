@@ -1,4 +1,4 @@
-"""Collective kernels: every collective is performed by the context's communicator
+"""Collective and point-to-point kernels: every one is performed by the context's communicator
 (`ctx.collective(opcode, args, attrs)`); the kernel copies its results into the outs."""
 
 from __future__ import annotations
@@ -7,10 +7,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 
-COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute")
+COLLECTIVES = (ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
+               ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,
+               ops.all_reduce_start, ops.all_reduce_done)
 
 
 def _collective_kernel(opcode: str):
@@ -27,5 +30,5 @@ def _collective_kernel(opcode: str):
     return run
 
 
-for _opcode in COLLECTIVES:
-    kernel(_opcode)(_collective_kernel(_opcode))
+for _op in COLLECTIVES:
+    kernel(_op)(_collective_kernel(_op.name))

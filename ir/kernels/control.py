@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Symbol
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import store
@@ -20,7 +21,7 @@ def _copy_results(outs: Sequence[np.ndarray], results: Sequence[np.ndarray]) -> 
         np.copyto(out, r)
 
 
-@kernel("call")
+@kernel(ops.call)
 def call(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs = @callee(args)."""
@@ -28,7 +29,7 @@ def call(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     _copy_results(outs, ctx.call(callee.name, list(args)))
 
 
-@kernel("while")
+@kernel(ops.while_)
 def while_(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """state = args; while @condition(state): state = @body(state); outs = state."""
@@ -40,7 +41,7 @@ def while_(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     _copy_results(outs, state)
 
 
-@kernel("conditional")
+@kernel(ops.conditional)
 def conditional(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                 attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Run one branch on args[1:]: pred true -> branches[0], false -> branches[1]; an s32
@@ -55,14 +56,14 @@ def conditional(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     _copy_results(outs, ctx.call(branches[chosen].name, list(args[1:])))
 
 
-@kernel("partition_id")
+@kernel(ops.partition_id)
 def partition_id(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                  attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = this core's partition index (u32)."""
     store(outs[0], int(getattr(ctx, "partition_id", 0)))
 
 
-@kernel("replica_id")
+@kernel(ops.replica_id)
 def replica_id(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = this replica's index (u32)."""

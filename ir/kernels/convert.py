@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import as_compute, is_float, store
@@ -47,7 +48,7 @@ def convert_array(x: np.ndarray, dst: np.dtype) -> np.ndarray:
         return x.astype(dst)
 
 
-@kernel("convert")
+@kernel(ops.convert)
 def convert(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = args[0] converted to attrs['dtype']."""
@@ -66,7 +67,7 @@ def bitcast_array(x: np.ndarray, dst: np.dtype) -> np.ndarray:
     return x.view(dst).reshape(x.shape[:-1])
 
 
-@kernel("bitcast_convert")
+@kernel(ops.bitcast_convert)
 def bitcast_convert(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                     attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = the bits of args[0] as attrs['dtype']."""

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import pad_array, store, windows
@@ -70,7 +71,7 @@ def _depthwise_conv(x: np.ndarray, w: np.ndarray, groups: int, strides: Sequence
     return out.reshape(nb, groups * og, *positions)
 
 
-@kernel("convolution")
+@kernel(ops.convolution)
 def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                 attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """HLO convolution with explicit dimension numbers, groups, padding and dilations."""

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import as_compute, store
@@ -24,7 +25,7 @@ COMPARE_UFUNCS: dict[str, np.ufunc] = {
 }
 
 
-@kernel("compare")
+@kernel(ops.compare)
 def compare(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = args[0] <direction> args[1] (pred)."""
@@ -33,7 +34,7 @@ def compare(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
         ufunc(as_compute(args[0]), as_compute(args[1]), out=outs[0])
 
 
-@kernel("select")
+@kernel(ops.select)
 def select(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = pred ? on_true : on_false, pred scalar or elementwise."""
@@ -46,7 +47,7 @@ def select(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     np.copyto(out, on_true, casting="unsafe", where=np.asarray(pred, dtype=bool))
 
 
-@kernel("clamp")
+@kernel(ops.clamp)
 def clamp(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
           attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = minimum(maximum(x, lo), hi); NaN propagates."""
@@ -54,7 +55,7 @@ def clamp(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     store(outs[0], np.minimum(np.maximum(x, lo), hi))
 
 
-@kernel("is_finite")
+@kernel(ops.is_finite)
 def is_finite(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
               attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = x is neither infinite nor NaN."""

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import store
@@ -57,7 +58,7 @@ def window_offsets(dims: Sequence[int], sizes: Sequence[int],
     return off.reshape(-1)
 
 
-@kernel("gather")
+@kernel(ops.gather)
 def gather(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """HLO gather (see the module doc)."""

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 
@@ -21,7 +22,7 @@ def clamped_slices(shape: Sequence[int], starts: Sequence[np.ndarray],
     return tuple(out)
 
 
-@kernel("dynamic_slice")
+@kernel(ops.dynamic_slice)
 def dynamic_slice(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                   attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = x[starts : starts + slice_sizes] with clamped starts."""
@@ -29,7 +30,7 @@ def dynamic_slice(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     np.copyto(outs[0], x[clamped_slices(x.shape, args[1:], attrs["slice_sizes"])])  # type: ignore
 
 
-@kernel("dynamic_update_slice")
+@kernel(ops.dynamic_update_slice)
 def dynamic_update_slice(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = x with `update` written at the clamped starts."""

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import compute_dtype, is_float, store
@@ -37,7 +38,7 @@ def _as_3d(x: np.ndarray, batch: Sequence[int], first: Sequence[int],
     return t.astype(dtype, copy=False).reshape(size)
 
 
-@kernel("dot_general")
+@kernel(ops.dot_general)
 def dot_general(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                 attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n] (dims per the attributes)."""

@@ -6,13 +6,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import store
 from nxcc.ir.kernels.reducer import fold, prepare
 
 
-@kernel("reduce")
+@kernel(ops.reduce)
 def reduce(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """reduce(inputs..., inits...): outs[i] = fold of inputs over `dimensions` from inits."""

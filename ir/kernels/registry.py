@@ -9,6 +9,7 @@ from nxcc.ir.kernels import (  # noqa: F401
     convert,
     convolution,
     elementwise,
+    from_defs,
     gather,
     indexing,
     linalg,

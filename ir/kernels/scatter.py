@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.combine import combine_at
@@ -27,7 +28,7 @@ from nxcc.ir.kernels.gather import (
 )
 
 
-@kernel("scatter")
+@kernel(ops.scatter)
 def scatter(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """scatter(inputs..., indices, updates...): outs = inputs with updates combined in."""

@@ -7,12 +7,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Dense
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import pad_array, store
 
 
-@kernel("broadcast_in_dim")
+@kernel(ops.broadcast_in_dim)
 def broadcast_in_dim(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                      attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Operand dim i goes to out dim broadcast_dimensions[i]; other out dims repeat."""
@@ -23,21 +24,21 @@ def broadcast_in_dim(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     np.copyto(out, x.reshape(shape))
 
 
-@kernel("reshape")
+@kernel(ops.reshape)
 def reshape(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Row-major reshape."""
     np.copyto(outs[0], args[0].reshape(outs[0].shape))
 
 
-@kernel("transpose")
+@kernel(ops.transpose)
 def transpose(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
               attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Out dim i is operand dim permutation[i]."""
     np.copyto(outs[0], args[0].transpose(attrs["permutation"]))
 
 
-@kernel("slice")
+@kernel(ops.slice)
 def slice_(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Static strided slice [start:limit:stride] on every dim."""
@@ -47,7 +48,7 @@ def slice_(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     np.copyto(outs[0], args[0][index])
 
 
-@kernel("pad")
+@kernel(ops.pad)
 def pad(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
         attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """HLO pad: interior padding, then low/high (negative = cropping)."""
@@ -56,14 +57,14 @@ def pad(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                                  attrs["interior"]))
 
 
-@kernel("concatenate")
+@kernel(ops.concatenate)
 def concatenate(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                 attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Operands joined along `dimension`."""
     np.concatenate(list(args), axis=attrs["dimension"], out=outs[0])  # type: ignore
 
 
-@kernel("reverse")
+@kernel(ops.reverse)
 def reverse(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Operand reversed along each of `dimensions`."""
@@ -71,7 +72,7 @@ def reverse(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     np.copyto(outs[0], np.flip(args[0], dims) if dims else args[0])
 
 
-@kernel("iota")
+@kernel(ops.iota)
 def iota(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """0, 1, 2... along `dimension`, repeated along the others."""
@@ -82,7 +83,7 @@ def iota(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     store(out, np.arange(out.shape[dim], dtype=np.int64).reshape(shape))
 
 
-@kernel("constant")
+@kernel(ops.constant)
 def constant(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
              attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = the `value` attribute."""
@@ -90,7 +91,7 @@ def constant(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     np.copyto(outs[0], value.array)
 
 
-@kernel("copy")
+@kernel(ops.copy)
 def copy(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = args[0]."""

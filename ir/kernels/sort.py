@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Symbol
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import as_compute
@@ -93,7 +94,7 @@ def _bitonic_argsort(ctx: KernelContext, comparator: Symbol,
     return index[..., :n]
 
 
-@kernel("sort")
+@kernel(ops.sort)
 def sort(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Sort every operand along `dimension` by the permutation the comparator defines."""

@@ -1,4 +1,6 @@
-"""Unary elementwise kernels (abs, negate, sign, exp ... erf, not, popcnt, clz).
+"""Unary elementwise kernels (abs, negate, sign, exp ... erf, not, popcnt, clz): the numpy
+functions the op definitions in `nxcc.ir.ops.elementwise` carry, and `unary_kernel`, which
+makes a kernel of one (`nxcc.ir.kernels.from_defs` registers them).
 
 Transcendental functions (exp ... erf, rsqrt) are evaluated in float64 and rounded once into
 the out, so f32/f16/bf16 results are correctly rounded in practice and the same on every CPU
@@ -15,76 +17,44 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from nxcc.ir.attributes import AttrValue
-from nxcc.ir.kernels import integer
-from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.kernels.common import as_compute, compute_dtype, is_float, store
 from nxcc.ir.kernels.erf import erf as erf64
 
 UnaryFn = Callable[[np.ndarray], np.ndarray]
 
 
-def _logistic(x: np.ndarray) -> np.ndarray:
+def logistic(x: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-x)) without overflow: uses exp(-|x|) <= 1."""
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e))
 
 
-def _round_afz(x: np.ndarray) -> np.ndarray:
+def round_afz(x: np.ndarray) -> np.ndarray:
     """Round half away from zero: exact, since x - trunc(x) is exact in binary floats."""
     t = np.trunc(x)
     return np.where(np.abs(x - t) >= 0.5, t + np.sign(x), t)
 
 
-def _erf(x: np.ndarray) -> np.ndarray:
+def erf(x: np.ndarray) -> np.ndarray:
     return erf64(x)
 
 
-def _rsqrt(x: np.ndarray) -> np.ndarray:
+def rsqrt(x: np.ndarray) -> np.ndarray:
     return np.reciprocal(np.sqrt(x))
 
 
-def _sign(x: np.ndarray) -> np.ndarray:
+def sign(x: np.ndarray) -> np.ndarray:
     if is_float(x.dtype):
         return np.where(x == 0, x, np.sign(x))  # keeps -0.0; sign(NaN) is NaN
     return np.sign(x)
 
 
-def _not(x: np.ndarray) -> np.ndarray:
+def logical_not(x: np.ndarray) -> np.ndarray:
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
 
-# evaluated in float64 (see the module doc)
-TRANSCENDENTAL: dict[str, UnaryFn] = {
-    "exp": np.exp,
-    "expm1": np.expm1,
-    "log": np.log,
-    "log1p": np.log1p,
-    "rsqrt": _rsqrt,
-    "cbrt": np.cbrt,
-    "tanh": np.tanh,
-    "logistic": _logistic,
-    "sin": np.sin,
-    "cos": np.cos,
-    "tan": np.tan,
-    "erf": _erf,
-}
-
-EXACT_UNARY: dict[str, UnaryFn] = {
-    "sqrt": np.sqrt,  # IEEE sqrt is correctly rounded in every precision
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "round_even": np.rint,
-    "round_afz": _round_afz,
-    "abs": np.abs,
-    "negate": np.negative,
-    "sign": _sign,
-    "not": _not,
-    "popcnt": integer.popcnt,
-    "clz": integer.clz,
-}
-
-
-def _unary_kernel(fn: UnaryFn, precise: bool):
+def unary_kernel(fn: UnaryFn, precise: bool):
     def run(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
         """outs[0] = fn(args[0]), computed in float64 (`precise`) or the compute dtype,
@@ -98,9 +68,3 @@ def _unary_kernel(fn: UnaryFn, precise: bool):
                 store(outs[0], fn(x))
 
     return run
-
-
-for _name, _fn in TRANSCENDENTAL.items():
-    kernel(_name)(_unary_kernel(_fn, precise=True))
-for _name, _fn in EXACT_UNARY.items():
-    kernel(_name)(_unary_kernel(_fn, precise=False))

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Symbol
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.combine import combine_at
@@ -42,7 +43,7 @@ _PROBE_PATTERNS = {
 }
 
 
-@kernel("reduce_window")
+@kernel(ops.reduce_window)
 def reduce_window(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                   attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """reduce_window(inputs..., inits...): each out element folds one window."""
@@ -112,7 +113,7 @@ def _pick(values: np.ndarray, valid: np.ndarray, rank: int,
     return chosen
 
 
-@kernel("select_and_scatter")
+@kernel(ops.select_and_scatter)
 def select_and_scatter(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                        attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """select_and_scatter(operand, source, init): see the module doc."""

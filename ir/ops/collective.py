@@ -6,6 +6,7 @@ The runtime binds each one to an algorithm for the placement when it loads the N
 from __future__ import annotations
 
 from nxcc.ir.attributes import AttrKind
+from nxcc.ir.dtypes import DType
 from nxcc.ir.opdef import AttrSpec, OpDef, define
 from nxcc.ir.ops._rules import check_dims, fail
 from nxcc.ir.types import TensorType
@@ -30,7 +31,7 @@ def _all_reduce(ts, attrs, module):
     return list(ts)
 
 
-define(
+all_reduce = define(
     OpDef(
         "all_reduce",
         _all_reduce,
@@ -39,6 +40,30 @@ define(
         min_operands=1,
     )
 )
+
+
+def _all_reduce_done(ts, attrs, module):
+    if not ts or ts[0] != TensorType(DType.U32, ()):
+        raise fail("all_reduce_done: expected the u32[] context of an all_reduce_start first")
+    return list(ts[1:])
+
+
+# The asynchronous halves of all_reduce (the latency-hiding pass makes them): the start
+# begins the reduction of its operands and gives a context; the done takes that context and
+# the same operands (for their types) and gives the reduced values. Compute between the two
+# overlaps the communication.
+def _start_context(ts, attrs, module):
+    return [TensorType(DType.U32, ())]
+
+
+all_reduce_start = define(OpDef(
+    "all_reduce_start", _start_context,
+    attrs={"reduction": AttrSpec(AttrKind.ENUM, choices=REDUCTIONS), **_GROUPS},
+    operands=None, min_operands=1, side_effects=True,
+    doc="Starts an all_reduce (see its done)."))
+all_reduce_done = define(OpDef("all_reduce_done", _all_reduce_done, operands=None, min_operands=2,
+             side_effects=True,
+             doc="The results of the all_reduce_start whose context is its first operand."))
 
 
 def _all_gather(ts, attrs, module):
@@ -50,7 +75,7 @@ def _all_gather(ts, attrs, module):
     return [t.with_shape(shape)]
 
 
-define(OpDef("all_gather", _all_gather,
+all_gather = define(OpDef("all_gather", _all_gather,
              attrs={"dimension": AttrSpec(AttrKind.INT), **_GROUPS}, operands=1))
 
 
@@ -66,7 +91,7 @@ def _reduce_scatter(ts, attrs, module):
     return [t.with_shape(shape)]
 
 
-define(
+reduce_scatter = define(
     OpDef(
         "reduce_scatter",
         _reduce_scatter,
@@ -90,7 +115,7 @@ def _all_to_all(ts, attrs, module):
     return [TensorType(t.dtype, tuple(shape))]
 
 
-define(
+all_to_all = define(
     OpDef(
         "all_to_all",
         _all_to_all,
@@ -105,7 +130,7 @@ def _collective_permute(ts, attrs, module):
     return [ts[0]]
 
 
-define(
+collective_permute = define(
     OpDef(
         "collective_permute",
         _collective_permute,
@@ -115,3 +140,33 @@ define(
         doc="Each (source, target) pair sends source's operand to target; others get zeros.",
     )
 )
+
+
+# Point to point: a source rank hands one rank its operand. `send` / `recv` start a transfer
+# and give a context (u32[], XLA's send/recv context); `send_done` / `recv_done` complete it,
+# `recv_done` giving the received value (zeros on a rank that is no pair's target).
+_P2P = {"source_target_pairs": AttrSpec(AttrKind.INTS2), "channel_id": AttrSpec(AttrKind.INT, 0)}
+_CONTEXT = TensorType(DType.U32, ())
+
+
+def _context(ts, attrs, module):
+    return [_CONTEXT]
+
+
+def _received(ts, attrs, module):
+    if ts[0] != _CONTEXT:
+        raise fail(f"recv_done: expected the u32[] context of a recv, found {ts[0]}")
+    return [TensorType(attrs["dtype"], tuple(attrs["shape"]))]
+
+
+send = define(OpDef("send", _context, attrs=_P2P, operands=1, side_effects=True,
+                   doc="Each (source, target) pair: source sends its operand to target."))
+send_done = define(OpDef("send_done", _context, operands=1, side_effects=True,
+                        doc="The send whose context it takes has completed."))
+recv = define(OpDef("recv", _context, attrs=_P2P, operands=0, side_effects=True,
+                   doc="Starts receiving on the pairs' targets."))
+recv_done = define(OpDef("recv_done", _received,
+                        attrs={**_P2P, "dtype": AttrSpec(AttrKind.DTYPE),
+                               "shape": AttrSpec(AttrKind.INTS)},
+                        operands=1, side_effects=True,
+                        doc="The received value on a pair's target; zeros elsewhere."))

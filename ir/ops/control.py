@@ -18,7 +18,7 @@ def _call(ts, attrs, module):
     return fn.result_types
 
 
-define(OpDef("call", _call, attrs={"callee": AttrSpec(AttrKind.SYMBOL)}, operands=None))
+call = define(OpDef("call", _call, attrs={"callee": AttrSpec(AttrKind.SYMBOL)}, operands=None))
 
 
 def _while(ts, attrs, module):
@@ -29,7 +29,7 @@ def _while(ts, attrs, module):
     return list(ts)
 
 
-define(
+while_ = define(
     OpDef(
         "while",
         _while,
@@ -61,7 +61,7 @@ def _conditional(ts, attrs, module):
     return results
 
 
-define(
+conditional = define(
     OpDef(
         "conditional",
         _conditional,
@@ -78,5 +78,6 @@ def _id(ts, attrs, module):
     return [TensorType(DType.U32, ())]
 
 
-define(OpDef("partition_id", _id, operands=0, doc="This core's index within its program."))
-define(OpDef("replica_id", _id, operands=0, doc="This replica's index."))
+partition_id = define(OpDef("partition_id", _id, operands=0,
+                            doc="This core's index within its program."))
+replica_id = define(OpDef("replica_id", _id, operands=0, doc="This replica's index."))

@@ -1,64 +1,25 @@
 """Elementwise ops: unary, binary, compare, select, clamp, convert, bitcast_convert.
 
 Operands of binary ops have identical types (broadcasting is explicit, via
-broadcast_in_dim, as in HLO).
+broadcast_in_dim, as in HLO). Each unary and binary op is one `ElementwiseDef` line: its
+allowed element kinds, its numpy function (on compute-dtype arrays) and whether floats are
+evaluated in float64 (`precise`); its kernel, sharding rule and FLOP count follow from it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from nxcc.ir.attributes import AttrKind, AttrValue
 from nxcc.ir.dtypes import DType
-from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.kernels import integer
+from nxcc.ir.kernels import unary as u
+from nxcc.ir.kernels.binary import by_kind, shifter
+from nxcc.ir.opdef import AttrSpec, ElementFn, ElementwiseDef, OpDef, define
 from nxcc.ir.ops._rules import check_dtype, fail, same_types
 from nxcc.ir.types import TensorType
-
-# unary op -> allowed element kinds ('' means any)
-UNARY_OPS: dict[str, str] = {
-    "abs": "signed",
-    "negate": "signed|int",
-    "sign": "signed|int",
-    "exp": "float",
-    "expm1": "float",
-    "log": "float",
-    "log1p": "float",
-    "sqrt": "float",
-    "rsqrt": "float",
-    "cbrt": "float",
-    "tanh": "float",
-    "logistic": "float",
-    "sin": "float",
-    "cos": "float",
-    "tan": "float",
-    "erf": "float",
-    "floor": "float",
-    "ceil": "float",
-    "round_even": "float",
-    "round_afz": "float",
-    "not": "pred|int",
-    "popcnt": "int",
-    "clz": "int",
-}
-
-# binary op -> allowed element kinds
-BINARY_OPS: dict[str, str] = {
-    "add": "float|int|pred",
-    "subtract": "float|int",
-    "multiply": "float|int|pred",
-    "divide": "float|int",
-    "remainder": "float|int",
-    "power": "float|int",
-    "maximum": "float|int|pred",
-    "minimum": "float|int|pred",
-    "atan2": "float",
-    "and": "pred|int",
-    "or": "pred|int",
-    "xor": "pred|int",
-    "shift_left": "int",
-    "shift_right_arithmetic": "int",
-    "shift_right_logical": "int",
-}
 
 COMPARISON_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 
@@ -80,11 +41,60 @@ def _binary_rule(name: str, allowed: str):
     return rule
 
 
-for _name, _allowed in UNARY_OPS.items():
-    define(OpDef(_name, _unary_rule(_name, _allowed), operands=1, elementwise=True))
+def unary(name: str, kinds: str, fn: ElementFn, precise: bool = False) -> ElementwiseDef:
+    """Define the unary elementwise op `name` on elements of `kinds`, computed by `fn`."""
+    return define(ElementwiseDef(name, _unary_rule(name, kinds), operands=1, elementwise=True,
+                                 kinds=kinds, fn=fn, precise=precise))
 
-for _name, _allowed in BINARY_OPS.items():
-    define(OpDef(_name, _binary_rule(_name, _allowed), operands=2, elementwise=True))
+
+def binary(name: str, kinds: str, fn: ElementFn, precise: bool = False) -> ElementwiseDef:
+    """Define the binary elementwise op `name` on two operands of one type of `kinds`."""
+    return define(ElementwiseDef(name, _binary_rule(name, kinds), operands=2, elementwise=True,
+                                 kinds=kinds, fn=fn, precise=precise))
+
+
+# Unary ops: name, allowed element kinds, numpy function; precise = evaluated in float64.
+abs = unary("abs", "signed", np.abs)
+negate = unary("negate", "signed|int", np.negative)
+sign = unary("sign", "signed|int", u.sign)
+exp = unary("exp", "float", np.exp, precise=True)
+expm1 = unary("expm1", "float", np.expm1, precise=True)
+log = unary("log", "float", np.log, precise=True)
+log1p = unary("log1p", "float", np.log1p, precise=True)
+sqrt = unary("sqrt", "float", np.sqrt)  # IEEE sqrt is correctly rounded in every precision
+rsqrt = unary("rsqrt", "float", u.rsqrt, precise=True)
+cbrt = unary("cbrt", "float", np.cbrt, precise=True)
+tanh = unary("tanh", "float", np.tanh, precise=True)
+logistic = unary("logistic", "float", u.logistic, precise=True)
+sin = unary("sin", "float", np.sin, precise=True)
+cos = unary("cos", "float", np.cos, precise=True)
+tan = unary("tan", "float", np.tan, precise=True)
+atan = unary("atan", "float", np.arctan, precise=True)
+erf = unary("erf", "float", u.erf, precise=True)
+floor = unary("floor", "float", np.floor)
+ceil = unary("ceil", "float", np.ceil)
+round_even = unary("round_even", "float", np.rint)
+round_afz = unary("round_afz", "float", u.round_afz)
+not_ = unary("not", "pred|int", u.logical_not)
+popcnt = unary("popcnt", "int", integer.popcnt)
+clz = unary("clz", "int", integer.clz)
+
+# Binary ops.
+add = binary("add", "float|int|pred", np.add)
+subtract = binary("subtract", "float|int", np.subtract)
+multiply = binary("multiply", "float|int|pred", np.multiply)
+divide = binary("divide", "float|int", by_kind(np.divide, integer.divide))
+remainder = binary("remainder", "float|int", by_kind(np.fmod, integer.remainder))
+power = binary("power", "float|int", by_kind(np.power, integer.power), precise=True)
+maximum = binary("maximum", "float|int|pred", np.maximum)
+minimum = binary("minimum", "float|int|pred", np.minimum)
+atan2 = binary("atan2", "float", np.arctan2, precise=True)
+and_ = binary("and", "pred|int", np.bitwise_and)
+or_ = binary("or", "pred|int", np.bitwise_or)
+xor = binary("xor", "pred|int", np.bitwise_xor)
+shift_left = binary("shift_left", "int", shifter("left"))
+shift_right_arithmetic = binary("shift_right_arithmetic", "int", shifter("right_arithmetic"))
+shift_right_logical = binary("shift_right_logical", "int", shifter("right_logical"))
 
 
 def _is_finite(ts, attrs, module):
@@ -92,7 +102,7 @@ def _is_finite(ts, attrs, module):
     return [ts[0].with_dtype(DType.PRED)]
 
 
-define(OpDef("is_finite", _is_finite, operands=1, elementwise=True))
+is_finite = define(OpDef("is_finite", _is_finite, operands=1, elementwise=True))
 
 
 def _compare(ts, attrs, module):
@@ -100,7 +110,7 @@ def _compare(ts, attrs, module):
     return [t.with_dtype(DType.PRED)]
 
 
-define(
+compare = define(
     OpDef(
         "compare",
         _compare,
@@ -122,7 +132,7 @@ def _select(ts, attrs, module):
     return [t]
 
 
-define(OpDef("select", _select, operands=3, elementwise=True))
+select = define(OpDef("select", _select, operands=3, elementwise=True))
 
 
 def _clamp(ts, attrs, module):
@@ -133,14 +143,14 @@ def _clamp(ts, attrs, module):
     return [x]
 
 
-define(OpDef("clamp", _clamp, operands=3, elementwise=True, doc="clamp(min, x, max)"))
+clamp = define(OpDef("clamp", _clamp, operands=3, elementwise=True, doc="clamp(min, x, max)"))
 
 
 def _convert(ts, attrs, module):
     return [ts[0].with_dtype(attrs["dtype"])]  # type: ignore[arg-type]
 
 
-define(
+convert = define(
     OpDef(
         "convert",
         _convert,
@@ -165,7 +175,7 @@ def _bitcast_convert(ts, attrs, module):
     return [TensorType(dst, src.shape[:-1])]
 
 
-define(
+bitcast_convert = define(
     OpDef(
         "bitcast_convert",
         _bitcast_convert,

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from nxcc.ir.attributes import AttrKind
-from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.opdef import OpDef, attr_specs, define, optional
 from nxcc.ir.ops._rules import check_dims, check_scalar, fail
 from nxcc.ir.ops._symbols import check_signature, lookup, scalar_of
 from nxcc.ir.types import TensorType
+
+INT, INTS, BOOL = AttrKind.INT, AttrKind.INTS, AttrKind.BOOL
 
 
 def _check_start_indices(op: str, operand: TensorType, starts: list[TensorType]) -> None:
@@ -29,11 +31,10 @@ def _dynamic_slice(ts, attrs, module):
     return [operand.with_shape(sizes)]
 
 
-define(
-    OpDef("dynamic_slice", _dynamic_slice, attrs={"slice_sizes": AttrSpec(AttrKind.INTS)},
-          operands=None, min_operands=1,
-          doc="dynamic_slice(x, starts...): starts are clamped so the slice fits, as in HLO.")
-)
+dynamic_slice = define(OpDef(
+    "dynamic_slice", _dynamic_slice, attrs=attr_specs(slice_sizes=INTS), operands=None,
+    min_operands=1,
+    doc="dynamic_slice(x, starts...): starts are clamped so the slice fits, as in HLO."))
 
 
 def _dynamic_update_slice(ts, attrs, module):
@@ -46,7 +47,8 @@ def _dynamic_update_slice(ts, attrs, module):
     return [operand]
 
 
-define(OpDef("dynamic_update_slice", _dynamic_update_slice, operands=None, min_operands=2))
+dynamic_update_slice = define(OpDef("dynamic_update_slice", _dynamic_update_slice,
+                                    operands=None, min_operands=2))
 
 
 def _gather(ts, attrs, module):
@@ -85,24 +87,11 @@ def _gather(ts, attrs, module):
     return [operand.with_shape(shape)]
 
 
-define(
-    OpDef(
-        "gather",
-        _gather,
-        attrs={
-            "offset_dims": AttrSpec(AttrKind.INTS),
-            "collapsed_slice_dims": AttrSpec(AttrKind.INTS),
-            "operand_batching_dims": AttrSpec(AttrKind.INTS, ()),
-            "start_indices_batching_dims": AttrSpec(AttrKind.INTS, ()),
-            "start_index_map": AttrSpec(AttrKind.INTS),
-            "index_vector_dim": AttrSpec(AttrKind.INT),
-            "slice_sizes": AttrSpec(AttrKind.INTS),
-            "indices_are_sorted": AttrSpec(AttrKind.BOOL, False),
-        },
-        operands=2,
-        doc="HLO gather; out-of-range starts are clamped.",
-    )
-)
+gather = define(OpDef("gather", _gather, operands=2, attrs=attr_specs(
+    offset_dims=INTS, collapsed_slice_dims=INTS, operand_batching_dims=optional(INTS, ()),
+    start_indices_batching_dims=optional(INTS, ()), start_index_map=INTS, index_vector_dim=INT,
+    slice_sizes=INTS, indices_are_sorted=optional(BOOL, False)),
+    doc="HLO gather; out-of-range starts are clamped."))
 
 
 def _scatter(ts, attrs, module):
@@ -130,23 +119,9 @@ def _scatter(ts, attrs, module):
     return list(inputs)
 
 
-define(
-    OpDef(
-        "scatter",
-        _scatter,
-        attrs={
-            "update_window_dims": AttrSpec(AttrKind.INTS),
-            "inserted_window_dims": AttrSpec(AttrKind.INTS),
-            "input_batching_dims": AttrSpec(AttrKind.INTS, ()),
-            "scatter_indices_batching_dims": AttrSpec(AttrKind.INTS, ()),
-            "scatter_dims_to_operand_dims": AttrSpec(AttrKind.INTS),
-            "index_vector_dim": AttrSpec(AttrKind.INT),
-            "computation": AttrSpec(AttrKind.SYMBOL),
-            "indices_are_sorted": AttrSpec(AttrKind.BOOL, False),
-            "unique_indices": AttrSpec(AttrKind.BOOL, False),
-        },
-        operands=None,
-        min_operands=3,
-        doc="HLO scatter(inputs..., indices, updates...); out-of-range updates are skipped.",
-    )
-)
+scatter = define(OpDef("scatter", _scatter, operands=None, min_operands=3, attrs=attr_specs(
+    update_window_dims=INTS, inserted_window_dims=INTS, input_batching_dims=optional(INTS, ()),
+    scatter_indices_batching_dims=optional(INTS, ()), scatter_dims_to_operand_dims=INTS,
+    index_vector_dim=INT, computation=AttrKind.SYMBOL, indices_are_sorted=optional(BOOL, False),
+    unique_indices=optional(BOOL, False)),
+    doc="HLO scatter(inputs..., indices, updates...); out-of-range updates are skipped."))

@@ -35,7 +35,7 @@ def _dot_general(ts, attrs, module):
     return [TensorType(dtype, shape)]
 
 
-define(
+dot_general = define(
     OpDef(
         "dot_general",
         _dot_general,
@@ -115,5 +115,5 @@ def _convolution(ts, attrs, module):
     return [TensorType(attrs["result_dtype"] or lhs.dtype, tuple(shape))]
 
 
-define(OpDef("convolution", _convolution, attrs=CONV_ATTRS, operands=2,
+convolution = define(OpDef("convolution", _convolution, attrs=CONV_ATTRS, operands=2,
              doc="HLO convolution (cross-correlation) with explicit dimension numbers."))

@@ -38,7 +38,7 @@ def _reduce(ts, attrs, module):
     return results
 
 
-define(
+reduce = define(
     OpDef(
         "reduce",
         _reduce,
@@ -83,7 +83,7 @@ def _reduce_window(ts, attrs, module):
     return [TensorType(init.dtype, shape) for init in inits]
 
 
-define(
+reduce_window = define(
     OpDef(
         "reduce_window",
         _reduce_window,
@@ -111,7 +111,7 @@ def _select_and_scatter(ts, attrs, module):
     return [operand.with_dtype(init.dtype)]
 
 
-define(
+select_and_scatter = define(
     OpDef(
         "select_and_scatter",
         _select_and_scatter,
@@ -138,7 +138,7 @@ def _sort(ts, attrs, module):
     return list(ts)
 
 
-define(
+sort = define(
     OpDef(
         "sort",
         _sort,

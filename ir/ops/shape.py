@@ -6,9 +6,11 @@ from __future__ import annotations
 import math
 
 from nxcc.ir.attributes import AttrKind, Dense
-from nxcc.ir.opdef import AttrSpec, OpDef, define
+from nxcc.ir.opdef import OpDef, attr_specs, define
 from nxcc.ir.ops._rules import check_dims, check_scalar, fail, same_types
 from nxcc.ir.types import TensorType
+
+INTS = AttrKind.INTS
 
 
 def _broadcast_in_dim(ts, attrs, module):
@@ -29,18 +31,9 @@ def _broadcast_in_dim(ts, attrs, module):
     return [TensorType(src.dtype, shape)]
 
 
-define(
-    OpDef(
-        "broadcast_in_dim",
-        _broadcast_in_dim,
-        attrs={
-            "shape": AttrSpec(AttrKind.INTS),
-            "broadcast_dimensions": AttrSpec(AttrKind.INTS),
-        },
-        operands=1,
-        doc="Operand dim i maps to result dim broadcast_dimensions[i] (size equal or 1).",
-    )
-)
+broadcast_in_dim = define(OpDef(
+    "broadcast_in_dim", _broadcast_in_dim, attrs=attr_specs(shape=INTS, broadcast_dimensions=INTS),
+    operands=1, doc="Operand dim i maps to result dim broadcast_dimensions[i] (size equal or 1)."))
 
 
 def _reshape(ts, attrs, module):
@@ -51,10 +44,8 @@ def _reshape(ts, attrs, module):
     return [TensorType(src.dtype, shape)]
 
 
-define(
-    OpDef("reshape", _reshape, attrs={"shape": AttrSpec(AttrKind.INTS)}, operands=1,
-          doc="Row-major reshape to `shape`.")
-)
+reshape = define(OpDef("reshape", _reshape, attrs=attr_specs(shape=INTS), operands=1,
+                       doc="Row-major reshape to `shape`."))
 
 
 def _transpose(ts, attrs, module):
@@ -65,10 +56,8 @@ def _transpose(ts, attrs, module):
     return [TensorType(src.dtype, tuple(src.shape[p] for p in perm))]
 
 
-define(
-    OpDef("transpose", _transpose, attrs={"permutation": AttrSpec(AttrKind.INTS)}, operands=1,
-          doc="Result dim i is operand dim permutation[i].")
-)
+transpose = define(OpDef("transpose", _transpose, attrs=attr_specs(permutation=INTS),
+                         operands=1, doc="Result dim i is operand dim permutation[i]."))
 
 
 def _slice(ts, attrs, module):
@@ -84,18 +73,8 @@ def _slice(ts, attrs, module):
     return [TensorType(src.dtype, tuple(out))]
 
 
-define(
-    OpDef(
-        "slice",
-        _slice,
-        attrs={
-            "start_indices": AttrSpec(AttrKind.INTS),
-            "limit_indices": AttrSpec(AttrKind.INTS),
-            "strides": AttrSpec(AttrKind.INTS),
-        },
-        operands=1,
-    )
-)
+slice = define(OpDef("slice", _slice, operands=1, attrs=attr_specs(
+    start_indices=INTS, limit_indices=INTS, strides=INTS)))
 
 
 def _pad(ts, attrs, module):
@@ -117,19 +96,8 @@ def _pad(ts, attrs, module):
     return [TensorType(src.dtype, tuple(out))]
 
 
-define(
-    OpDef(
-        "pad",
-        _pad,
-        attrs={
-            "low": AttrSpec(AttrKind.INTS),
-            "high": AttrSpec(AttrKind.INTS),
-            "interior": AttrSpec(AttrKind.INTS),
-        },
-        operands=2,
-        doc="pad(x, value): low/high may be negative (cropping), as in HLO.",
-    )
-)
+pad = define(OpDef("pad", _pad, attrs=attr_specs(low=INTS, high=INTS, interior=INTS), operands=2,
+                   doc="pad(x, value): low/high may be negative (cropping), as in HLO."))
 
 
 def _concatenate(ts, attrs, module):
@@ -148,10 +116,8 @@ def _concatenate(ts, attrs, module):
     return [first.with_shape(shape)]
 
 
-define(
-    OpDef("concatenate", _concatenate, attrs={"dimension": AttrSpec(AttrKind.INT)},
-          operands=None, min_operands=1)
-)
+concatenate = define(OpDef("concatenate", _concatenate, attrs=attr_specs(dimension=AttrKind.INT),
+                           operands=None, min_operands=1))
 
 
 def _reverse(ts, attrs, module):
@@ -159,7 +125,7 @@ def _reverse(ts, attrs, module):
     return [ts[0]]
 
 
-define(OpDef("reverse", _reverse, attrs={"dimensions": AttrSpec(AttrKind.INTS)}, operands=1))
+reverse = define(OpDef("reverse", _reverse, attrs=attr_specs(dimensions=INTS), operands=1))
 
 
 def _iota(ts, attrs, module):
@@ -168,19 +134,9 @@ def _iota(ts, attrs, module):
     return [TensorType(attrs["dtype"], shape)]
 
 
-define(
-    OpDef(
-        "iota",
-        _iota,
-        attrs={
-            "dtype": AttrSpec(AttrKind.DTYPE),
-            "shape": AttrSpec(AttrKind.INTS),
-            "dimension": AttrSpec(AttrKind.INT),
-        },
-        operands=0,
-        doc="Counts 0, 1, ... along `dimension`.",
-    )
-)
+iota = define(OpDef(
+    "iota", _iota, attrs=attr_specs(dtype=AttrKind.DTYPE, shape=INTS, dimension=AttrKind.INT),
+    operands=0, doc="Counts 0, 1, ... along `dimension`."))
 
 
 def _constant(ts, attrs, module):
@@ -188,11 +144,11 @@ def _constant(ts, attrs, module):
     return [value.type]
 
 
-define(OpDef("constant", _constant, attrs={"value": AttrSpec(AttrKind.DENSE)}, operands=0))
+constant = define(OpDef("constant", _constant, attrs=attr_specs(value=AttrKind.DENSE), operands=0))
 
 
 def _copy(ts, attrs, module):
     return [same_types("copy", ts)]
 
 
-define(OpDef("copy", _copy, operands=1, elementwise=True, doc="Identity (a fresh buffer)."))
+copy = define(OpDef("copy", _copy, operands=1, elementwise=True, doc="Identity (a fresh buffer)."))

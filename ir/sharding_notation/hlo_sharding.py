@@ -82,15 +82,26 @@ def parse_sharding(text: str) -> Sharding:
 
 
 def _sharding(cur: Cursor) -> Sharding:
+    """A sharding in braces: a tuple of shardings, or keywords that describe one."""
     cur.expect("{", "'{' to start a sharding")
     if cur.peek("{"):
-        elements = [_sharding(cur)]
-        while cur.eat(","):
-            elements.append(_sharding(cur))
-        cur.expect("}", "',' or '}' after a tuple element sharding")
-        return Sharding("tuple", elements=tuple(elements))
+        return _tuple_sharding(cur)
     if cur.eat("}"):
         return Sharding("tuple")
+    return _sharding_keywords(cur)
+
+
+def _tuple_sharding(cur: Cursor) -> Sharding:
+    """The element shardings of a tuple sharding up to its '}', after the '{'."""
+    elements = [_sharding(cur)]
+    while cur.eat(","):
+        elements.append(_sharding(cur))
+    cur.expect("}", "',' or '}' after a tuple element sharding")
+    return Sharding("tuple", elements=tuple(elements))
+
+
+def _sharding_keywords(cur: Cursor) -> Sharding:
+    """The keywords of one (non-tuple) sharding up to its '}'."""
     kind, device, tile_dims, devices = "", None, (), ()
     replicate_last, last_dims, metadata, extra = False, (), "", []
     while not cur.eat("}"):
@@ -101,39 +112,17 @@ def _sharding(cur: Cursor) -> Sharding:
         if word in ("replicated", "manual", "unknown", "unreduced"):
             kind = word
         elif word == "maximal":
-            kind = "maximal"
             cur.expect("device=", "'device=' after 'maximal'")
-            device = cur.int_("a device number")
+            kind, device = "maximal", cur.int_("a device number")
         elif word == "devices":
             kind = "tiled"
-            cur.expect("=", "'=' after 'devices'")
-            tile_dims = cur.ints("[", "]", "the tile assignment dims")
-            if cur.eat("<="):
-                arr = _iota_tail(cur)
-            else:
-                values = [cur.int_("a device number")]
-                while cur.eat(","):
-                    values.append(cur.int_("a device number"))
-                arr = np.array(values, dtype=np.int64)
-            if arr.size != math.prod(tile_dims):
-                raise PieceError(f"the tile assignment {list(tile_dims)} needs "
-                                 f"{math.prod(tile_dims)} devices, found {arr.size}", at)
-            devices = tuple(int(d) for d in arr)
+            tile_dims, devices = _tile_assignment(cur, at)
         elif word == "last_tile_dim_replicate":
             replicate_last = True
         elif word == "last_tile_dims":
-            cur.expect("=", "'=' after 'last_tile_dims'")
-            cur.expect("{", "'{' to start last_tile_dims")
-            names = [cur.word("a sharding type")]
-            while cur.eat(","):
-                names.append(cur.word("a sharding type"))
-            cur.expect("}", "',' or '}' in last_tile_dims")
-            last_dims = tuple(names)
+            last_dims = _last_tile_dims(cur)
         elif word == "metadata":
-            cur.expect("=", "'=' after 'metadata'")
-            start = cur.pos
-            _skip_braces(cur)
-            metadata = cur.text[start:cur.pos].strip()
+            metadata = _metadata(cur)
         elif word in ("shard_as", "shard_like"):
             extra.append(f"{word} {cur.int_('a shard group id')}")
         else:
@@ -143,6 +132,43 @@ def _sharding(cur: Cursor) -> Sharding:
                          0)
     return Sharding(kind, device, tile_dims, devices, replicate_last, last_dims, (), metadata,
                     tuple(extra))
+
+
+def _tile_assignment(cur: Cursor, at: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``=[dims]`` then the devices, listed or as an iota ``<=[...]T(...)``, after
+    'devices' (which starts at `at`): the tile dims and the devices in row-major order."""
+    cur.expect("=", "'=' after 'devices'")
+    tile_dims = cur.ints("[", "]", "the tile assignment dims")
+    if cur.eat("<="):
+        arr = _iota_tail(cur)
+    else:
+        values = [cur.int_("a device number")]
+        while cur.eat(","):
+            values.append(cur.int_("a device number"))
+        arr = np.array(values, dtype=np.int64)
+    if arr.size != math.prod(tile_dims):
+        raise PieceError(f"the tile assignment {list(tile_dims)} needs "
+                         f"{math.prod(tile_dims)} devices, found {arr.size}", at)
+    return tile_dims, tuple(int(d) for d in arr)
+
+
+def _last_tile_dims(cur: Cursor) -> tuple[str, ...]:
+    """``={type, ...}`` after 'last_tile_dims': the sharding type of each last tile dim."""
+    cur.expect("=", "'=' after 'last_tile_dims'")
+    cur.expect("{", "'{' to start last_tile_dims")
+    names = [cur.word("a sharding type")]
+    while cur.eat(","):
+        names.append(cur.word("a sharding type"))
+    cur.expect("}", "',' or '}' in last_tile_dims")
+    return tuple(names)
+
+
+def _metadata(cur: Cursor) -> str:
+    """``={...}`` after 'metadata': the braced text, kept verbatim."""
+    cur.expect("=", "'=' after 'metadata'")
+    start = cur.pos
+    _skip_braces(cur)
+    return cur.text[start:cur.pos].strip()
 
 
 def _skip_braces(cur: Cursor) -> None:
@@ -228,6 +254,7 @@ def _mesh_groups(cur: Cursor) -> tuple[tuple[int, ...], ...]:
         cur.expect(",", f"',' or '{close}' in the mesh")
     total = math.prod(sizes)
     devices = np.arange(total, dtype=np.int64)
+    cur.eat(",")  # current XLA: mesh[...], device_ids=(...) {...}
     if cur.eat("device_ids=") or cur.peek("("):
         cur.expect("(", "'(' to start the mesh devices")
         at = cur.pos

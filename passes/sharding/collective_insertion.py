@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
 from nxcc.ir.sharding import Sharding
 from nxcc.ir.types import TensorType
 from nxcc.passes.sharding.partitioning import Plan, reshard_kind
@@ -66,7 +68,7 @@ class Emitter:
     def pid(self, dtype: DType = DType.S32) -> Value:
         """partition_id converted to `dtype` (made once per function and dtype)."""
         if self._pid is None:
-            self._pid = self.annotate(self.b.op("partition_id", []), R)
+            self._pid = self.annotate(self.b.op(ops.partition_id, []), R)
             self._pid.name = "pid"
         if dtype not in self._pids:
             self._pids[dtype] = self.annotate(self.b.convert(self._pid, dtype), R)
@@ -79,9 +81,9 @@ class Emitter:
         self.channel += 1
         return self.channel
 
-    def collective(self, opcode: str, x: Value, attrs: dict, s: Sharding) -> Value:
+    def collective(self, opcode: OpDef, x: Value, attrs: dict, s: Sharding) -> Value:
         attrs = {**attrs, "replica_groups": self.groups, "channel_id": self.next_channel()}
-        if opcode == "collective_permute":
+        if opcode is ops.collective_permute:
             attrs.pop("replica_groups")
         return self.annotate(self.b.op(opcode, [x], attrs), s)
 
@@ -111,28 +113,28 @@ class Emitter:
             assert d is not None
             local = dst.local_shape(full.shape)
             starts = self.starts(full.rank, d, local[d])
-            return self.annotate(self.b.op("dynamic_slice", [x, *starts],
+            return self.annotate(self.b.op(ops.dynamic_slice, [x, *starts],
                                            {"slice_sizes": local}), dst)
         if kind == "to_partial":
             return self.to_partial(x, dst)
         if kind == "all_gather":
-            return self.collective("all_gather", x, {"dimension": src.split_dim}, dst)
+            return self.collective(ops.all_gather, x, {"dimension": src.split_dim}, dst)
         if kind == "all_reduce":
-            return self.collective("all_reduce", x, {"reduction": src.reduction}, dst)
+            return self.collective(ops.all_reduce, x, {"reduction": src.reduction}, dst)
         if kind == "reduce_scatter":
-            return self.collective("reduce_scatter", x, {"dimension": dst.split_dim,
+            return self.collective(ops.reduce_scatter, x, {"dimension": dst.split_dim,
                                                          "reduction": src.reduction}, dst)
         if kind == "all_to_all":
-            return self.collective("all_to_all", x, {"split_dimension": dst.split_dim,
+            return self.collective(ops.all_to_all, x, {"split_dimension": dst.split_dim,
                                                      "concat_dimension": src.split_dim}, dst)
         if kind == "split_to_partial":
             d = src.split_dim
             assert d is not None
             zeros = self.annotate(self.b.splat(0, full), R)
             starts = self.starts(full.rank, d, x.type.shape[d])
-            return self.annotate(self.b.op("dynamic_update_slice", [zeros, x, *starts]), dst)
+            return self.annotate(self.b.op(ops.dynamic_update_slice, [zeros, x, *starts]), dst)
         if kind == "reduce_then_partial":
-            whole = self.collective("all_reduce", x, {"reduction": src.reduction}, R)
+            whole = self.collective(ops.all_reduce, x, {"reduction": src.reduction}, R)
             return self.to_partial(whole, dst)
         raise AssertionError(kind)
 
@@ -140,11 +142,11 @@ class Emitter:
         """A replicated value as the pieces of a pending `dst.reduction`."""
         if dst.reduction not in _IDENTITY:
             return x  # max, min, and, or of equal copies is the copy
-        first = self.annotate(self.b.op("compare", [self.pid(DType.U32),
+        first = self.annotate(self.b.op(ops.compare, [self.pid(DType.U32),
                                                     self.scalar(0, DType.U32)],
                                         {"direction": "EQ"}), R)
         other = self.annotate(self.b.splat(_IDENTITY[dst.reduction], x.type), R)  # type: ignore[arg-type]
-        return self.annotate(self.b.op("select", [first, x, other]), dst)
+        return self.annotate(self.b.op(ops.select, [first, x, other]), dst)
 
     # ops
 
@@ -157,7 +159,7 @@ class Emitter:
             results = [self.iota_offset(results[0], op.attrs["dimension"])]
         elif s.emit == "reverse_permute":
             pairs = tuple((k, self.n - 1 - k) for k in range(self.n))
-            results = [self.collective("collective_permute", results[0],
+            results = [self.collective(ops.collective_permute, results[0],
                                        {"source_target_pairs": pairs}, s.results[0])]
         for r, want, old in zip(results, s.results, op.results, strict=True):
             expected = want.local_shape(old.type.shape)
@@ -170,7 +172,7 @@ class Emitter:
         t = local.type
         offset = self.annotate(self.b.multiply(self.pid(t.dtype),
                                                self.scalar(t.shape[dim], t.dtype)), R)
-        wide = self.annotate(self.b.op("broadcast_in_dim", [offset],
+        wide = self.annotate(self.b.op(ops.broadcast_in_dim, [offset],
                                        {"shape": t.shape, "broadcast_dimensions": ()}), R)
         return self.b.add(local, wide)
 
@@ -183,7 +185,7 @@ class Emitter:
         for step in self.plan.ops:
             op, s = step.op, step.strategy
             if op.opcode == "constant":
-                r = self.b.op("constant", [], op.attrs)
+                r = self.b.op(ops.constant, [], op.attrs)
                 r.name = op.result.name
                 self.define(op.result, self.annotate(r, R), R)
                 continue

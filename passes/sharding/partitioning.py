@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Op, Value
 from nxcc.ir.flops import op_flops
 from nxcc.ir.rewrite import constant_value
@@ -28,7 +29,7 @@ from nxcc.passes.sharding.rules import Strategy
 from nxcc.passes.sharding.search_graph import UNKNOWN, Node, SearchGraph
 
 R = Sharding.replicated()
-MATRIX_OPS = ("dot_general", "convolution")
+MATRIX_OPS = (ops.dot_general, ops.convolution)
 
 
 def reshard_kind(src: Sharding, dst: Sharding) -> str | None:
@@ -92,7 +93,7 @@ def op_cost(op: Op, s: Strategy) -> Cost:
     for v, want in zip(op.operands, s.operands, strict=True):
         if is_weight(v):
             cost.weight_bytes += local_bytes(v, want)
-        elif op.opcode in MATRIX_OPS:
+        elif op.opdef in MATRIX_OPS:
             cost.activation_bytes += local_bytes(v, want)
     return cost
 

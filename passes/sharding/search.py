@@ -144,72 +144,105 @@ def seeds_for(anchors: list[Op | Value], chosen: Mapping[int, Strategy],
 
 def choose(fn: Function, n: int, module: Module | None = None) -> Choice:
     """The cheapest choice of anchor strategies the search finds for `fn` on `n` devices."""
-    strategies_of = strategy_table(fn, n, module)
-    given = given_shardings(fn, n)
-    anchors: list[Op | Value] = [op for op in fn.body if op.opcode in ANCHORS and
-                                 all(id(r) not in given for r in op.results)]
-    options = {id(op): [s for s in strategies_of(op) if s.kind in CANDIDATE_KINDS]
-               for op in anchors}
+    search = ChoiceSearch(fn, n, module)
+    starts = [search.evaluate(search.construct()), search.evaluate(search.all_batch())]
+    current = search.descend(min(starts, key=lambda c: c.plan.cost.seconds))
+    best = search.complete(current)
+    log.debug("sharding: %d anchors, %d plans priced, best %.3g s per core (%s)",
+              len(search.anchors), len(search.cache), best.plan.cost.seconds,
+              ", ".join(best.strategies[id(op)].name for op in search.anchors))
+    return best
+
+
+def anchors_of(fn: Function, n: int, strategies_of: StrategyTable,
+               given: Mapping[int, Sharding]
+               ) -> tuple[list[Op | Value], dict[int, list[Strategy]]]:
+    """The anchors of `fn` whose results have no given sharding, and each one's candidates:
+    its matrix ops, or its parameters when it has none."""
     if not any(op.opcode in ANCHORS for op in fn.body):
-        anchors = [p for p in fn.params if id(p) not in given]
-        options = {id(p): parameter_options(p, n) for p in anchors}
-    cache: dict[tuple[str, ...], Choice] = {}
-    graph = SearchGraph(fn, strategies_of, n)
-    given_list = graph.to_list(given)
-    # each candidate's own seeds, numbered, in the order `seeds_for` sets them
-    own = {(id(op), id(s)): [(graph.number[k], graph.intern(x))
-                             for k, x in seeds_for([op], {id(op): s}, {}).items()]
-           for op in anchors for s in options[id(op)]}
-    plans: dict[tuple[int, ...], Plan] = {}  # by propagated hints: choices often agree
+        params = [p for p in fn.params if id(p) not in given]
+        return list(params), {id(p): parameter_options(p, n) for p in params}
+    ops = [op for op in fn.body
+           if op.opcode in ANCHORS and all(id(r) not in given for r in op.results)]
+    options = {id(op): [s for s in strategies_of(op) if s.kind in CANDIDATE_KINDS] for op in ops}
+    return list(ops), options
 
-    def evaluate(chosen: dict[int, Strategy]) -> Choice:
-        key = tuple(chosen[id(op)].name if id(op) in chosen else "" for op in anchors)
-        if key not in cache:
-            seeds = list(given_list)  # as seeds_for(anchors, chosen, given), numbered
-            for op in anchors:
-                if id(op) in chosen:
-                    for k, x in own[id(op), id(chosen[id(op)])]:
-                        if seeds[k] == UNKNOWN:
-                            seeds[k] = x
-            hints = tuple(propagate_graph(graph, seeds))
-            if hints not in plans:
-                plans[hints] = plan_graph(graph, list(hints))
-            cache[key] = Choice(dict(chosen), {}, plans[hints])
-        return cache[key]
 
-    def construct() -> dict[int, Strategy]:
+class ChoiceSearch:
+    """The search of one function: its anchors and candidates, the graph every choice is
+    priced on, and the choices priced so far (by the names of their strategies)."""
+
+    def __init__(self, fn: Function, n: int, module: Module | None) -> None:
+        strategies_of = strategy_table(fn, n, module)
+        self.given = given_shardings(fn, n)
+        self.anchors, self.options = anchors_of(fn, n, strategies_of, self.given)
+        self.graph = graph = SearchGraph(fn, strategies_of, n)
+        self.given_list = graph.to_list(self.given)
+        # each candidate's own seeds, numbered, in the order `seeds_for` sets them
+        self.own = {(id(op), id(s)): [(graph.number[k], graph.intern(x))
+                                      for k, x in seeds_for([op], {id(op): s}, {}).items()]
+                    for op in self.anchors for s in self.options[id(op)]}
+        self.cache: dict[tuple[str, ...], Choice] = {}
+        self.plans: dict[tuple[int, ...], Plan] = {}  # by propagated hints: choices often agree
+
+    def evaluate(self, chosen: dict[int, Strategy]) -> Choice:
+        """`chosen` priced (remembered by the names of its strategies)."""
+        key = tuple(chosen[id(op)].name if id(op) in chosen else "" for op in self.anchors)
+        if key not in self.cache:
+            hints = tuple(propagate_graph(self.graph, self.numbered_seeds(chosen)))
+            if hints not in self.plans:
+                self.plans[hints] = plan_graph(self.graph, list(hints))
+            self.cache[key] = Choice(dict(chosen), {}, self.plans[hints])
+        return self.cache[key]
+
+    def numbered_seeds(self, chosen: dict[int, Strategy]) -> list[int]:
+        """`seeds_for(anchors, chosen, given)`, numbered as the graph numbers values."""
+        seeds = list(self.given_list)
+        for op in self.anchors:
+            if id(op) in chosen:
+                for k, x in self.own[id(op), id(chosen[id(op)])]:
+                    if seeds[k] == UNKNOWN:
+                        seeds[k] = x
+        return seeds
+
+    def construct(self) -> dict[int, Strategy]:
         """Anchors in program order, each taking its best candidate while the later ones
         are left to propagation."""
         chosen: dict[int, Strategy] = {}
-        for op in anchors:
+        for op in self.anchors:
             best = None
-            for s in options[id(op)]:
-                trial = evaluate({**chosen, id(op): s})
+            for s in self.options[id(op)]:
+                trial = self.evaluate({**chosen, id(op): s})
                 if best is None or trial.plan.cost.seconds < best[1] * (1 - 1e-9):
                     best = (s, trial.plan.cost.seconds)
             assert best is not None
             chosen[id(op)] = best[0]
         return chosen
 
-    starts = [evaluate(construct()),
-              evaluate({id(op): next((s for s in options[id(op)] if s.kind == "batch"),
-                                     options[id(op)][0]) for op in anchors})]
-    current = min(starts, key=lambda c: c.plan.cost.seconds)
-    for _ in range(MAX_SWEEPS if anchors else 0):
-        improved = False
-        for op in anchors:
-            for s in options[id(op)]:
-                if s is current.strategies[id(op)]:
-                    continue
-                trial = evaluate({**current.strategies, id(op): s})
-                if trial.plan.cost.seconds < current.plan.cost.seconds * (1 - 1e-9):
-                    current, improved = trial, True
-        if not improved:
-            break
-    seeds = seeds_for(anchors, current.strategies, given)
-    hints = propagate_graph(graph, graph.to_list(seeds))
-    best = replace(current, seeds=seeds, plan=plan_graph(graph, hints, record=True))
-    log.debug("sharding: %d anchors, %d plans priced, best %.3g s per core (%s)",
-              len(anchors), len(cache), best.plan.cost.seconds,
-              ", ".join(best.strategies[id(op)].name for op in anchors))
-    return best
+    def all_batch(self) -> dict[int, Strategy]:
+        """Every anchor split by its batch (its first candidate when it has no batch split)."""
+        return {id(op): next((s for s in self.options[id(op)] if s.kind == "batch"),
+                             self.options[id(op)][0]) for op in self.anchors}
+
+    def descend(self, current: Choice) -> Choice:
+        """Coordinate descent from `current`: sweeps over the anchors, each trying its other
+        candidates and keeping a change that lowers the cost, until a sweep changes nothing
+        (at most `MAX_SWEEPS`)."""
+        for _ in range(MAX_SWEEPS if self.anchors else 0):
+            improved = False
+            for op in self.anchors:
+                for s in self.options[id(op)]:
+                    if s is current.strategies[id(op)]:
+                        continue
+                    trial = self.evaluate({**current.strategies, id(op): s})
+                    if trial.plan.cost.seconds < current.plan.cost.seconds * (1 - 1e-9):
+                        current, improved = trial, True
+            if not improved:
+                break
+        return current
+
+    def complete(self, current: Choice) -> Choice:
+        """`current` with its seeds and its plan recorded whole."""
+        seeds = seeds_for(self.anchors, current.strategies, self.given)
+        hints = propagate_graph(self.graph, self.graph.to_list(seeds))
+        return replace(current, seeds=seeds, plan=plan_graph(self.graph, hints, record=True))

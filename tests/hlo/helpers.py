@@ -55,22 +55,30 @@ def assert_close(got: np.ndarray, want: np.ndarray, what: str) -> None:
         np.testing.assert_array_equal(got, want, err_msg=what)
 
 
-def assert_same_tree(a: object, b: object, path: str = "module") -> None:
-    """Two syntax trees are equal field by field (numpy literals by value)."""
+#: What a proto's tree and its text's tree may differ in: positions and written text, and
+#: the metadata a proto keeps elsewhere.
+TREE_SKIP = frozenset({"offset", "opcode_offset", "operands_offset", "raw", "metadata"})
+
+
+def assert_same_tree(a: object, b: object, path: str = "module",
+                     skip: frozenset[str] = frozenset()) -> None:
+    """Two syntax trees are equal field by field (numpy literals by value); fields and
+    dictionary keys named in `skip` are not compared."""
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
         assert type(a) is type(b), f"{path}: {type(a).__name__} vs {type(b).__name__}"
         for f in dataclasses.fields(a):
-            if f.name in ("source", "_starts"):
+            if f.name in ("source", "_starts") or f.name in skip:
                 continue
-            assert_same_tree(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}")
+            assert_same_tree(getattr(a, f.name), getattr(b, f.name), f"{path}.{f.name}", skip)
     elif isinstance(a, list | tuple):
         assert isinstance(b, list | tuple) and len(a) == len(b), f"{path}: {a!r} vs {b!r}"
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            assert_same_tree(x, y, f"{path}[{i}]")
+            assert_same_tree(x, y, f"{path}[{i}]", skip)
     elif isinstance(a, dict):
-        assert a.keys() == b.keys(), f"{path}: keys {list(a)} vs {list(b)}"  # type: ignore
-        for k in a:
-            assert_same_tree(a[k], b[k], f"{path}[{k!r}]")  # type: ignore[index]
+        keys_a, keys_b = set(a) - skip, set(b) - skip  # type: ignore[arg-type]
+        assert keys_a == keys_b, f"{path}: keys {sorted(keys_a)} vs {sorted(keys_b)}"
+        for k in keys_a:
+            assert_same_tree(a[k], b[k], f"{path}[{k!r}]", skip)  # type: ignore[index]
     elif isinstance(a, np.ndarray):
         assert isinstance(b, np.ndarray) and np.array_equal(a, b, equal_nan=True), path
     else:

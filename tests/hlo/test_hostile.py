@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from nxcc.compiler.hlo.parser import MAX_TUPLE_DEPTH
+from nxcc.compiler.hlo.shape_parser import MAX_TUPLE_DEPTH
 from nxcc.ir.limits import MAX_TENSOR_BYTES
 from tests.inprocess import assert_clean_error, run_cli
 

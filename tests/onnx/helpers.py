@@ -3,12 +3,13 @@ frontend + IR interpreter (backend kernels) and compared with onnxruntime."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import onnx
+import pytest
 from onnx import helper, numpy_helper
 
 from nxcc.compiler.onnx import import_onnx
@@ -128,3 +129,52 @@ def compare(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray],
         assert got[name].shape == ref.shape, (name, got[name].shape, ref.shape)
         np.testing.assert_allclose(got[name], ref, rtol=rtol, atol=atol, err_msg=name)
     return module
+
+
+class RandomInputs:
+    """Inputs for test cases from one seeded generator; each test module makes its own, so a
+    case's data does not depend on which other modules are collected."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = np.random.default_rng(seed)
+
+    def f32(self, *shape: int) -> np.ndarray:
+        """Standard normal float32."""
+        return self.rng.standard_normal(shape).astype(np.float32)
+
+    def pos(self, *shape: int) -> np.ndarray:
+        """Positive float32 in [0.5, 1.5)."""
+        return (self.rng.random(shape) + 0.5).astype(np.float32)
+
+    def f16(self, *shape: int) -> np.ndarray:
+        """Standard normal float16."""
+        return self.f32(*shape).astype(np.float16)
+
+
+def i64(values: object) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+def matches_onnxruntime(cases: Sequence[Case]) -> Callable[[Case], None]:
+    """The test that each of `cases` computes what its reference (onnxruntime, or the ONNX
+    reference evaluator) does; assign it to `test_matches_onnxruntime` in a test module."""
+
+    @pytest.mark.parametrize("case", cases, ids=str)
+    def test_matches_onnxruntime(case: Case) -> None:
+        compare(make_model(case), case.inputs, reference=case.reference)
+
+    return test_matches_onnxruntime
+
+
+def without_constant_folding(cases: Sequence[Case]) -> Callable[..., None]:
+    """The same test for those of `cases` with constant inputs, the importer's folding off:
+    nodes whose inputs are all constants are folded, and their converters must work too.
+    Assign it to `test_converters_without_constant_folding` in a test module."""
+
+    @pytest.mark.parametrize("case", [c for c in cases if c.consts or not c.inputs], ids=str)
+    def test_converters_without_constant_folding(case: Case, monkeypatch: pytest.MonkeyPatch
+                                                 ) -> None:
+        monkeypatch.setattr("nxcc.compiler.onnx.importer.fold_ops", lambda *args: {})
+        compare(make_model(case), case.inputs, reference=case.reference)
+
+    return test_converters_without_constant_folding

@@ -14,6 +14,7 @@ from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 import nxcc.driver.onnx_backend as nxcc
+from tests.onnx.helpers import Case, RandomInputs, compare, make_model
 
 DTYPES = {
     "float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,
@@ -85,3 +86,22 @@ def test_elementwise_on_every_numeric_type(op: str, dtype: str) -> None:
     (want,) = ReferenceEvaluator(model).run(None, dict(zip(inputs, feeds, strict=True)))
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+half = RandomInputs()
+f16, f32 = half.f16, half.f32
+
+HALF = [
+    Case("Add", {"x": f16(2, 3), "y": f16(3)}, id="Add-f16"),
+    Case("MatMul", {"a": f16(3, 4), "b": f16(4, 2)}, id="MatMul-f16"),
+    Case("Softmax", {"x": f16(2, 5)}, opset=13, id="Softmax-f16"),
+    Case("LayerNormalization", {"x": f16(2, 8)}, consts={"s": f16(8), "b": f16(8)},
+         id="LayerNorm-f16-stash"),
+    Case("ReduceSum", {"x": f16(2, 8)}, opset=13, id="ReduceSum-f16"),
+    Case("Cast", {"x": f32(4)}, {"to": 10}, id="Cast-f16"),
+]
+
+
+@pytest.mark.parametrize("case", HALF, ids=str)
+def test_float16_matches_onnxruntime(case: Case) -> None:
+    compare(make_model(case), case.inputs, rtol=2e-3, atol=2e-3)

@@ -17,7 +17,8 @@ from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-PROGRAMS = ("megatron_mlp", "row_sum", "contraction_matmul")
+PROGRAMS = ("megatron_mlp", "row_sum", "contraction_matmul", "attention_qkv", "dp_train_step",
+            "fsdp_train_step")
 
 
 @pytest.fixture(autouse=True)

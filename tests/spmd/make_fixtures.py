@@ -1,7 +1,7 @@
 """Regenerates the SPMD fixtures with JAX on 8 simulated CPU devices (JAX is never needed by
 the tests).
 
-    /work/jaxenv/bin/python tests/spmd/make_fixtures.py
+    /work/jaxvenv/bin/python tests/spmd/make_fixtures.py
 
 For each program NAME below it writes, into tests/spmd/fixtures/:
 
@@ -51,7 +51,39 @@ def programs() -> dict:
     def contraction_matmul(a, b):
         return a @ b
 
+    def attention(x, wqkv, wo):
+        # fused QKV weight split by columns over tp: heads end up split four ways
+        b, s, d = x.shape
+        heads = 4
+        qkv = (x @ wqkv).reshape(b, s, 3, heads, d // heads)
+        q, k, v = qkv[:, :, 0], qkv[:, :, 1], qkv[:, :, 2]
+        scores = jnp.einsum("bqhd,bkhd->bhqk", q, k) / np.sqrt(d // heads)
+        probs = jax.nn.softmax(scores, axis=-1)
+        ctx = jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(b, s, d)
+        return ctx @ wo
+
+    def mlp_loss(params, x, y):
+        w1, w2 = params
+        h = jnp.tanh(x @ w1)
+        return jnp.mean((h @ w2 - y) ** 2)
+
+    def train_step(w1, w2, x, y):
+        # one SGD step; data parallel or FSDP depending on the shardings given
+        loss, (g1, g2) = jax.value_and_grad(mlp_loss)((w1, w2), x, y)
+        return w1 - 0.1 * g1, w2 - 0.1 * g2, loss
+
     return {
+        "dp_train_step": (train_step, (8,), ("dp",),
+                          (P(), P(), P("dp", None), P("dp", None)), (P(), P(), P()),
+                          (f32(16, 32) * 0.3, f32(32, 8) * 0.3, f32(16, 16), f32(16, 8))),
+        "fsdp_train_step": (train_step, (8,), ("dp",),
+                            (P("dp", None), P("dp", None), P("dp", None), P("dp", None)),
+                            (P("dp", None), P("dp", None), P()),
+                            (f32(16, 32) * 0.3, f32(32, 8) * 0.3, f32(16, 16), f32(16, 8))),
+        "attention_qkv": (attention, (2, 4), ("dp", "tp"),
+                          (P("dp", None, None), P(None, "tp"), P("tp", None)),
+                          P("dp", None, None),
+                          (f32(4, 8, 32), f32(32, 96) * 0.2, f32(32, 32) * 0.2)),
         "megatron_mlp": (megatron_mlp, (2, 4), ("dp", "tp"),
                          (P("dp", None), P(None, "tp"), P("tp"), P("tp", None), P(None)),
                          P("dp", None),
@@ -79,8 +111,11 @@ def main() -> None:
     for name, (f, mesh_shape, axes, in_specs, out_spec, args) in programs().items():
         mesh = Mesh(devices.reshape(mesh_shape), axes)
         in_shardings = tuple(NamedSharding(mesh, s) for s in in_specs)
-        out_sharding = NamedSharding(mesh, out_spec)
-        jitted = jax.jit(f, in_shardings=in_shardings, out_shardings=out_sharding)
+        out_specs = out_spec if isinstance(out_spec, tuple) else (out_spec,)
+        out_shardings = tuple(NamedSharding(mesh, s) for s in out_specs)
+        jitted = jax.jit(f, in_shardings=in_shardings,
+                         out_shardings=out_shardings if isinstance(out_spec, tuple)
+                         else out_shardings[0])
         lowered = jitted.lower(*args)
         compiled = lowered.compile()
         (OUT / f"{name}.lowered.hlo").write_text(lowered.as_text(dialect="hlo"))
@@ -94,7 +129,8 @@ def main() -> None:
         meta = {"mesh": dict(zip(axes, mesh_shape, strict=True)),
                 "input_shardings": [hlo_text(s, a.ndim)
                                     for s, a in zip(in_shardings, args, strict=True)],
-                "output_shardings": [hlo_text(out_sharding, np.ndim(o)) for o in outs]}
+                "output_shardings": [hlo_text(s, np.ndim(o))
+                                     for s, o in zip(out_shardings, outs, strict=True)]}
         (OUT / f"{name}.json").write_text(json.dumps(meta, indent=1) + "\n")
         print(f"wrote {name}: {len(args)} inputs, {len(outs)} outputs")
 

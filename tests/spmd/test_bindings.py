@@ -139,3 +139,17 @@ def test_spmd_ranks_take_a_free_aligned_group(spmd_neffs: dict[str, Path],
     (b,) = world.bindings
     assert sorted(b.routes[0].cores) == list(range(8, 16))
     assert_ring_adjacent(b.routes[0].cores)
+
+
+def test_hops_between_instances_are_efa() -> None:
+    """16 ranks on two simulated trn1.32xlarge (8 each): one ring per group, leaving each
+    instance once; an all-reduce over both is hierarchical, one inside each is a ring."""
+    placement = Placement(TRN1, 1, tuple(range(8)) * 2, (0,) * 8 + (1,) * 8)
+    whole = bind("all_reduce", [], [], 64, placement)
+    assert whole.algorithm == "hierarchical" and whole.steps == 2 * 7 + 1
+    (route,) = whole.routes
+    assert [route.link(i) for i in range(16)].count("efa") == 2
+    assert route.link(7) == "efa" and route.link(15) == "efa"
+    inside = bind("all_gather", [list(range(8)), list(range(8, 16))], [], 64, placement)
+    assert inside.algorithm == "ring"
+    assert all(r.link(i) == "neuronlink" for r in inside.routes for i in range(8))

@@ -34,6 +34,10 @@ ENTRY main {
     ("mesh['axis_0'=2,'axis_1'=4] {'axis_1'}", ((0, 1, 2, 3), (4, 5, 6, 7))),
     ("mesh['axis_0'=2,'axis_1'=4] {'axis_0'}", ((0, 4), (1, 5), (2, 6), (3, 7))),
     ("mesh['x'=8] {'x':(1)2}", ((0, 4), (1, 5), (2, 6), (3, 7))),
+    ("mesh['axis_0'=1,'axis_1'=4,'axis_2'=2], device_ids=([2,4]T(1,0)) {'axis_1'}",
+     ((0, 1, 2, 3), (4, 5, 6, 7))),
+    ("mesh['axis_0'=1,'axis_1'=4,'axis_2'=2], device_ids=([2,4]T(1,0)) {'axis_2'}",
+     ((0, 4), (1, 5), (2, 6), (3, 7))),
 ])
 def test_newer_mesh_replica_groups(text: str, groups: tuple) -> None:
     assert parse_attribute("replica_groups", text).groups == groups

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.core import Module, Op
+from nxcc.ir.registry import OpTable
 from nxcc.ir.sharding import Sharding
 
 R = Sharding.replicated()
@@ -46,20 +47,21 @@ class Strategy:
 
 #: rule(op, n, module) -> strategies, "replicate" first.
 Rule = Callable[[Op, int, Module | None], list[Strategy]]
-RULES: dict[str, Rule] = {}
 
 
-def rule(*opcodes: str) -> Callable[[Rule], Rule]:
-    """Register the decorated function as the sharding rule of `opcodes`."""
+def _load() -> None:
+    from nxcc.passes.sharding.rules import (  # noqa: F401  (importing registers the rules)
+        elementwise,
+        linalg,
+        reduction,
+        replicate_only,
+        shape,
+    )
 
-    def register(fn: Rule) -> Rule:
-        for name in opcodes:
-            if name in RULES:
-                raise ValueError(f"sharding rule for {name} registered twice")
-            RULES[name] = fn
-        return fn
 
-    return register
+#: op definition -> its sharding rule; ``@rule(ops.dot_general)`` registers one.
+RULES: OpTable[Rule] = OpTable("sharding rule", load=_load)
+rule = RULES.register
 
 
 def replicate(op: Op) -> Strategy:
@@ -81,20 +83,9 @@ def partial(rank: int, n: int, reduction: str = "sum") -> Sharding:
     return Sharding.partial(rank, n, reduction)
 
 
-def _load() -> None:
-    from nxcc.passes.sharding.rules import (  # noqa: F401  (importing registers the rules)
-        elementwise,
-        linalg,
-        reduction,
-        replicate_only,
-        shape,
-    )
-
-
 def strategies(op: Op, n: int, module: Module | None = None) -> list[Strategy]:
     """Every strategy of `op` on `n` devices, "replicate" first. `module` lets rules look at
     the computations an op calls (a reduce's reducer); without it they assume the worst."""
-    _load()
     fn = RULES.get(op.opcode)
     if fn is None or n == 1:
         return [replicate(op)]
@@ -104,6 +95,5 @@ def strategies(op: Op, n: int, module: Module | None = None) -> list[Strategy]:
 
 
 def covered_opcodes() -> set[str]:
-    """The opcodes that have a rule (every core op: a test checks)."""
-    _load()
-    return set(RULES)
+    """The names of the ops that have a rule (every core op: a test checks)."""
+    return {opdef.name for opdef in RULES}

@@ -9,12 +9,13 @@
 
 from __future__ import annotations
 
+from nxcc.ir import ops
 from nxcc.ir.core import Module, Op
-from nxcc.ir.ops.elementwise import BINARY_OPS, UNARY_OPS
+from nxcc.ir.opdef import all_opdefs
 from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
 
-ELEMENTWISE = (*UNARY_OPS, *BINARY_OPS, "is_finite", "compare", "select", "clamp", "convert",
-               "copy")
+#: every op whose definition says `elementwise=True` has this rule.
+ELEMENTWISE = tuple(opdef for opdef in all_opdefs() if opdef.elementwise)
 
 
 @rule(*ELEMENTWISE)
@@ -36,17 +37,18 @@ def _linear(op: Op, n: int) -> list[Strategy]:
     """The partial-sum passthroughs of `op`."""
     rank = op.results[0].type.rank
     p = partial(rank, n)
-    code = op.opcode
+    code = op.opdef
     if not op.results[0].type.dtype.is_float:
         return []
-    if code in ("negate", "copy") or (code == "convert" and op.operands[0].type.dtype.is_float):
+    if code in (ops.negate, ops.copy) or (code is ops.convert
+                                         and op.operands[0].type.dtype.is_float):
         return [Strategy("partial", "partial", (p,), (p,))]
-    if code in ("add", "subtract"):
+    if code in (ops.add, ops.subtract):
         return [Strategy("partial", "partial", (p, p), (p,))]
-    if code == "multiply":
+    if code is ops.multiply:
         return [Strategy("partial lhs", "partial", (p, R), (p,)),
                 Strategy("partial rhs", "partial", (R, p), (p,))]
-    if code == "divide":
+    if code is ops.divide:
         return [Strategy("partial", "partial", (p, R), (p,))]
     return []
 

@@ -17,11 +17,12 @@ convolution:
 
 from __future__ import annotations
 
+from nxcc.ir import ops
 from nxcc.ir.core import Module, Op
 from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
 
 
-@rule("dot_general")
+@rule(ops.dot_general)
 def dot_general(op: Op, n: int, module: Module | None) -> list[Strategy]:
     lhs, rhs = (v.type for v in op.operands)
     res = op.results[0].type
@@ -56,7 +57,7 @@ def dot_general(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out
 
 
-@rule("convolution")
+@rule(ops.convolution)
 def convolution(op: Op, n: int, module: Module | None) -> list[Strategy]:
     lhs, rhs = (v.type for v in op.operands)
     res = op.results[0].type

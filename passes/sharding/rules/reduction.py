@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense, Symbol
 from nxcc.ir.core import Module, Op
 from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
 
 #: binary op of a reducer -> the pending reduction of a partial value it leaves.
-REDUCTION_OF = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
-                "and": "and", "or": "or"}
+REDUCTION_OF = {ops.add: "sum", ops.multiply: "prod", ops.maximum: "max", ops.minimum: "min",
+                ops.and_: "and", ops.or_: "or"}
 
 
 def reducer_kind(module: Module | None, sym: Symbol, dtype) -> str | None:
@@ -34,7 +35,7 @@ def reducer_kind(module: Module | None, sym: Symbol, dtype) -> str | None:
     if fn.results[0] is not op.results[0] or {id(v) for v in op.operands} != \
             {id(p) for p in fn.params}:
         return None
-    kind = REDUCTION_OF.get(op.opcode)
+    kind = REDUCTION_OF.get(op.opdef)
     if kind in ("and", "or") and not dtype.is_pred:
         return None
     return kind
@@ -65,7 +66,7 @@ def is_identity(value: Op | None, kind: str) -> bool:
     return int(x) == (info.min if kind == "max" else info.max)
 
 
-@rule("reduce")
+@rule(ops.reduce)
 def reduce(op: Op, n: int, module: Module | None) -> list[Strategy]:
     k = len(op.operands) // 2
     src = op.operands[0].type
@@ -102,7 +103,7 @@ def _window_free(attrs, d: int, with_dilations: bool = True) -> bool:
     return ok
 
 
-@rule("reduce_window")
+@rule(ops.reduce_window)
 def reduce_window(op: Op, n: int, module: Module | None) -> list[Strategy]:
     k = len(op.operands) // 2
     src = op.operands[0].type
@@ -114,7 +115,7 @@ def reduce_window(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out
 
 
-@rule("select_and_scatter")
+@rule(ops.select_and_scatter)
 def select_and_scatter(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src = op.operands[0].type
     out = [replicate(op)]
@@ -125,7 +126,7 @@ def select_and_scatter(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out
 
 
-@rule("sort")
+@rule(ops.sort)
 def sort(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src = op.operands[0].type
     out = [replicate(op)]

@@ -5,17 +5,21 @@ the whole result. Correct for any op, and the documented choice for:
 - call, while, conditional: their computations run whole on every device;
 - partition_id, replica_id: per-device values, never split;
 - the collectives already in a program (all_reduce, all_gather, reduce_scatter,
-  all_to_all, collective_permute): they keep their own replica groups.
+  all_to_all, collective_permute) and point-to-point transfers (send, recv and their done
+  halves): they keep their own replica groups and pairs.
 """
 
 from __future__ import annotations
 
+from nxcc.ir import ops
 from nxcc.ir.core import Module, Op
 from nxcc.passes.sharding.rules import Strategy, replicate, rule
 
-REPLICATE_ONLY = ("gather", "scatter", "call", "while", "conditional", "partition_id",
-                  "replica_id", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                  "collective_permute")
+REPLICATE_ONLY = (ops.gather, ops.scatter, ops.call, ops.while_, ops.conditional,
+                  ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather,
+                  ops.reduce_scatter, ops.all_to_all, ops.collective_permute, ops.send,
+                  ops.send_done, ops.recv, ops.recv_done, ops.all_reduce_start,
+                  ops.all_reduce_done)
 
 
 @rule(*REPLICATE_ONLY)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 
+from nxcc.ir import ops
 from nxcc.ir.core import Module, Op
 from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
 
@@ -35,11 +36,11 @@ def _passthrough(op: Op, n: int) -> list[Strategy]:
     t = op.results[0].type
     if not t.dtype.is_float:
         return []
-    ops = tuple(partial(v.type.rank, n) for v in op.operands)
-    return [Strategy("partial", "partial", ops, (partial(t.rank, n),))]
+    operands = tuple(partial(v.type.rank, n) for v in op.operands)
+    return [Strategy("partial", "partial", operands, (partial(t.rank, n),))]
 
 
-@rule("broadcast_in_dim")
+@rule(ops.broadcast_in_dim)
 def broadcast_in_dim(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
     dims = op.attrs["broadcast_dimensions"]
@@ -55,7 +56,7 @@ def broadcast_in_dim(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out + _passthrough(op, n)
 
 
-@rule("reshape")
+@rule(ops.reshape)
 def reshape(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
     out = [replicate(op)]
@@ -73,7 +74,7 @@ def reshape(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out + _passthrough(op, n)
 
 
-@rule("transpose")
+@rule(ops.transpose)
 def transpose(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
     perm = op.attrs["permutation"]
@@ -85,7 +86,7 @@ def transpose(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out + _passthrough(op, n)
 
 
-@rule("slice")
+@rule(ops.slice)
 def slice_(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
     start, limit, strides = (op.attrs[k] for k in ("start_indices", "limit_indices", "strides"))
@@ -101,7 +102,7 @@ def slice_(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out + _passthrough(op, n)
 
 
-@rule("pad")
+@rule(ops.pad)
 def pad(op: Op, n: int, module: Module | None) -> list[Strategy]:
     res = op.results[0].type
     lo, hi, interior = (op.attrs[k] for k in ("low", "high", "interior"))
@@ -113,7 +114,7 @@ def pad(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out
 
 
-@rule("concatenate")
+@rule(ops.concatenate)
 def concatenate(op: Op, n: int, module: Module | None) -> list[Strategy]:
     res = op.results[0].type
     out = [replicate(op)]
@@ -124,7 +125,7 @@ def concatenate(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out + _passthrough(op, n)
 
 
-@rule("reverse")
+@rule(ops.reverse)
 def reverse(op: Op, n: int, module: Module | None) -> list[Strategy]:
     res = op.results[0].type
     out = [replicate(op)]
@@ -136,7 +137,7 @@ def reverse(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out + _passthrough(op, n)
 
 
-@rule("iota")
+@rule(ops.iota)
 def iota(op: Op, n: int, module: Module | None) -> list[Strategy]:
     res = op.results[0].type
     out = [replicate(op)]
@@ -148,13 +149,13 @@ def iota(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out
 
 
-@rule("constant")
+@rule(ops.constant)
 def constant(op: Op, n: int, module: Module | None) -> list[Strategy]:
     """A constant is whole in the program; each user takes its block at compile time."""
     return [replicate(op)]
 
 
-@rule("bitcast_convert")
+@rule(ops.bitcast_convert)
 def bitcast_convert(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
     out = [replicate(op)]
@@ -165,7 +166,7 @@ def bitcast_convert(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out
 
 
-@rule("dynamic_slice")
+@rule(ops.dynamic_slice)
 def dynamic_slice(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
     sizes = op.attrs["slice_sizes"]
@@ -179,7 +180,7 @@ def dynamic_slice(op: Op, n: int, module: Module | None) -> list[Strategy]:
     return out
 
 
-@rule("dynamic_update_slice")
+@rule(ops.dynamic_update_slice)
 def dynamic_update_slice(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, upd = op.operands[0].type, op.operands[1].type
     out = [replicate(op)]

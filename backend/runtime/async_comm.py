@@ -1,0 +1,95 @@
+"""Each rank's communication on its own thread, so an all_reduce_start overlaps compute.
+
+The Neuron hardware runs collectives on dedicated engines beside the compute engines; here
+each rank gets one communication thread (`AsyncEndpoint`, wrapping the rank's endpoint of any
+transport). Every collective and transfer of the rank runs on that thread, in program order
+(so all ranks still meet their collectives in the same order):
+
+- `all_reduce_start` copies its operands, queues the all_reduce and returns at once with a
+  context (u32[]) naming it; the compute thread goes on with what follows;
+- `all_reduce_done` waits for the all_reduce its context names and gives its results;
+- any other collective or transfer is queued and waited for (it is synchronous).
+
+A failure on the communication thread surfaces at the op that waits for it.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Protocol
+
+import numpy as np
+
+from nxcc.ir.attributes import AttrValue
+
+
+class Endpoint(Protocol):
+    rank: int
+
+    def collective(self, opcode: str, args: Sequence[np.ndarray],
+                   attrs: Mapping[str, AttrValue]) -> list[np.ndarray]: ...
+
+
+class AsyncEndpoint:
+    """`inner`'s collectives, run on this rank's own communication thread."""
+
+    def __init__(self, inner: Endpoint, name: str = "nxcc-comm") -> None:
+        self.inner = inner
+        self.rank = inner.rank
+        self.name = name
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._started: dict[int, Future] = {}
+        self._next = 0
+
+    def _submit(self, work: Callable[[], list[np.ndarray]]) -> Future:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=_serve, args=(self._queue,),
+                                                name=self.name, daemon=True)
+                self._thread.start()
+                # the thread ends when the endpoint (its model) is gone
+                weakref.finalize(self, self._queue.put, None)
+        future: Future = Future()
+        self._queue.put((work, future))
+        return future
+
+    def collective(self, opcode: str, args: Sequence[np.ndarray],
+                   attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
+        inner = self.inner
+        if opcode == "all_reduce_start":
+            copies = [np.array(a, copy=True) for a in args]
+            future = self._submit(lambda: inner.collective("all_reduce", copies, attrs))
+            with self._lock:
+                handle, self._next = self._next, (self._next + 1) % (1 << 32)
+                self._started[handle] = future
+            return [np.array(handle, np.uint32)]
+        if opcode == "all_reduce_done":
+            with self._lock:
+                future = self._started.pop(int(args[0]))
+            return future.result()
+        return self._submit(lambda: inner.collective(opcode, args, attrs)).result()
+
+    def reset(self) -> None:
+        """Forget the starts of an execution that failed before their dones."""
+        with self._lock:
+            self._started.clear()
+
+
+def _serve(jobs: queue.SimpleQueue) -> None:
+    """The communication thread: run each queued job, hand its outcome to its future; stop
+    at None."""
+    while True:
+        job = jobs.get()
+        if job is None:
+            return
+        work, future = job
+        try:
+            future.set_result(work())
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting op
+            future.set_exception(exc)

@@ -1,0 +1,150 @@
+"""Point-to-point channels between ranks: in one process (queues) or across processes (MPI).
+
+A rank sends a message to one other rank and receives one from one other rank; messages
+between one pair of ranks on one stream arrive in the order they were sent (stream 0 carries
+the collectives, stream 1 + c the point-to-point transfers of channel c). `send` never
+blocks; `recv` waits for the next message from `src` to `dst` until the deadline, then
+raises `RankLost` naming the rank that sent nothing (a rank that died, exited early or
+hangs), so a job never hangs on a lost peer. `abort()` makes every waiting and later `recv`
+of this process fail at once (a local rank failed; see `multicore.run_cores`).
+
+- `LocalChannels`: every rank in this process (threads); a queue per (stream, src, dst).
+- `MpiChannels`: ranks spread over the processes of an MPI job in blocks (process p holds
+  ranks p*L .. p*L+L-1). Pairs within this process use queues; other pairs MPI's
+  non-blocking send and a matched probe-and-receive of pickled messages (mpi4py), tagged by
+  the pair, so the per-pair order is MPI's non-overtaking order. A message is serialised when
+  sent: the sender may reuse its buffers at once.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from nxcc.backend.runtime.executor import ExecutionError
+
+#: How often a waiting receive looks again (seconds), at most.
+POLL = 0.002
+
+
+class RankLost(ExecutionError):
+    """A peer rank sent nothing before the deadline (it died, exited early or hangs)."""
+
+
+class ChannelsAborted(ExecutionError):
+    """This process's job was aborted (a local rank failed) while a rank was waiting."""
+
+
+class LocalChannels:
+    """Channels between the ranks of this process (see the module docstring)."""
+
+    def __init__(self, timeout: float, also_aborted: Callable[[], bool] = lambda: False
+                 ) -> None:
+        """`also_aborted()` true makes waiting receives fail too (the barrier of the
+        in-process communicator was broken)."""
+        self.timeout = timeout
+        self.also_aborted = also_aborted
+        self._queues: dict[tuple[int, int], queue.SimpleQueue] = {}
+        self._lock = threading.Lock()
+        self._aborted = threading.Event()
+
+    def _queue(self, src: int, dst: int, stream: int) -> queue.SimpleQueue:
+        with self._lock:
+            q = self._queues.get((stream, src, dst))
+            if q is None:
+                q = self._queues[(stream, src, dst)] = queue.SimpleQueue()
+            return q
+
+    def send(self, src: int, dst: int, message: object, stream: int = 0) -> None:
+        self._queue(src, dst, stream).put(message)
+
+    def recv(self, src: int, dst: int, stream: int = 0) -> object:
+        q = self._queue(src, dst, stream)
+        deadline = time.monotonic() + self.timeout
+        while True:
+            if self._aborted.is_set() or self.also_aborted():
+                raise ChannelsAborted(f"rank {dst}: the job was aborted while it waited for "
+                                      f"rank {src}")
+            try:
+                return q.get(timeout=min(0.05, max(deadline - time.monotonic(), 0.0)))
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    raise RankLost(f"rank {src} was lost: rank {dst} received nothing from "
+                                   f"it in {self.timeout:g} s") from None
+
+    def abort(self) -> None:
+        self._aborted.set()
+
+    def reset(self) -> None:
+        """Ready for a new execution: no abort, no stale message."""
+        self._aborted.clear()
+        with self._lock:
+            self._queues.clear()
+
+    def finish(self) -> None:
+        """Called when a local rank completed its program (nothing to release here)."""
+
+
+class MpiChannels(LocalChannels):
+    """Channels between the ranks of an MPI job (see the module docstring)."""
+
+    def __init__(self, comm: Any, world_size: int, local_ranks: Sequence[int],
+                 timeout: float) -> None:
+        super().__init__(timeout)
+        self.comm = comm
+        self.world_size = world_size
+        self.local = frozenset(local_ranks)
+        self.per_process = len(local_ranks)
+        self._mpi_lock = threading.Lock()
+        self._pending: list[Any] = []
+
+    def process_of(self, rank: int) -> int:
+        return rank // self.per_process
+
+    def _tag(self, src: int, dst: int, stream: int) -> int:
+        return (stream * self.world_size + src) * self.world_size + dst
+
+    def send(self, src: int, dst: int, message: object, stream: int = 0) -> None:
+        if dst in self.local:
+            super().send(src, dst, message, stream)
+            return
+        with self._mpi_lock:
+            self._pending.append(self.comm.isend(message, dest=self.process_of(dst),
+                                                 tag=self._tag(src, dst, stream)))
+
+    def recv(self, src: int, dst: int, stream: int = 0) -> object:
+        if src in self.local:
+            return super().recv(src, dst, stream)
+        source, tag = self.process_of(src), self._tag(src, dst, stream)
+        deadline = time.monotonic() + self.timeout
+        wait = 0.0001
+        while True:
+            try:
+                with self._mpi_lock:
+                    found = self.comm.improbe(source=source, tag=tag)
+                    if found is not None:
+                        return found.recv()
+            except Exception as exc:  # noqa: BLE001 - mpi4py's MPI.Exception, without importing it
+                raise RankLost(f"rank {src} (process {source}) was lost: {exc}") from None
+            if self._aborted.is_set():
+                raise ChannelsAborted(f"rank {dst}: the job was aborted while it waited for "
+                                      f"rank {src}")
+            if time.monotonic() >= deadline:
+                raise RankLost(f"rank {src} (process {source}) was lost: rank {dst} received "
+                               f"nothing from it in {self.timeout:g} s")
+            time.sleep(wait)
+            wait = min(wait * 2, POLL)
+
+    def complete_sends(self) -> None:
+        """Wait until every message this process sent has left (before its buffers go)."""
+        with self._mpi_lock:
+            pending, self._pending = self._pending, []
+        for request in pending:
+            request.wait()
+
+    def reset(self) -> None:
+        self.complete_sends()
+        super().reset()

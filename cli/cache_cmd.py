@@ -1,0 +1,74 @@
+"""`neuronx-cc cache list|stats|clean`: the compile cache's entries, totals, and removal."""
+
+from __future__ import annotations
+
+import datetime
+import json
+
+import click
+
+from nxcc.cli.errors import user_errors
+from nxcc.driver.cache import CompileCache, cache_root
+
+CACHE_DIR = click.option("--cache-dir", help="Cache root (default: NEURON_COMPILE_CACHE_URL, "
+                         "else /var/tmp/neuron-compile-cache).")
+ALL_VERSIONS = click.option("--all-versions", is_flag=True,
+                            help="Every compiler version's entries, not only this one's.")
+
+
+@click.group("cache")
+def cache_cmd() -> None:
+    """Inspect or clean the compile cache."""
+
+
+def _describe(entry) -> dict:  # type: ignore[no-untyped-def]
+    meta = entry.meta
+    return {"entry": entry.name, "version": meta.get("compiler_version"),
+            "status": meta.get("status"), "error_code": meta.get("error_code"),
+            "neff_bytes": meta.get("neff_bytes"), "bytes": entry.size(),
+            "created": meta.get("created"), "path": entry.path}
+
+
+@cache_cmd.command("list")
+@CACHE_DIR
+@ALL_VERSIONS
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON list.")
+@user_errors
+def cache_list(cache_dir: str | None, all_versions: bool, as_json: bool) -> None:
+    """One line per entry: name, status, size, when it was written."""
+    cache = CompileCache(cache_root(cache_dir))
+    rows = [_describe(e) for e in cache.entries(all_versions)]
+    if as_json:
+        click.echo(json.dumps(rows, indent=1))
+        return
+    for r in rows:
+        when = datetime.datetime.fromtimestamp(r["created"] or 0).strftime("%Y-%m-%d %H:%M:%S")
+        status = "ok" if r["status"] == "ok" else f"failed {r['error_code']}"
+        click.echo(f"{r['entry']}  {status:<18} {r['bytes']:>10} B  {when}  {r['version']}")
+
+
+@cache_cmd.command("stats")
+@CACHE_DIR
+@ALL_VERSIONS
+@user_errors
+def cache_stats(cache_dir: str | None, all_versions: bool) -> None:
+    """Where the cache is, how many entries (compiled, failed) and their size."""
+    cache = CompileCache(cache_root(cache_dir))
+    entries = cache.entries(all_versions)
+    failed = sum(1 for e in entries if e.failed)
+    click.echo(f"cache: {cache.root}")
+    click.echo(f"version dir: {cache.version_dir}")
+    click.echo(f"entries: {len(entries)} ({len(entries) - failed} compiled, {failed} failed)")
+    click.echo(f"bytes: {sum(e.size() for e in entries)}")
+
+
+@cache_cmd.command("clean")
+@CACHE_DIR
+@ALL_VERSIONS
+@click.option("--failed-only", is_flag=True, help="Remove only remembered failures.")
+@user_errors
+def cache_clean(cache_dir: str | None, all_versions: bool, failed_only: bool) -> None:
+    """Remove entries (and what killed compiles left behind)."""
+    cache = CompileCache(cache_root(cache_dir))
+    count, freed = cache.clean(failed_only=failed_only, all_versions=all_versions)
+    click.echo(f"removed {count} entries, {freed} bytes")

@@ -1,0 +1,137 @@
+"""Compiling through the compile cache.
+
+`compile_cached(path, options, cache)`: look the compile up; on a hit copy the NEFF out (or
+raise the remembered error); on a miss take the entry's lock (waiting while another process
+compiles the same key, then reusing its entry), compile into a staging directory, publish
+it and copy the NEFF out. The hit path reads the file's bytes and two small JSON files: it
+imports no frontend, pass or numpy (`driver.compile` is imported on a miss only).
+
+Compiles that print IR (`--print-ir-after`) or keep their steps (`SaveTemps`) bypass the
+cache: they are asked for their side effects.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from nxcc.driver.cache import CacheKey, CompileCache, make_key
+from nxcc.driver.cache.store import NEFF
+from nxcc.driver.errors import CompileError
+from nxcc.driver.frontends import choose_framework
+from nxcc.driver.options import CompileOptions
+from nxcc.driver.output import write_bytes_atomically
+
+log = logging.getLogger("nxcc.compiler")
+
+HIT, MISS, WAITED, BYPASS = "hit", "miss", "waited", "bypass"
+
+
+@dataclass(frozen=True)
+class CachedCompile:
+    """What happened: `status` (hit, miss, waited: another process compiled it, bypass:
+    the cache was off or not applicable), the entry's name, the seconds spent."""
+
+    status: str
+    entry: str | None
+    seconds: float
+
+
+def compile_key(path: str, options: CompileOptions) -> CacheKey:
+    """The cache key of compiling `path` with `options` (NCC_EARG001 if unreadable)."""
+    if not os.path.isfile(path):
+        raise CompileError("NCC_EARG001", f"model file {path!r} does not exist")
+    framework, _ = choose_framework(path, options.framework)
+    name = os.path.splitext(os.path.basename(path))[0]
+    flags = {**options.output_flags(), "framework": framework, "name": name}
+    try:
+        return make_key(path, flags)
+    except OSError as exc:
+        raise CompileError("NCC_EARG001", f"cannot read model file {path!r}: "
+                           f"{exc.strerror or exc}") from None
+
+
+def compile_cached(path: str, options: CompileOptions, cache: CompileCache | None,
+                   emit: Callable[[str], None] = print,
+                   progress: Callable[[str], None] | None = None) -> CachedCompile:
+    """Compile `path` to `options.output` through `cache` (None: no cache)."""
+    start = time.perf_counter()
+    if cache is None or options.print_ir_after or options.save_temps:
+        _compile(path, options, emit, progress)
+        return CachedCompile(BYPASS, None, time.perf_counter() - start)
+    key = compile_key(path, options)
+    if _use_entry(cache, key, options.output):
+        log.info("compile cache hit: %s", key.entry)
+        return CachedCompile(HIT, key.entry, time.perf_counter() - start)
+
+    def waiting() -> None:
+        log.info("waiting for another process compiling %s", key.entry)
+        if progress is not None:
+            progress("waiting for the compile cache")
+
+    with cache.locked(key, on_wait=waiting):
+        if _use_entry(cache, key, options.output):
+            log.info("compile cache hit after waiting: %s", key.entry)
+            return CachedCompile(WAITED, key.entry, time.perf_counter() - start)
+        log.info("compile cache miss: compiling %s", key.entry)
+        _compile_into_cache(path, options, cache, key, emit, progress)
+    if not _use_entry(cache, key, options.output):
+        raise CompileError("NCC_EARG001", f"compile cache entry {key.entry} vanished after "
+                           "being written (is another process cleaning the cache?)")
+    return CachedCompile(MISS, key.entry, time.perf_counter() - start)
+
+
+def _compile(path: str, options: CompileOptions, emit: Callable[[str], None],
+             progress: Callable[[str], None] | None) -> None:
+    from nxcc.driver.compile import compile_model
+
+    compile_model(path, options, emit, progress)
+
+
+def _use_entry(cache: CompileCache, key: CacheKey, output: str) -> bool:
+    """Copy the entry's NEFF to `output` (True), raise its remembered error, or False when
+    there is no usable entry (a damaged one is ignored: the compile replaces it)."""
+    entry = cache.lookup(key)
+    if entry is None:
+        return False
+    if entry.failed:
+        log.info("compile cache: %s failed before; not compiling again", key.entry)
+        raise entry.error()
+    data = entry.neff_bytes()
+    if data is None:
+        log.warning("compile cache entry %s is damaged; compiling again", key.entry)
+        return False
+    try:
+        write_bytes_atomically(output, data)
+    except OSError as exc:
+        raise CompileError("NCC_EARG001", f"cannot write {output!r}: "
+                           f"{exc.strerror or exc}") from None
+    return True
+
+
+def _compile_into_cache(path: str, options: CompileOptions, cache: CompileCache,
+                        key: CacheKey, emit: Callable[[str], None],
+                        progress: Callable[[str], None] | None) -> None:
+    """Compile into a staging directory and publish it, a failure included."""
+    with cache.staging(key) as staged:
+        neff = os.path.join(staged, NEFF)
+        shutil.copyfile(path, os.path.join(staged, "model" + os.path.splitext(path)[1]))
+        try:
+            _compile(path, replace(options, output=neff), emit, progress)
+        except CompileError as exc:
+            if exc.code == "NCC_EARG001":
+                raise  # the command line or the build, not the module: not remembered
+            with open(os.path.join(staged, "error.json"), "w", encoding="utf-8") as f:
+                json.dump({"code": exc.code, "message": exc.args[0]}, f)
+            cache.publish(key, staged, {"status": "failed", "error_code": exc.code})
+            raise
+        with open(neff, "rb") as f:
+            data = f.read()
+        cache.publish(key, staged, {"status": "ok", "neff_bytes": len(data),
+                                    "neff_sha256": hashlib.sha256(data).hexdigest()})

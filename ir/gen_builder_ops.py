@@ -1,0 +1,199 @@
+"""Generates, from the op definitions, the two files that list every op statically:
+
+- `ir/ops/__init__.py`: the `nxcc.ir.ops` namespace (``ops.erf``...), importing each
+  definition from the module that defines it;
+- `ir/builder_ops.py`: one typed `Builder` method per op, taking the operands positionally
+  and the attributes as keywords (required ones without a default).
+
+    python -m nxcc.ir.gen_builder_ops          # rewrite both files
+    python -m nxcc.ir.gen_builder_ops --check  # exit 1 if either is out of date
+
+A test checks that both files are what `render_*()` produce, so adding an op and forgetting
+to regenerate fails the tests.
+"""
+
+from __future__ import annotations
+
+import importlib
+import keyword
+import pkgutil
+import sys
+from pathlib import Path
+
+from nxcc.ir.attributes import AttrKind
+from nxcc.ir.opdef import REQUIRED, AttrSpec, ElementwiseDef, OpDef, all_opdefs
+
+TARGET = Path(__file__).with_name("builder_ops.py")
+OPS_INIT = Path(__file__).with_name("ops") / "__init__.py"
+
+#: ops whose Builder method is written by hand in `builder.py` (convenience signatures).
+HANDWRITTEN = frozenset({"constant", "reshape", "convert"})
+
+_HINTS = {
+    AttrKind.INT: "int",
+    AttrKind.INTS: "Sequence[int]",
+    AttrKind.INTS2: "Sequence[Sequence[int]]",
+    AttrKind.FLOAT: "float",
+    AttrKind.BOOL: "bool",
+    AttrKind.STR: "str",
+    AttrKind.ENUM: "str",
+    AttrKind.DTYPE: "DType | str",
+    AttrKind.DENSE: "Dense",
+    AttrKind.SYMBOL: "Symbol | str",
+    AttrKind.SYMBOLS: "Sequence[Symbol | str]",
+}
+
+_OPERAND_NAMES = {0: (), 1: ("x",), 2: ("lhs", "rhs"), 3: ("x0", "x1", "x2")}
+
+_HEADER = '''"""Typed `Builder` methods, one per core op.
+
+GENERATED from the op definitions by `python -m nxcc.ir.gen_builder_ops`; do not edit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from nxcc.ir import ops
+from nxcc.ir.attributes import {attributes}
+from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
+
+
+class BuilderOps:
+    """``b.<op>(*operands, **attributes)`` for every core op; returns the op's first result
+    (use `Builder.ops` for every result of a multi-result op)."""
+
+    if TYPE_CHECKING:
+
+        def op(self, opcode: OpDef | str, operands: Sequence[Value],
+               attrs: Mapping[str, object] | None = None) -> Value: ...
+'''
+
+
+def python_name(opdef: OpDef) -> str:
+    """The attribute of `nxcc.ir.ops` (and method of Builder) naming `opdef`."""
+    return opdef.name + "_" if keyword.iskeyword(opdef.name) else opdef.name
+
+
+def _param(name: str, spec: AttrSpec) -> str:
+    hint = _HINTS[spec.kind]
+    if spec.default is REQUIRED:
+        return f"{name}: {hint}"
+    if spec.default is None:
+        return f"{name}: {hint} | None = None"
+    return f"{name}: {hint} = {spec.default!r}"
+
+
+def _method(opdef: OpDef) -> str:
+    name = python_name(opdef)
+    if opdef.operands is None:
+        params, operands = ["*operands: Value"], "operands"
+    else:
+        names = _OPERAND_NAMES[opdef.operands]
+        params = [f"{n}: Value" for n in names] + (["/"] if names else [])
+        operands = "[" + ", ".join(names) + "]"
+    if opdef.attrs:
+        if opdef.operands is not None:
+            params.append("*")
+        params += [_param(k, spec) for k, spec in opdef.attrs.items()]
+    attrs = ", ".join(f'"{k}": {k}' for k in opdef.attrs)
+    doc = opdef.doc or f"The {opdef.name} op."
+    enums = [f"{k}: {' | '.join(s.choices)}" for k, s in opdef.attrs.items() if s.choices]
+    if enums:
+        doc = f"{doc.rstrip('.')} ({'; '.join(enums)})."
+    lines = [f"    def {name}(self, {', '.join(params)}) -> Value:" if params
+             else f"    def {name}(self) -> Value:",
+             f'        """{doc}"""',
+             f"        return self.op(ops.{name}, {operands}, {{{attrs}}})"]
+    return "\n".join(_wrap(line) for line in lines)
+
+
+def _wrap(line: str, width: int = 100) -> str:
+    """Break a long `def` or `return` line after commas, continuation indented by 8."""
+    if len(line) <= width:
+        return line
+    indent = " " * (len(line) - len(line.lstrip()) + 8)
+    parts, current = [], ""
+    for piece in line.split(", "):
+        candidate = f"{current}, {piece}" if current else piece
+        if len(candidate) + 1 > width and current:
+            parts.append(current + ",")
+            current = indent + piece
+        else:
+            current = candidate
+    parts.append(current)
+    return "\n".join(parts)
+
+
+_OPS_HEADER = '''"""The core op set (modelled on XLA HLO): every op definition as a constant.
+
+    from nxcc.ir import ops
+    ops.erf, ops.dot_general, ops.and_      # `OpDef` objects
+
+Op names that are Python keywords get a trailing underscore (`and_`, `or_`, `not_`,
+`while_`); the op's text name (`opdef.name`) is what the IR text and NEFF programs use.
+Importing this package defines every op.
+
+GENERATED by `python -m nxcc.ir.gen_builder_ops` from the modules of this package; do not edit.
+"""
+'''
+
+
+def _defining_modules() -> dict[str, list[str]]:
+    """Module name -> the op constants it defines, for every module of `nxcc.ir.ops`."""
+    from nxcc.ir import ops
+
+    out: dict[str, list[str]] = {}
+    for info in pkgutil.iter_modules(ops.__path__):
+        module = importlib.import_module(f"nxcc.ir.ops.{info.name}")
+        names = [n for n, v in vars(module).items()
+                 if isinstance(v, OpDef) and python_name(v) == n]
+        if names:
+            out[info.name] = sorted(names)
+    return out
+
+
+def render_ops_namespace() -> str:
+    """The text of ir/ops/__init__.py."""
+    modules = _defining_modules()
+    blocks = [f"from nxcc.ir.ops.{m} import (\n" + "".join(f"    {n},\n" for n in names) + ")\n"
+              for m, names in sorted(modules.items())]
+    every = sorted(n for names in modules.values() for n in names)
+    return (_OPS_HEADER + "\n" + "".join(blocks) + "\n__all__ = [\n"
+            + "".join(f'    "{n}",\n' for n in every) + "]\n")
+
+
+def _order(opdef: OpDef) -> tuple[int, str]:
+    """Unary elementwise ops first, then binary ones, then the others, each by name."""
+    family = opdef.operands if isinstance(opdef, ElementwiseDef) else 3
+    return family or 3, python_name(opdef)
+
+
+def render() -> str:
+    """The text of builder_ops.py for the current op definitions."""
+    defs = [d for d in sorted(all_opdefs(), key=_order) if d.name not in HANDWRITTEN]
+    kinds = {spec.kind for d in defs for spec in d.attrs.values()}
+    attributes = [name for name, used in (
+        ("Dense", AttrKind.DENSE in kinds),
+        ("Symbol", bool(kinds & {AttrKind.SYMBOL, AttrKind.SYMBOLS}))) if used]
+    header = _HEADER.replace("{attributes}", ", ".join(attributes))
+    return header + "\n" + "\n\n".join(_method(d) for d in defs) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    outputs = {OPS_INIT: render_ops_namespace(), TARGET: render()}
+    stale = [path for path, text in outputs.items() if path.read_text() != text]
+    if "--check" in argv:
+        for path in stale:
+            print(f"{path} is out of date: run python -m nxcc.ir.gen_builder_ops")
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(outputs[path])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

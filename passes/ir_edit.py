@@ -1,0 +1,36 @@
+"""Small helpers for passes that insert ops in the middle of a function body.
+
+`Builder` appends at the end of a function; a pass that rewrites a body in order builds the
+new ops with `make_op` and collects them in a new body list instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir.attributes import Dense
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import get_opdef
+
+
+def make_op(module: Module, opcode: str, operands: Sequence[Value],
+            attrs: Mapping[str, object] | None = None) -> Op:
+    """A new op (not placed in any body), attributes checked and result types inferred."""
+    opdef = get_opdef(opcode)
+    checked = opdef.check_attrs(attrs or {})
+    return Op(opcode, operands, opdef.infer([v.type for v in operands], checked, module),
+              checked)
+
+
+def scalar_constant(module: Module, value: float | int, dtype: DType) -> Op:
+    """A rank-0 constant op holding `value` as `dtype`."""
+    return make_op(module, "constant", [], {"value": Dense.of(np.asarray(value), dtype)})
+
+
+def substitute_results(fn: Function, subst: Mapping[int, Value]) -> None:
+    """Replace each result of `fn` whose id is a key of `subst` by the value it maps to
+    (a pass that rebuilds a body remaps the operands of the ops as it goes)."""
+    fn.results = [subst.get(id(v), v) for v in fn.results]

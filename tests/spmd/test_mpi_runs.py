@@ -1,0 +1,191 @@
+"""SPMD programs run by several processes under `mpiexec` give the bits of the one-process run.
+
+The multi-process cases need mpi4py and mpiexec (`pip install '.[mpi]'`, which CI installs);
+without them they are skipped with that reason. They are few and small: the machine may have
+two cores, and `mpiexec -n 4` oversubscribes it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from nxcc.backend.neff import read_neff
+from nxcc.backend.runtime.mpi_job import job_layout, launched_processes, world_communicator
+from nxcc.backend.runtime.status import NrtError
+from tests.cli_helpers import REPO, neuronx_cc
+from tests.spmd.conftest import FIXTURES, data, meta, named_inputs
+
+MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
+try:
+    import mpi4py  # noqa: F401
+    HAVE_MPI = MPIEXEC is not None
+except ImportError:
+    HAVE_MPI = False
+needs_mpi = pytest.mark.skipif(not HAVE_MPI, reason="needs the mpi extra: pip install '.[mpi]'")
+
+
+def mpiexec(n: int, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {**os.environ, "PYTHONPATH": str(REPO), **env}
+    return subprocess.run([MPIEXEC, "-n", str(n), sys.executable, "-m", "nxcc", *args],
+                          cwd=REPO, env=full, capture_output=True, text=True, timeout=240)
+
+
+@pytest.fixture
+def megatron(spmd_neffs: dict[str, Path], tmp_path: Path) -> tuple[Path, Path, str]:
+    neff = spmd_neffs["megatron_mlp"]
+    np.savez(tmp_path / "in.npz", **named_inputs(neff, "megatron_mlp"))
+    return neff, tmp_path / "in.npz", meta("megatron_mlp")["output_shardings"][0]
+
+
+@needs_mpi
+def test_processes_give_the_bits_of_threads(megatron: tuple[Path, Path, str],
+                                            tmp_path: Path, runtime_env: Path) -> None:
+    neff, inputs, spec = megatron
+    env = {"NXCC_RUNTIME_DIR": str(runtime_env / "rt")}
+    r = neuronx_cc("run", str(neff), "--world-size", "8", "--inputs", str(inputs), "--output",
+                   str(tmp_path / "threads.npz"), "--output-sharding", spec, "-q", env=env)
+    assert r.returncode == 0, r.stderr
+    threads = np.load(tmp_path / "threads.npz")["output0"]
+    np.testing.assert_allclose(threads, data("megatron_mlp")["output0"], rtol=1e-5)
+    for n in (2, 4):
+        out = tmp_path / f"mpi{n}.npz"
+        r = mpiexec(n, "run", str(neff), "--world-size", "8", "--inputs", str(inputs),
+                    "--output", str(out), "--output-sharding", spec, "-q", env=env)
+        assert r.returncode == 0, r.stderr
+        np.testing.assert_array_equal(np.load(out)["output0"], threads)
+
+
+@needs_mpi
+def test_a_job_that_does_not_fit_the_program_is_refused(megatron: tuple[Path, Path, str],
+                                                        runtime_env: Path) -> None:
+    neff, inputs, _ = megatron
+    r = mpiexec(2, "run", str(neff), "--inputs", str(inputs), "-q",
+                env={"NXCC_RUNTIME_DIR": str(runtime_env / "rt")})
+    assert r.returncode != 0
+    lines = [line for line in r.stderr.splitlines() if line.startswith("ERROR")]
+    assert len(lines) == 2  # one line from each process, no traceback
+    assert "partitioned for 8 ranks, but this job runs 2" in lines[0]
+    assert "Traceback" not in r.stderr
+
+
+def test_launcher_variables_and_layout() -> None:
+    assert launched_processes({}) == 1
+    assert launched_processes({"PMI_SIZE": "4"}) == 4
+    assert launched_processes({"OMPI_COMM_WORLD_SIZE": "2"}) == 2
+    lay = job_layout(8, 2, 1)
+    assert (lay.per_process, lay.local_ranks) == (4, [4, 5, 6, 7])
+    assert job_layout(None, 8, 3).local_ranks == [3]
+    with pytest.raises(NrtError, match="--world-size 8 cannot be spread over the 3 processes"):
+        job_layout(8, 3, 0)
+
+
+def test_without_mpi4py_the_error_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "mpi4py", None)
+    with pytest.raises(NrtError, match=r"pip install 'nxcc\[mpi\]'"):
+        world_communicator()
+
+
+ALL_REDUCE = """HloModule allreduce, num_partitions=RANKS
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  p = f32[4,8]{1,0} parameter(0), sharding={devices=[RANKS,1]<=[RANKS]}
+  ROOT r = f32[4,8]{1,0} all-reduce(p), channel_id=1, replica_groups={}, to_apply=add
+}
+"""
+
+
+def all_reduce_neff(n: int, tmp_path: Path) -> Path:
+    src = tmp_path / f"ar{n}.hlo"
+    src.write_text(ALL_REDUCE.replace("RANKS", str(n)))
+    r = neuronx_cc("compile", str(src), "--target", "trn1", "--output",
+                   str(tmp_path / f"ar{n}.neff"))
+    assert r.returncode == 0, r.stderr
+    return tmp_path / f"ar{n}.neff"
+
+
+@needs_mpi
+def test_64_ranks_on_two_trn1_instances(tmp_path: Path, runtime_env: Path) -> None:
+    """64 ranks laid out as two trn1.32xlarge (one process each): the all-reduce is
+    hierarchical, its ring leaves each instance once over EFA, and the sum is right."""
+    neff = all_reduce_neff(64, tmp_path)
+    x = np.random.default_rng(0).standard_normal((256, 8)).astype(np.float32)
+    name = read_neff(neff).manifest["inputs"][0]["name"]
+    np.savez(tmp_path / "in.npz", **{name: x})
+    env = {"NXCC_RUNTIME_DIR": str(runtime_env / "rt"), "NXCC_INSTANCE_TYPE": "trn1.32xlarge",
+           "NXCC_RANKS_PER_INSTANCE": "32"}
+    r = mpiexec(2, "run", str(neff), "--world-size", "64", "--inputs",
+                str(tmp_path / "in.npz"), "--output", str(tmp_path / "out.npz"), "-q",
+                "--show-bindings", env=env)
+    assert r.returncode == 0, r.stderr
+    line = next(s for s in r.stdout.splitlines() if "all_reduce" in s)
+    assert "hierarchical of 64" in line
+    hops = line.split("hops ")[1].split(")")[0].split(",")
+    assert len(hops) == 64 and [i for i, h in enumerate(hops) if h == "EFA"] == [31, 63]
+    out = np.load(tmp_path / "out.npz")
+    np.testing.assert_allclose(out[out.files[0]], x.reshape(64, 4, 8).sum(0), rtol=1e-5,
+                               atol=1e-5)
+
+
+@needs_mpi
+@pytest.mark.parametrize("instance, per, n, why", [
+    ("trn1.32xlarge", "3", 6, "a collective group of 3 ranks is not possible"),
+    ("trn1.2xlarge", "2", 4, "EFA is not available on trn1.2xlarge, and the ranks cannot be "
+                             "extended beyond a single instance"),
+])
+def test_the_seed_rules_hold_per_instance(instance: str, per: str, n: int, why: str,
+                                          tmp_path: Path, runtime_env: Path) -> None:
+    neff = all_reduce_neff(n, tmp_path)
+    env = {"NXCC_RUNTIME_DIR": str(runtime_env / "rt"), "NXCC_INSTANCE_TYPE": instance,
+           "NXCC_RANKS_PER_INSTANCE": per}
+    r = mpiexec(2, "run", str(neff), "--world-size", str(n), "--show-bindings", env=env)
+    assert r.returncode != 0
+    assert why in r.stderr and "Traceback" not in r.stderr
+
+
+def send_recv_neff(tmp_path: Path) -> tuple[Path, Path]:
+    neff = tmp_path / "p2p.neff"
+    r = neuronx_cc("compile", str(FIXTURES / "send_recv.hlo"), "--target", "trn1",
+                   "--output", str(neff))
+    assert r.returncode == 0, r.stderr
+    name = read_neff(neff).manifest["inputs"][0]["name"]
+    np.savez(tmp_path / "in.npz", **{name: np.arange(1, 5, dtype=np.float32)})
+    return neff, tmp_path / "in.npz"
+
+
+SEND_RECV_EXPECTED = np.array([1, 2, 10 * 1 + 3, 10 * 2 + 4], np.float32)
+
+
+def test_send_recv_between_two_ranks_in_one_process(tmp_path: Path, runtime_env: Path) -> None:
+    """Rank 0 sends its block to rank 1 (a hand-written HLO send/recv pair); rank 1 adds ten
+    times what it received to its own block, rank 0 received nothing (zeros)."""
+    neff, inputs = send_recv_neff(tmp_path)
+    r = neuronx_cc("run", str(neff), "--world-size", "2", "--inputs", str(inputs), "--output",
+                   str(tmp_path / "out.npz"), "-q",
+                   env={"NXCC_RUNTIME_DIR": str(runtime_env / "rt")})
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["output0"], SEND_RECV_EXPECTED)
+    shown = neuronx_cc("inspect-neff", str(neff)).stdout
+    assert "send f32[2] pairs 0->1: 8 bytes per rank, 8 bytes moved" in shown
+    assert "recv_done f32[2] pairs 0->1" in shown
+
+
+@needs_mpi
+def test_send_recv_between_two_processes(tmp_path: Path, runtime_env: Path) -> None:
+    neff, inputs = send_recv_neff(tmp_path)
+    r = mpiexec(2, "run", str(neff), "--inputs", str(inputs), "--output",
+                str(tmp_path / "out.npz"), "-q", env={"NXCC_RUNTIME_DIR": str(runtime_env / "rt")})
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["output0"], SEND_RECV_EXPECTED)

@@ -1,0 +1,89 @@
+"""Malformed or unsupported StableHLO: an HloError at FILE:LINE:COL with an NCC code, and
+through the CLI one `ERROR: [CODE] FILE:LINE:COL: ...` line (then the source line and a
+caret), a non-zero exit and no NEFF."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from nxcc.compiler.hlo.errors import HloError
+from nxcc.compiler.stablehlo.frontend import import_xla
+from tests.cli_helpers import neuronx_cc
+
+GOOD = """module @m {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+# (name, replace this, with this, code, line, column, words of the message)
+CASES = [
+    ("undefined value", "%arg0, %arg0", "%arg0, %nope", "NCC_EFRM002", 3, 31, "'%nope'"),
+    ("unknown op", "stablehlo.add", "stablehlo.frob", "NCC_EUOC002", 3, 10,
+     "stablehlo.frob"),
+    ("bad element type", ": tensor<4xf32>\n    return", ": tensor<4xf31>\n    return",
+     "NCC_EFRM001", 3, 48, "f31"),
+    ("dynamic shape", ": tensor<4xf32>\n    return", ": tensor<?xf32>\n    return",
+     "NCC_EUOC003", 3, 46, "dynamic"),
+    ("missing type", " : tensor<4xf32>\n    return", "\n    return", "NCC_EFRM001", 4, 5,
+     "':' and the type of stablehlo.add"),
+    ("wrong result type", ": tensor<4xf32>\n    return %0 : tensor<4xf32>",
+     ": tensor<5xf32>\n    return %0 : tensor<5xf32>", "NCC_EFRM002", 3, 10, "f32[5]"),
+    ("unclosed region", "  }\n}\n", "", "NCC_EFRM001", 5, 1, "'}'"),
+    ("bad character", "%0 = stablehlo", "%0 = ` stablehlo", "NCC_EFRM001", 3, 10, "'`'"),
+    ("unknown callee", "%0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>",
+     "%0 = func.call @nowhere(%arg0) : (tensor<4xf32>) -> tensor<4xf32>", "NCC_EFRM002", 3,
+     10, "@nowhere"),
+    ("bad dense literal", "%0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>",
+     "%0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<4xf32>", "NCC_EFRM001", 3, 35,
+     "expected 4 values"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "code", "line", "col", "words"),
+                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_error_is_positioned(old: str, new: str, code: str, line: int, col: int,
+                             words: str) -> None:
+    text = GOOD.replace(old, new)
+    assert text != GOOD
+    with pytest.raises(HloError) as info:
+        import_xla(text)
+    err = info.value
+    assert (err.code, err.line, err.column) == (code, line, col), err.headline
+    assert words in err.message
+    assert str(err).splitlines()[2].index("^") == col + 1
+
+
+def test_cli_reports_one_error_line_with_the_file_position(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(GOOD.replace("stablehlo.add", "stablehlo.frob"))
+    out = tmp_path / "bad.neff"
+    r = neuronx_cc("compile", str(bad), "--target", "trn1", "--output", str(out))
+    assert r.returncode != 0
+    assert "Traceback" not in r.stderr
+    first = r.stderr.splitlines()[0]
+    assert first.startswith("ERROR: [NCC_EUOC002] ") and f"{bad}:3:10:" in first
+    assert not out.exists()
+
+
+def test_text_that_is_not_mlir_is_left_to_the_hlo_parser(tmp_path: Path) -> None:
+    hlo = tmp_path / "p.mlir"
+    hlo.write_text("HloModule m\nENTRY e {\n  ROOT p = f32[2] parameter(0)\n}\n")
+    module = import_xla(str(hlo))
+    assert [p.name for p in module.entry_function.params] == ["p"]
+
+
+def test_unclosed_brackets_fail_at_once() -> None:
+    """A location, type or attribute that never closes is an error, not a regex that
+    backtracks for ever."""
+    tail = "".join(f'#loc{k} = loc("/a/b/make_fixtures.py":{k}:12 to {k + 1}:58)\n'
+                   for k in range(40))
+    for broken in (GOOD + '#loc = loc("a.py":1:2 to 3:4\n' + tail,
+                   GOOD.replace("tensor<4xf32>)", "tensor<4xf32 " + "x" * 40 + ")"),
+                   GOOD + "#x = #stablehlo.thing<" + "a, " * 40 + "\n"):
+        with pytest.raises(HloError):
+            import_xla(broken)
