@@ -15,7 +15,7 @@ Manifest (``neff.json``)::
      "collectives": [COLLECTIVE]?, "compiler": {...}?, "spmd": SPMD | null?}
     TENSOR     = {"name": str, "dtype": DTYPE, "shape": SHAPE}
     COLLECTIVE = {"id": int, "kind": KIND, "dtype": DTYPE, "shape": SHAPE, "bytes": int,
-                  "replica_groups": [[int]] (collective_permute: "source_target_pairs":
+                  "replica_groups": [[int]] (PAIRED_KINDS: "source_target_pairs":
                   [[int, int]]), "reduction": str?, "channel_id": int?, "subgraphs": [str]?}
     SUBGRAPH   = {"name": str, "program": member, "core": int?, "ir": member?, "ops": int?,
                   "flops": int?, "inputs": [BLOCK]?, "outputs": [BLOCK]?}
@@ -52,7 +52,9 @@ from nxcc.backend.neff.schema import (
 from nxcc.ir.dtypes import DType
 
 COLLECTIVE_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                    "collective_permute")
+                    "collective_permute", "send", "recv_done", "all_reduce_start")
+PAIRED_KINDS = ("collective_permute", "send", "recv_done")
+"""Kinds that name source-target pairs; the others name replica groups."""
 SLOT_KINDS = ("param", "buffer", "weight", "splat")
 MAX_ATTR_DEPTH = 8
 

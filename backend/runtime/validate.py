@@ -31,7 +31,7 @@ from numpy.lib import format as npy_format
 from nxcc.backend.neff import NeffError, NeffFile, load_npy
 from nxcc.backend.neff.errors import REFERENCE, SCHEMA, SIZE
 from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_TENSOR_BYTES
-from nxcc.backend.neff.neff_schema import MANIFEST, PROGRAM
+from nxcc.backend.neff.neff_schema import MANIFEST, PAIRED_KINDS, PROGRAM
 from nxcc.backend.neff.schema import conform, load_json
 from nxcc.backend.runtime.validate_program import check_program
 from nxcc.ir.dtypes import DType
@@ -58,7 +58,7 @@ def check_manifest(neff: NeffFile) -> dict:
             _bounded(source, f"neff.json: {kind}[{i}] '{e['name']}'", e["dtype"], e["shape"])
     for i, c in enumerate(m.get("collectives") or []):
         _bounded(source, f"neff.json: collectives[{i}]", c["dtype"], c["shape"])
-        groups = "source_target_pairs" if c["kind"] == "collective_permute" else "replica_groups"
+        groups = "source_target_pairs" if c["kind"] in PAIRED_KINDS else "replica_groups"
         if groups not in c:
             raise NeffError(source, f"neff.json: collectives[{i}] ({c['kind']}) needs "
                             f"'{groups}'", code=SCHEMA)

@@ -83,3 +83,11 @@ def test_load_json_refuses_depth_before_parsing() -> None:
     assert err.value.code == "NRT_ENEFF002"
     assert f"nested 200000 deep, the limit is {MAX_JSON_DEPTH}" in str(err.value)
     assert load_json(json.dumps([[1]]).encode(), "x.neff", "neff.json") == [[1]]
+
+
+def test_collective_kinds_are_those_the_packager_writes() -> None:
+    from nxcc.backend.neff.neff_schema import COLLECTIVE_KINDS, PAIRED_KINDS
+    from nxcc.backend.program.collectives import COLLECTIVE_OPS, PAIRED_OPS
+
+    assert set(COLLECTIVE_KINDS) == set(COLLECTIVE_OPS)
+    assert set(PAIRED_KINDS) == set(PAIRED_OPS)
