@@ -3,8 +3,10 @@
 Every error reads `ERROR: [CODE] what is wrong`. Codes: the compiler's (`NCC_E...`, from
 `CompileError`); the runtime's status names for NEFF and runtime errors of `run` and
 `inspect-neff` (`NRT_INVALID` for a NEFF that cannot be read or used,
-`NRT_UNSUPPORTED_NEFF_VERSION`, the status of an `NrtError`). Exit statuses: 2 for a bad
-command line (usage errors and `NCC_EARG001`), 1 for everything else.
+`NRT_UNSUPPORTED_NEFF_VERSION`, the status of an `NrtError`), and for a NEFF whose contents
+fail validation the NeffError's own code (`NRT_ENEFF002` schema, `NRT_ENEFF003` reference,
+`NRT_ENEFF004` size; `backend.neff.errors`), also when the runtime refused it. Exit
+statuses: 2 for a bad command line (usage errors and `NCC_EARG001`), 1 for everything else.
 """
 
 from __future__ import annotations
@@ -57,10 +59,12 @@ def coded(exc: BaseException, family: str) -> tuple[str, int]:
         status = ARGUMENT_ERROR if exc.code == "NCC_EARG001" else FAILURE
         return str(exc), status
     if isinstance(exc, NrtError):
-        return f"[NRT_{exc.status.name}] {exc.args[0]}", FAILURE
+        cause = exc.__cause__  # a NEFF the runtime refused keeps the NEFF error's code
+        name = cause.code if isinstance(cause, NeffError) else f"NRT_{exc.status.name}"
+        return f"[{name}] {exc.args[0]}", FAILURE
     if isinstance(exc, NeffError):
         name = ("NRT_UNSUPPORTED_NEFF_VERSION" if "major version" in exc.problem
-                else "NRT_INVALID")
+                else exc.code)
         return f"[{name}] {exc}", FAILURE
     if isinstance(exc, ConfigError):
         return f"[NRT_INVALID] {exc}", FAILURE

@@ -10,6 +10,7 @@ import click
 from nxcc.backend.neff import read_neff
 from nxcc.backend.program.graphviz import neff_to_dot
 from nxcc.backend.runtime.model import TensorInfo
+from nxcc.backend.runtime.validate import check_neff
 from nxcc.cli.errors import user_errors
 from nxcc.passes.sharding.cost_model import rank_traffic
 
@@ -36,6 +37,7 @@ def describe_collective(entry: dict) -> dict:
 def describe(path: str) -> dict:
     """The NEFF at `path` as one JSON-able object."""
     neff = read_neff(path)
+    check_neff(neff)
     m = neff.manifest
     header = neff.header.to_dict()
     collectives = [describe_collective(c) for c in m.get("collectives", [])]
@@ -135,7 +137,9 @@ def print_spmd(spmd: dict) -> None:
 def inspect_neff_cmd(neff: str, as_json: bool, fmt: str) -> None:
     """Show a NEFF's header, inputs, outputs, subgraphs, collectives and weights."""
     if fmt == "dot":
-        click.echo(neff_to_dot(read_neff(neff)), nl=False)
+        neff_file = read_neff(neff)
+        check_neff(neff_file)
+        click.echo(neff_to_dot(neff_file), nl=False)
         return
     d = describe(neff)
     if as_json or fmt == "json":

@@ -41,10 +41,22 @@ class VerboseLevel(click.ParamType):
         return "[debug|info|warning|error|critical|N]"
 
 
+class _LogFile(logging.FileHandler):
+    """The --logfile: best effort. A record it cannot write (a full disk) closes it quietly,
+    instead of logging's default of printing a traceback on stderr; the command goes on
+    and fails in one line only if its own output cannot be written."""
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        logging.getLogger("nxcc").removeHandler(self)
+        self.close()
+
+
 def setup_logging(verbose: int | str, logfile: str | None) -> None:
     """Log `nxcc.*` to stderr at `verbose` and, when given, everything at debug to `logfile`."""
     level = VerboseLevel().convert(verbose, None, None)
     root = logging.getLogger("nxcc")
+    for old in root.handlers:
+        old.close()  # a command run again in one process must not leak the old logfile
     root.handlers.clear()
     root.setLevel(logging.DEBUG)
     root.propagate = False
@@ -54,7 +66,7 @@ def setup_logging(verbose: int | str, logfile: str | None) -> None:
     root.addHandler(console)
     if logfile:
         try:
-            handler = logging.FileHandler(logfile, mode="w")
+            handler = _LogFile(logfile, mode="w")
         except OSError as exc:
             raise OSError(f"cannot open --logfile {logfile!r}: {exc.strerror}") from None
         handler.setLevel(logging.DEBUG)

@@ -12,7 +12,9 @@ interrupted. Every error is one line on stderr: `ERROR: [CODE] what is wrong`.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
+import threading
 
 import click
 
@@ -54,8 +56,19 @@ def cli() -> None:
     """nxcc: an ahead-of-time compiler and runtime playing the part of AWS neuronx-cc."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that every cleanup runs as for Ctrl-C."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: click without its multi-line usage errors."""
+    """Console entry point: click without its multi-line usage errors. SIGTERM ends a
+    command as Ctrl-C does (temporary files removed, cores released, exit 130)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     args = move_after_command(list(sys.argv[1:] if argv is None else argv), COMMANDS)
     try:
         cli.main(args=args, prog_name="neuronx-cc", standalone_mode=False)

@@ -6,21 +6,21 @@ With `--world-size N` an SPMD NEFF runs as N ranks in this process (`Runtime.loa
 
 from __future__ import annotations
 
-import os
-import tempfile
 import textwrap
-import zipfile
 
 import click
 import numpy as np
 
 from nxcc.backend.neff import NeffFile, read_neff
+from nxcc.backend.neff.atomic import atomic_file
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.mpi_job import MpiJob, launched_processes
+from nxcc.backend.runtime.npz import read_npz
 from nxcc.backend.runtime.nrt import Runtime
 from nxcc.backend.runtime.steps import run_steps
+from nxcc.backend.runtime.validate import check_manifest
 from nxcc.cli.errors import user_errors
 
 
@@ -28,11 +28,7 @@ def load_inputs(path: str, names: list[str] | None = None) -> dict[str, np.ndarr
     """The arrays of an .npz file (never unpickled), by name. Positional arrays
     (`arr_0`, `arr_1`... as `np.savez(f, a, b)` writes them) are taken as the inputs `names`
     in order when there are as many and none is named after an input."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise OSError(f"cannot read inputs {path!r}: {exc}") from None
+    arrays = read_npz(path)  # sizes bounded before numpy allocates
     positional = [f"arr_{i}" for i in range(len(arrays))]
     if names and sorted(arrays) == sorted(positional) and len(names) == len(arrays) \
             and not set(names) & set(arrays):
@@ -41,17 +37,9 @@ def load_inputs(path: str, names: list[str] | None = None) -> dict[str, np.ndarr
 
 
 def save_outputs(path: str, outputs: dict[str, np.ndarray]) -> None:
-    """Write `outputs` to `path` atomically (a temp file renamed over it)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(suffix=".npz", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **outputs)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Write `outputs` to `path` atomically (nothing left behind if interrupted)."""
+    with atomic_file(path) as f:
+        np.savez(f, **outputs)
 
 
 def show(outputs: dict[str, np.ndarray]) -> None:
@@ -150,6 +138,7 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     """
     config = RuntimeConfig.from_env()
     neff_file = read_neff(neff, validate_hash=config.validate_hash)
+    check_manifest(neff_file)
     spmd = neff_file.manifest.get("spmd")
     if launched_processes() > 1:
         run_job(config, neff_file, world_size, inputs_path, output_path, output_shardings,

@@ -8,7 +8,8 @@ import tarfile
 import zlib
 from collections.abc import Mapping
 
-from nxcc.backend.neff.errors import NeffError
+from nxcc.backend.neff.errors import SIZE, NeffError
+from nxcc.backend.neff.limits import MAX_PAYLOAD_BYTES
 
 GZIP_MAGIC: bytes = b"\x1f\x8b"
 _FILE_MODE: int = 0o644
@@ -75,6 +76,25 @@ def build_payload(files: Mapping[str, bytes], compress: bool) -> bytes:
     return gzip.compress(raw, compresslevel=_GZIP_LEVEL, mtime=0)
 
 
+def _gunzip(data: bytes, source: str) -> bytes:
+    """One gzip member, refused once it inflates past MAX_PAYLOAD_BYTES (a gzip bomb stops
+    there, before the memory is taken)."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(data, MAX_PAYLOAD_BYTES + 1)
+    except zlib.error as exc:
+        raise NeffError(source, f"corrupt gzip payload: {exc}") from exc
+    if len(out) > MAX_PAYLOAD_BYTES or inflater.unconsumed_tail:
+        raise NeffError(source, f"gzip payload inflates past the limit of {MAX_PAYLOAD_BYTES} "
+                        "bytes", code=SIZE)
+    if not inflater.eof:
+        raise NeffError(source, "corrupt gzip payload: the stream ends early")
+    if inflater.unused_data:
+        raise NeffError(source, f"corrupt gzip payload: {len(inflater.unused_data)} bytes "
+                        "after the gzip stream")
+    return out
+
+
 def read_payload(data: bytes, source: str) -> dict[str, bytes]:
     """Decode a payload built by :func:`build_payload` into ``{path: contents}``.
 
@@ -83,10 +103,10 @@ def read_payload(data: bytes, source: str) -> dict[str, bytes]:
     regular file, an unsafe member path, or a duplicated member name.
     """
     if is_gzip(data):
-        try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise NeffError(source, f"corrupt gzip payload: {exc}") from exc
+        data = _gunzip(data, source)
+    elif len(data) > MAX_PAYLOAD_BYTES:
+        raise NeffError(source, f"payload of {len(data)} bytes is over the limit of "
+                        f"{MAX_PAYLOAD_BYTES}", code=SIZE)
     files: dict[str, bytes] = {}
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
 import os
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -13,6 +12,7 @@ from nxcc.backend.neff.constants import HEADER_SIZE, MANIFEST_NAME, FeatureBits
 from nxcc.backend.neff.errors import NeffError
 from nxcc.backend.neff.header import NeffHeader
 from nxcc.backend.neff.payload import is_gzip, read_payload
+from nxcc.backend.neff.schema import load_json
 
 _HASH_PREFIX_CHARS: int = 12
 
@@ -111,10 +111,7 @@ def _parse_manifest(raw: bytes | None, source: str) -> dict[str, Any]:
     """Decode ``neff.json`` bytes into a dict, or raise NeffError."""
     if raw is None:
         raise NeffError(source, f"payload has no {MANIFEST_NAME}")
-    try:
-        manifest = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise NeffError(source, f"{MANIFEST_NAME} is not valid JSON: {exc}") from exc
+    manifest = load_json(raw, source, MANIFEST_NAME)
     if not isinstance(manifest, dict):
         raise NeffError(
             source, f"{MANIFEST_NAME} must hold a JSON object, got {type(manifest).__name__}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import tokenize
 
 import numpy as np
 
@@ -28,7 +29,8 @@ def load_npy(data: bytes, source: str = "<npy>") -> np.ndarray:
         raise NeffError(source, "malformed .npy: bad magic")
     try:
         arr = np.load(io.BytesIO(data), allow_pickle=False)
-    except (ValueError, OSError, EOFError) as exc:
+    except (ValueError, OSError, EOFError, SyntaxError, RecursionError, OverflowError,
+            tokenize.TokenError) as exc:  # numpy tokenizes the header's Python literal
         raise NeffError(source, f"malformed .npy: {exc}") from exc
     if not isinstance(arr, np.ndarray):  # pragma: no cover - magic check excludes .npz
         raise NeffError(source, f"malformed .npy: got {type(arr).__name__}")

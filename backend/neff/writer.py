@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import tempfile
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from nxcc.backend.neff.atomic import write_chunks
 from nxcc.backend.neff.constants import DEFAULT_BUILD_VERSION, MANIFEST_NAME, FeatureBits
 from nxcc.backend.neff.header import NeffHeader
 from nxcc.backend.neff.payload import build_payload
@@ -91,33 +90,5 @@ def content_uuid(payload_hash: bytes, name: str, num_tpb: int, lnc_size: int,
 
 
 def _atomic_write(target: str, chunks: tuple[bytes, ...]) -> None:
-    """Write ``chunks`` to ``target`` via temp file + fsync + os.replace."""
-    directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for chunk in chunks:
-                out.write(chunk)
-            out.flush()
-            os.fchmod(out.fileno(), 0o644)
-            os.fsync(out.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_directory(directory)
-
-
-def _fsync_directory(directory: str) -> None:
-    """Best-effort fsync of ``directory`` so the rename itself is durable."""
-    try:
-        dir_fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
+    """Write ``chunks`` to ``target`` atomically (`atomic.write_chunks`)."""
+    write_chunks(target, chunks)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 
-from nxcc.backend.neff import NeffError, NeffFile, load_npy
+from nxcc.backend.neff import NeffError, NeffFile
 from nxcc.backend.runtime.collective_binding import (
     Binder,
     CollectiveBinding,
@@ -19,6 +18,7 @@ from nxcc.backend.runtime.executor import ExecutionError, ProgramExecutor
 from nxcc.backend.runtime.multicore import Communicator, CoreBlocks, run_cores
 from nxcc.backend.runtime.state import ModelState
 from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.validate import check_manifest, check_neff, read_checked_weights
 from nxcc.ir.dtypes import DType
 
 
@@ -40,14 +40,10 @@ class TensorInfo:
 
 
 def read_weights(neff: NeffFile) -> dict[str, np.ndarray]:
-    """The NEFF's weights by name, as fresh arrays (NeffError if one is malformed)."""
-    source = str(neff.path)
-    files = neff.manifest.get("weights", {}).get("files", {})
-    try:
-        return {name: load_npy(neff.files[path], f"{source}:{path}")
-                for name, path in files.items()}
-    except (KeyError, TypeError) as exc:
-        raise NeffError(source, f"malformed manifest or program: {exc!r}") from None
+    """The NEFF's weights by name, as fresh arrays, after the manifest passed its checks
+    and each weight's header its size checks (NeffError otherwise, `validate`)."""
+    check_manifest(neff)
+    return read_checked_weights(neff)
 
 
 def check_inputs(infos: list[TensorInfo], inputs: Mapping[str, np.ndarray]
@@ -85,17 +81,17 @@ class LoadedModel:
         `placement` (physical core of each program) binds the collectives (default: the
         programs share one logical core); `bindings` lists them, one per manifest entry."""
         source = str(neff.path)
-        m = neff.manifest
+        checked = check_neff(neff, weights)  # the one door: nothing below sees an unchecked NEFF
+        m = checked.manifest
+        all_inputs = [TensorInfo.from_manifest(e) for e in m["inputs"]]
+        all_outputs = [TensorInfo.from_manifest(e) for e in m["outputs"]]
+        self.weights = checked.weights
         try:
-            all_inputs = [TensorInfo.from_manifest(e) for e in m["inputs"]]
-            all_outputs = [TensorInfo.from_manifest(e) for e in m["outputs"]]
-            subgraphs = m["subgraphs"]
-            self.weights = read_weights(neff) if weights is None else weights
             self.state = ModelState(m.get("state", []), self.weights)
-            self.programs = [json.loads(neff.files[sg["program"]]) for sg in subgraphs]
-            self.blocks = CoreBlocks(subgraphs, len(all_inputs), len(all_outputs))
         except (KeyError, TypeError, ValueError) as exc:
-            raise NeffError(source, f"malformed manifest or program: {exc!r}") from None
+            raise NeffError(source, f"malformed state section: {exc!r}") from None
+        self.programs = checked.programs
+        self.blocks = CoreBlocks(m["subgraphs"], len(all_inputs), len(all_outputs))
         # What users pass and get: everything but the state, which the model keeps.
         self.n_program_inputs = len(all_inputs)
         self.all_output_shapes = [o.shape for o in all_outputs]

@@ -44,6 +44,7 @@ from nxcc.backend.runtime.placement import AUTO, PlacementRequest, Placer, curre
 from nxcc.backend.runtime.spmd import SpmdModel
 from nxcc.backend.runtime.status import NrtError, NrtStatus
 from nxcc.backend.runtime.topology import Instance, choose_instance
+from nxcc.backend.runtime.validate import check_manifest
 
 NeffSource = str | os.PathLike[str] | bytes | NeffFile
 
@@ -369,19 +370,23 @@ class Runtime:
         return ModelHandle(name, neff.path, neff.manifest, needed, starts, replicas)
 
     def _read(self, neff: NeffSource) -> NeffFile:
+        """The NEFF read, its hash checked when configured and its manifest validated
+        (`validate.check_manifest`) before anything looks at it."""
         assert self.config is not None
         if isinstance(neff, NeffFile):
             if self.config.validate_hash and not neff.hash_ok:
                 raise NrtError(NrtStatus.INVALID, f"{neff.path}: payload hash mismatch "
                                "(NEURON_RT_VALIDATE_HASH=TRUE)")
-            return neff
         try:
             if isinstance(neff, bytes | bytearray | memoryview):
                 with tempfile.TemporaryDirectory(prefix="nxcc-load-") as tmp:
                     path = Path(tmp) / "model.neff"
                     path.write_bytes(bytes(neff))
-                    return read_neff(path, validate_hash=self.config.validate_hash)
-            return read_neff(neff, validate_hash=self.config.validate_hash)
+                    neff = read_neff(path, validate_hash=self.config.validate_hash)
+            elif not isinstance(neff, NeffFile):
+                neff = read_neff(neff, validate_hash=self.config.validate_hash)
+            check_manifest(neff)
+            return neff
         except NeffError as exc:
             logger("NRT").error("failed to load NEFF: %s", exc)
             raise NrtError(NrtStatus.INVALID, str(exc)) from exc

@@ -19,7 +19,6 @@ execute), so a `ModelHandle` runs it like any model; `Runtime.load_spmd` builds 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -33,11 +32,12 @@ from nxcc.backend.runtime.collective_binding import (
     bind_manifest,
 )
 from nxcc.backend.runtime.executor import ExecutionError, ProgramExecutor
-from nxcc.backend.runtime.model import TensorInfo, check_inputs, read_weights
+from nxcc.backend.runtime.model import TensorInfo, check_inputs
 from nxcc.backend.runtime.multicore import Communicator, run_cores
 from nxcc.backend.runtime.spmd_layout import LayoutError, OutputsDisagree, assemble, split
 from nxcc.backend.runtime.spmd_spec import check_layouts, output_layouts, read_spec
 from nxcc.backend.runtime.status import NrtError, NrtStatus
+from nxcc.backend.runtime.validate import check_neff
 from nxcc.ir.dtypes import DType
 
 
@@ -60,14 +60,15 @@ class SpmdModel:
         m = neff.manifest
         self.name = neff.header.name
         self.world_size = world_size
+        checked = check_neff(neff)  # the one door: nothing below sees an unchecked NEFF
         try:
             spec = read_spec(m)
             subgraphs = m["subgraphs"]
             dtypes_in = [DType.from_name(e["dtype"]).numpy for e in m["inputs"]]
             dtypes_out = [DType.from_name(e["dtype"]).numpy for e in m["outputs"]]
             entries = m.get("collectives", []) or []
-            program = json.loads(neff.files[subgraphs[0]["program"]])
-            weights = read_weights(neff)
+            program = checked.programs[0]
+            weights = checked.weights
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise NeffError(source, f"malformed manifest or program: {exc!r}") from None
         if len(subgraphs) != 1:

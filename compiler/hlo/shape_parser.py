@@ -11,14 +11,17 @@ from __future__ import annotations
 import re
 
 from nxcc.compiler.hlo import errors as E
-from nxcc.compiler.hlo.dtypes import HLO_TYPES
+from nxcc.compiler.hlo.dtypes import HLO_TYPES, ir_dtype
 from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.nodes import ArrayShape, Shape, TupleShape
+from nxcc.ir.limits import oversize
 
 _WS = re.compile(r"(?:\s+|/\*.*?\*/|//[^\n]*)*", re.S)
 _HWS = re.compile(r"(?:[ \t\r]+|/\*.*?\*/)*", re.S)
 _DTYPE = re.compile(r"[a-z][a-z0-9]*")
 _INT = re.compile(r"-?\d+")
+MAX_TUPLE_DEPTH = 64
+"""Tuple shapes nest at most this deep (XLA's own programs nest a few levels)."""
 
 
 class ShapeParser:
@@ -71,31 +74,46 @@ class ShapeParser:
             tuple(int(d) for d in layout[1:-1].split(",")) if layout and layout != "{}"
             else (() if layout else None),
         )
+        self.check_size(dtype, shape.dims, at)
         if shape.layout and sorted(shape.layout) != list(range(len(shape.dims))):
             raise HloError(f"expected a layout that permutes the {len(shape.dims)} dimensions, "
                            f"found {layout}", self.src, at, E.SEMANTIC)
         self.shapes[(dtype, dims, layout)] = shape
         return shape
 
-    def shape(self) -> Shape:
-        """A tuple shape ``(s, ...)`` or an array shape ``T[d, ...]{layout}``."""
+    def check_size(self, dtype: str, dims: tuple[int, ...], at: int) -> None:
+        """HloError (NCC_EFRM002) for a shape over the IR's size limits (`ir.limits`),
+        before anything of that shape is built."""
+        ir = ir_dtype(dtype)
+        problem = oversize(dims, ir.itemsize if ir is not None else 16)
+        if problem is not None:
+            raise HloError(f"{dtype}{list(dims)}: {problem}", self.src, at, E.SEMANTIC)
+
+    def shape(self, depth: int = 0) -> Shape:
+        """A tuple shape ``(s, ...)`` (nested at most MAX_TUPLE_DEPTH deep) or an array
+        shape ``T[d, ...]{layout}`` (within `ir.limits`)."""
         if self.eat("("):
-            return self.tuple_shape()
+            return self.tuple_shape(depth)
+        at = self.pos
         dtype = self.element_type()
         dims = self.dimensions(dtype)
+        self.check_size(dtype, tuple(dims), at)
         if self.text.startswith("{", self.pos):
             layout, extra = self.layout(len(dims))
             return ArrayShape(dtype, tuple(dims), layout, extra)
         return ArrayShape(dtype, tuple(dims), None, "")
 
-    def tuple_shape(self) -> TupleShape:
-        """The element shapes of a tuple shape up to its ')', after the '('."""
+    def tuple_shape(self, depth: int = 0) -> TupleShape:
+        """The element shapes of a tuple shape up to its ')', after the '(' (`depth`
+        tuples deep)."""
+        if depth >= MAX_TUPLE_DEPTH:
+            raise self.fail(f"a shape: tuples nest at most {MAX_TUPLE_DEPTH} deep")
         elements: list[Shape] = []
         self.ws()
         if not self.eat(")"):
             while True:
                 self.ws()
-                elements.append(self.shape())
+                elements.append(self.shape(depth + 1))
                 self.ws()
                 if self.eat(")"):
                     break

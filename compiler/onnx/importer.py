@@ -38,7 +38,6 @@ from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.interpreter import IRContext
 from nxcc.ir.opdef import TypeRuleError
-from nxcc.ir.types import TensorType
 from nxcc.passes.constant_folding import fold_ops
 
 
@@ -58,6 +57,8 @@ def import_onnx(model: onnx.ModelProto | str | Path,
     inferred = infer_shapes(proto, types)
     name = proto.graph.name or (Path(source).stem if not isinstance(model, onnx.ModelProto)
                                 else "model")
+    if isinstance(name, bytes):  # protobuf hands back a name that is not UTF-8 as bytes
+        name = name.decode("utf-8", "replace")
     module = Module(re.sub(r"\W+", "_", name).strip("_") or "model")
     fn = module.add_function(Function("main", [Value(t, n) for n, t in types]))
     return _Importer(module, fn, inferred.graph, model_opsets(proto)).run()
@@ -311,7 +312,7 @@ class _Importer:
         dtype, shape = self.inferred_dtype(name), self.inferred_shape(name)
         if (dtype is not None and dtype is not v.type.dtype) or (
                 shape is not None and shape != v.type.shape):
-            want = TensorType(dtype or v.type.dtype, shape if shape is not None else
-                              v.type.shape)
+            dims = shape if shape is not None else v.type.shape  # may be negative: no type
+            want = f"{(dtype or v.type.dtype).value}[{','.join(map(str, dims))}]"
             raise ctx.fail(f"output '{name}' converts to {v.type}, but ONNX shape inference "
                            f"says {want}")

@@ -23,6 +23,7 @@ from nxcc.compiler.onnx.errors import (
 )
 from nxcc.compiler.onnx.functions import has_function
 from nxcc.compiler.onnx.registry import CONVERTERS
+from nxcc.ir.limits import oversize
 from nxcc.ir.types import TensorType
 
 MIN_OPSET = 7
@@ -236,6 +237,9 @@ def input_types(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
                         f"input '{info.name}' has a dynamic dimension {i}{what}; give its size "
                         f"with --input-shape {info.name}=D0,D1,...", DYNAMIC)
             shape = [int(d) for d in dims]  # type: ignore[arg-type]
+        problem = oversize(shape, dtype.itemsize)
+        if problem is not None:
+            raise FrontendError(f"input '{info.name}': {problem}", MALFORMED)
         out.append((info.name, TensorType(dtype, tuple(shape))))
     return out
 

@@ -4,7 +4,9 @@
 fragment): every value a node reads must be a graph input, an initializer or the output of
 a node; nodes that are merely out of order are put in order (by the caller); a cycle is
 refused naming the nodes on it; an initializer whose data does not fill its shape is
-refused naming it. Each failure is a FrontendError (NCC_EFRM001) with a one-line message.
+refused naming it, and one of an element type ONNX does not define (NCC_EDTY001) or with a
+negative dimension. Each failure is a FrontendError (NCC_EFRM001 unless said) with a
+one-line message.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import math
 import onnx
 from onnx import numpy_helper
 
-from nxcc.compiler.onnx.errors import MALFORMED, FrontendError
+from nxcc.compiler.onnx.errors import MALFORMED, UNSUPPORTED_DTYPE, FrontendError
 from nxcc.compiler.onnx.loader import node_inputs
 
 # bits per element of the sub-byte types (the others use numpy's itemsize)
@@ -23,12 +25,21 @@ SUB_BYTE_BITS = {onnx.TensorProto.INT4: 4, onnx.TensorProto.UINT4: 4,
                  onnx.TensorProto.UINT2: 2}
 
 
+ONNX_TYPES = frozenset(onnx.TensorProto.DataType.values())
+
+
 def _label(node: onnx.NodeProto, index: int) -> str:
     return f"node '{node.name or f'#{index}'}' ({node.op_type})"
 
 
 def check_tensor(t: onnx.TensorProto, what: str) -> None:
     """FrontendError unless `t`'s data fills its declared shape exactly."""
+    if t.data_type not in ONNX_TYPES:
+        raise FrontendError(f"{what} '{t.name}' has element type {t.data_type}, which ONNX "
+                            "does not define", UNSUPPORTED_DTYPE)
+    if any(d < 0 for d in t.dims):
+        raise FrontendError(f"{what} '{t.name}' has a negative dimension: {list(t.dims)}",
+                            MALFORMED)
     if t.data_location == onnx.TensorProto.EXTERNAL or t.data_type == onnx.TensorProto.STRING:
         return
     count = math.prod(t.dims)
@@ -49,7 +60,7 @@ def check_tensor(t: onnx.TensorProto, what: str) -> None:
         return
     try:
         numpy_helper.to_array(t)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, KeyError) as exc:
         raise FrontendError(f"{what} '{t.name}' does not fill its shape {list(t.dims)} "
                             f"({exc})", MALFORMED) from None
 

@@ -10,9 +10,10 @@ from nxcc.backend.runtime.topology import INSTANCES
 from tests.runtime.neffs import with_collectives
 from tests.runtime.procs import holders, start_holder
 
-ALL_REDUCE = [{"kind": "all_reduce", "reduction": "sum", "replica_groups": [[0, 1]],
-               "dtype": "f32", "bytes": 16}]
-ALL_GATHER = [{"kind": "all_gather", "replica_groups": [[0, 1]], "dtype": "f32", "bytes": 16}]
+ALL_REDUCE = [{"id": 0, "kind": "all_reduce", "reduction": "sum", "replica_groups": [[0, 1]],
+               "dtype": "f32", "shape": [4], "bytes": 16}]
+ALL_GATHER = [{"id": 0, "kind": "all_gather", "replica_groups": [[0, 1]], "dtype": "f32",
+               "shape": [4], "bytes": 16}]
 
 
 @pytest.mark.parametrize(
