@@ -9,6 +9,7 @@ import sys
 
 import click
 
+from nxcc.cli.benchmark_cmd import benchmark_cmd
 from nxcc.cli.compile_cmd import compile_cmd
 from nxcc.cli.errors import one_line
 from nxcc.cli.inspect_cmd import inspect_neff_cmd
@@ -32,6 +33,7 @@ cli.add_command(run_cmd)
 cli.add_command(inspect_neff_cmd)
 cli.add_command(list_operators_cmd)
 cli.add_command(ls_cmd)
+cli.add_command(benchmark_cmd)
 
 
 def main(argv: list[str] | None = None) -> None:
