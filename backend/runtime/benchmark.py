@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import resource
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -120,12 +120,13 @@ def benchmark(neff: str, inputs: Mapping[str, np.ndarray] | None = None, *, warm
         feed = dict(inputs) if inputs is not None else random_inputs(model.inputs)
         for _ in range(warmup):
             runtime.execute(model, feed)
-        times = _timed_runs(lambda: runtime.execute(model, feed), iterations, duration)
+        times = timed_runs(lambda: runtime.execute(model, feed), iterations, duration)
         peak = peak_memory_bytes()
     return summarize(str(neff), model.name, warmup, load_s, times, peak)
 
 
-def _timed_runs(run, iterations: int | None, duration: float | None) -> list[float]:
+def timed_runs(run: Callable[[], object], iterations: int | None, duration: float | None
+               ) -> list[float]:
     """Wall time of each call of `run`: `iterations` calls, or calls until `duration` s
     have passed (at least one)."""
     clock = time.perf_counter
