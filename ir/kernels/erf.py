@@ -76,8 +76,9 @@ _FAR = (0.5642697484259783, -0.002054650520840695, -0.25867470865020586, -0.1552
 
 def _horner(coefficients: tuple[float, ...], v: np.ndarray) -> np.ndarray:
     """sum c[k] v^k, in place in one scratch array."""
-    acc = np.full_like(v, coefficients[-1])
-    for c in coefficients[-2::-1]:
+    acc = v * coefficients[-1]
+    acc += coefficients[-2]
+    for c in coefficients[-3::-1]:
         acc *= v
         acc += c
     return acc
