@@ -82,7 +82,9 @@ def write_inputs(model: Path, out: Path) -> None:
 def run_json(args: list[str], pythonpath: Path, env: dict[str, str]) -> dict:
     """Run `python ARGS` with `pythonpath`; its last stdout line as JSON."""
     full = {**os.environ, **env, "PYTHONPATH": str(pythonpath)}
-    done = subprocess.run([sys.executable, *args], env=full, capture_output=True, text=True)
+    # run from the tree itself: `python -m` puts the working directory first on sys.path
+    done = subprocess.run([sys.executable, *args], env=full, capture_output=True, text=True,
+                          cwd=pythonpath)
     if done.returncode != 0:
         raise SystemExit(f"ERROR: {' '.join(args[:3])} failed: {done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
