@@ -32,6 +32,7 @@ COMMANDS = {
     "list-operators": ("nxcc.cli.list_cmd", "list_operators_cmd"),
     "ls": ("nxcc.cli.ls_cmd", "ls_cmd"),
     "cache": ("nxcc.cli.cache_cmd", "cache_cmd"),
+    "benchmark": ("nxcc.cli.benchmark_cmd", "benchmark_cmd"),
 }
 
 VERSION_LINE = f"NeuronX Compiler version {COMPILER_VERSION}"

@@ -1,11 +1,20 @@
 """The executor: runs one core's program with the kernels, in planned buffers.
 
 `ProgramExecutor(program, weights)` prepares every function once: decoded attributes,
-kernels, and per-slot sources. Each executor owns its arenas (one per function), so one
-executor serves one worker at a time; make one per core (or per thread).
+kernels, per-slot arrays and, on first use, its arena, one buffer per parameter, and the
+instructions bound to those fixed arrays (`bound_steps`: a flat list of zero-argument
+callables, the cheap ops reduced to one numpy call). A run then copies the arguments into
+the parameter buffers and calls the steps in order, with floating-point errors ignored once
+around the whole function: no per-instruction dispatch, dtype decision, error-state switch
+or poll (about 1 us per cheap instruction, `bench/executor_overhead.py`). Each executor owns
+its arenas (one per function), so one executor serves one worker at a time; make one per
+core (or per thread).
 
-`should_stop`, when given, is polled when a function starts and between instructions (so
-also on every iteration of a `while` loop, whose condition and body run through `call`);
+A scalar computation called on whole arrays of other shapes (a reducer applied elementwise
+by a kernel) runs op by op in fresh arrays instead.
+
+`should_stop`, when given, is polled when a function starts (so also on every iteration of
+a `while` loop, whose condition and body run through `call`), not between instructions;
 when it returns True the execution raises `ExecutionStopped`. The runtime uses it to enforce
 `NEURON_RT_EXEC_TIMEOUT`.
 """
@@ -18,10 +27,12 @@ from typing import Protocol
 import numpy as np
 
 from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
+from nxcc.backend.runtime.bound_steps import bind_step
 from nxcc.ir.attributes import AttrValue, Dense
 from nxcc.ir.dtypes import DType
 from nxcc.ir.interpreter import allocate_results
 from nxcc.ir.kernels import get_kernel
+from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.types import TensorType
 
 
@@ -39,7 +50,8 @@ class Communicator(Protocol):
 
 
 class _Function:
-    """One function's prepared instructions and its arena (allocated on first run)."""
+    """One function's prepared instructions, its arena and its bound steps (made on first
+    planned run)."""
 
     def __init__(self, name: str, spec: dict, weights: Mapping[str, np.ndarray]) -> None:
         self.name = name
@@ -67,17 +79,34 @@ class _Function:
         ]
         self.params: list[int] = spec["params"]
         self.results: list[int] = spec["results"]
-        self._views: dict[int, np.ndarray] | None = None
+        self.param_shapes = [self.types[p].shape for p in self.params]
+        self._bound: _Bound | None = None
 
-    def views(self) -> dict[int, np.ndarray]:
-        """Arrays over the arena for every buffer slot (made once)."""
-        if self._views is None:
-            arena = np.empty(max(self.arena_bytes, 1), np.uint8)
-            self._views = {}
-            for i, (s, t) in enumerate(zip(self.spec["slots"], self.types, strict=True)):
-                if s["kind"] == "buffer":
-                    self._views[i] = np.ndarray(t.shape, t.dtype.numpy, arena, s["offset"])
-        return self._views
+    def bound(self, ctx: KernelContext) -> _Bound:
+        """The arena, parameter buffers and bound steps (made once)."""
+        if self._bound is None:
+            self._bound = _Bound(self, ctx)
+        return self._bound
+
+
+class _Bound:
+    """Every slot of a function at a fixed array, and its instructions bound to them."""
+
+    def __init__(self, fn: _Function, ctx: KernelContext) -> None:
+        arena = np.empty(max(fn.arena_bytes, 1), np.uint8)
+        arrays: dict[int, np.ndarray] = dict(fn.fixed)
+        for i, (s, t) in enumerate(zip(fn.spec["slots"], fn.types, strict=True)):
+            if s["kind"] == "buffer":
+                arrays[i] = np.ndarray(t.shape, t.dtype.numpy, arena, s["offset"])
+        for p in fn.params:
+            arrays[p] = np.empty(fn.types[p].shape, fn.types[p].dtype.numpy)
+        self.param_buffers = [arrays[p] for p in fn.params]
+        self.results = [arrays[r] for r in fn.results]
+        self.steps = [
+            bind_step(opcode, kern, [arrays[i] for i in ins], [arrays[o] for o in outs],
+                      attrs, ctx, [i in fn.fixed for i in ins])
+            for kern, ins, outs, attrs, opcode in fn.instructions
+        ]
 
 
 class ProgramExecutor:
@@ -104,31 +133,41 @@ class ProgramExecutor:
         stop = self.should_stop
         if stop is not None and stop():
             raise ExecutionStopped(f"stopped before @{function}")
-        env: dict[int, np.ndarray] = dict(fn.fixed)
         # A scalar computation called on whole arrays runs elementwise, in fresh arrays;
         # otherwise results go to the planned buffers.
-        planned = all(np.shape(a) == fn.types[s].shape
-                      for s, a in zip(fn.params, args, strict=True))
-        if planned:
-            env.update(fn.views())
+        if all(np.shape(a) == s for a, s in zip(args, fn.param_shapes, strict=True)):
+            return self._run_bound(fn, args)
+        return self._run_fresh(fn, args)
+
+    def _run_bound(self, fn: _Function, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        bound = fn.bound(self)
+        for buffer, a in zip(bound.param_buffers, args, strict=True):
+            np.copyto(buffer, a)
+        index = 0
+        try:
+            with np.errstate(all="ignore"):
+                for index, step in enumerate(bound.steps):  # noqa: B007
+                    step()
+        except ExecutionError:
+            raise
+        except Exception as exc:
+            raise _failure(fn, index, exc) from exc
+        return [np.array(r, copy=True) for r in bound.results]
+
+    def _run_fresh(self, fn: _Function, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        env: dict[int, np.ndarray] = dict(fn.fixed)
         for slot, a in zip(fn.params, args, strict=True):
             env[slot] = a
         for index, (kern, ins, outs, attrs, opcode) in enumerate(fn.instructions):
-            if stop is not None and stop():
-                raise ExecutionStopped(f"stopped at instruction {index} ({opcode}) of @{function}")
             try:
                 in_arrays = [env[i] for i in ins]
-                if not planned:
-                    fresh = allocate_results(opcode, [fn.types[o] for o in outs], in_arrays)
-                    env.update(zip(outs, fresh, strict=True))
-                kern(in_arrays, [env[o] for o in outs], attrs, self)
+                fresh = allocate_results(opcode, [fn.types[o] for o in outs], in_arrays)
+                env.update(zip(outs, fresh, strict=True))
+                kern(in_arrays, fresh, attrs, self)
             except ExecutionError:
                 raise
             except Exception as exc:
-                raise ExecutionError(
-                    f"while executing instruction {index} ({opcode}) of @{function}: "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
+                raise _failure(fn, index, exc) from exc
         return [np.array(env[r], copy=True) for r in fn.results]
 
     def binary_opcode(self, function: str) -> str | None:
@@ -139,6 +178,12 @@ class ProgramExecutor:
         if self.communicator is None:
             raise ExecutionError(f"{opcode}: this program runs on one core, with no communicator")
         return self.communicator.collective(opcode, args, attrs)
+
+
+def _failure(fn: _Function, index: int, exc: Exception) -> ExecutionError:
+    opcode = fn.instructions[index][4]
+    return ExecutionError(f"while executing instruction {index} ({opcode}) of @{fn.name}: "
+                          f"{type(exc).__name__}: {exc}")
 
 
 def _as_type(arr: np.ndarray, t: TensorType) -> np.ndarray:

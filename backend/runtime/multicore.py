@@ -25,8 +25,10 @@ then fail with an error naming the collective. `run_cores` re-raises the first r
 BLAS threads: numpy's matrix products run in OpenBLAS threads, and n cores each using every
 CPU would oversubscribe the machine. Each core's thread limits its own OpenBLAS thread count
 to max(1, cpus // n) with OpenBLAS's per-thread `openblas_set_num_threads_local`, found in
-the already loaded library through ctypes (`blas_threads.py`); where that symbol is missing
-nothing is changed (the environment variables OPENBLAS_NUM_THREADS / OMP_NUM_THREADS only
+the already loaded library through ctypes (`blas_threads.py`), all inside one process-wide
+`limit_process` region, so the count is back exactly where it was once every core is done
+(numpy's OpenBLAS applies that "per-thread" count to the whole process); where that symbol
+is missing nothing is changed (the environment variables OPENBLAS_NUM_THREADS / OMP_NUM_THREADS only
 act before numpy is imported, so they cannot be set from here).
 """
 
@@ -39,7 +41,7 @@ import numpy as np
 
 from nxcc.backend.runtime.async_comm import AsyncEndpoint
 from nxcc.backend.runtime.barrier import Barrier
-from nxcc.backend.runtime.blas_threads import limit_this_thread
+from nxcc.backend.runtime.blas_threads import limit_process, limit_this_thread
 from nxcc.backend.runtime.channels import LocalChannels
 from nxcc.backend.runtime.collective_binding import RING, Binder, CollectiveBinding, Placement
 from nxcc.backend.runtime.executor import ExecutionError, ExecutionStopped
@@ -169,11 +171,12 @@ def run_cores(work: Sequence[Callable[[], list[np.ndarray]]],
     group.reset()
     threads = [threading.Thread(target=body, args=(k,), name=f"nxcc-core{k}", daemon=True)
                for k in range(1, n)]
-    for t in threads:
-        t.start()
-    body(0)
-    for t in threads:
-        t.join()
+    with limit_process(threads_per_core):  # restored exactly once every core is done
+        for t in threads:
+            t.start()
+        body(0)
+        for t in threads:
+            t.join()
     real = [e for e in errors if e is not None and not isinstance(e, CollectiveMismatch)]
     stopped = [e for e in real if isinstance(e, ExecutionStopped)]
     first = (stopped or real or [e for e in errors if e is not None] or [None])[0]

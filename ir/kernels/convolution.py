@@ -4,7 +4,10 @@ The operands are first transposed to the canonical layouts lhs (N, C, *spatial) 
 rhs (O, I, *window). lhs_dilation is interior padding with zeros and `padding` is edge
 padding (negative crops), both by one `pad_array`. The strided, rhs-dilated windows are a
 `sliding_window_view` (no copy); they are gathered into a (G, N*P, I*K) stack of matrices and
-multiplied by the (G, I*K, O/G) kernel matrices with one batched matmul. Depthwise
+multiplied by the (G, I*K, O/G) kernel matrices with one batched matmul. With one group the
+product is taken the other way round, (O, I*K) @ (I*K, P) per image, written straight into
+the out when its layout is (N, O, *spatial): no result transpose, and a 1x1 window at stride 1
+multiplies the input itself (no im2col copy). Padding is skipped when there is none. Depthwise
 convolutions (one input feature per group) instead multiply-add one kernel offset at a time.
 
 Groups follow the StableHLO spec: with batch_group_count B the lhs batch is split into B
@@ -52,6 +55,29 @@ def _grouped_conv(x: np.ndarray, w: np.ndarray, groups: int, strides: Sequence[i
     return res.reshape(nb, o, *positions)
 
 
+def _single_group_conv(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
+                       rhs_dilation: Sequence[int], out: np.ndarray | None = None
+                       ) -> np.ndarray:
+    """`_grouped_conv` for one group, as out[n] = W (O, C*K) @ cols[n] (C*K, P): no transposed
+    result to copy back, and for a 1x1 window at stride 1 the columns are x itself (no im2col
+    copy). `out`, when given, is a contiguous (N, O, *P) array of the result dtype to fill."""
+    n = x.ndim - 2
+    nb, c = x.shape[:2]
+    o = w.shape[0]
+    ksize = w.shape[2:]
+    view = windows(x, (1, 1, *ksize), (1, 1, *strides), (1, 1, *rhs_dilation))
+    view = view[(slice(None),) * (2 + n) + (0, 0)]  # (N, C, *P, *K)
+    positions = view.shape[2: 2 + n]
+    p, k = math.prod(positions), math.prod(ksize)
+    order = [0, 1, *range(2 + n, 2 + 2 * n), *range(2, 2 + n)]  # (N, C, *K, *P)
+    cols = view.transpose(order).reshape(nb, c * k, p)
+    weights = w.reshape(o, c * k)
+    if out is not None:
+        np.matmul(weights, cols, out=out.reshape(nb, o, p))
+        return out
+    return np.matmul(weights, cols).reshape(nb, o, *positions)
+
+
 def _depthwise_conv(x: np.ndarray, w: np.ndarray, groups: int, strides: Sequence[int],
                     rhs_dilation: Sequence[int]) -> np.ndarray:
     """`_grouped_conv` when every group has one input feature (depthwise): a multiply-add
@@ -90,22 +116,36 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     low = [lo for lo, _ in a["padding"]]
     high = [hi for _, hi in a["padding"]]
     interior = [d - 1 for d in a["lhs_dilation"]]
-    x = pad_array(x, np.zeros((), acc), [0, 0, *low], [0, 0, *high], [0, 0, *interior])
-
-    groups, batch_groups = a["feature_group_count"], a["batch_group_count"]
-    nb = x.shape[0] // batch_groups
-    ob = w.shape[0] // batch_groups
-    conv = _depthwise_conv if x.shape[1] == groups and groups > 1 else _grouped_conv
-    with np.errstate(all="ignore"):
-        parts = [conv(x[b * nb:(b + 1) * nb], w[b * ob:(b + 1) * ob], groups,
-                               a["window_strides"], a["rhs_dilation"])
-                 for b in range(batch_groups)]
-    result = parts[0] if batch_groups == 1 else np.concatenate(parts, axis=1)  # (N/B, O, *P)
+    if any(low) or any(high) or any(interior):
+        x = pad_array(x, np.zeros((), acc), [0, 0, *low], [0, 0, *high], [0, 0, *interior])
 
     canonical = [0] * (n + 2)
     canonical[a["output_batch_dim"]] = 0
     canonical[a["output_feature_dim"]] = 1
     for i, d in enumerate(a["output_spatial_dims"]):
         canonical[d] = 2 + i
+    groups, batch_groups = a["feature_group_count"], a["batch_group_count"]
+    with np.errstate(all="ignore"):
+        if groups == 1 and batch_groups == 1:
+            direct = (canonical == list(range(n + 2)) and out.dtype == acc
+                      and out.flags.c_contiguous)
+            result = _single_group_conv(x, w, a["window_strides"], a["rhs_dilation"],
+                                        out if direct else None)
+            if direct:
+                return
+        else:
+            result = _split_conv(x, w, groups, batch_groups, a)
     final = result.transpose(canonical)
     store(out, final != 0 if out.dtype == np.bool_ else final)
+
+
+def _split_conv(x: np.ndarray, w: np.ndarray, groups: int, batch_groups: int,
+                a: Mapping) -> np.ndarray:
+    """The (N/B, O, *P) result of a grouped or batch-grouped convolution of padded x."""
+    nb = x.shape[0] // batch_groups
+    ob = w.shape[0] // batch_groups
+    conv = _depthwise_conv if x.shape[1] == groups and groups > 1 else _grouped_conv
+    parts = [conv(x[b * nb:(b + 1) * nb], w[b * ob:(b + 1) * ob], groups,
+                  a["window_strides"], a["rhs_dilation"])
+             for b in range(batch_groups)]
+    return parts[0] if batch_groups == 1 else np.concatenate(parts, axis=1)  # (N/B, O, *P)

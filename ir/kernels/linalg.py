@@ -38,21 +38,28 @@ def _as_3d(x: np.ndarray, batch: Sequence[int], first: Sequence[int],
     return t.astype(dtype, copy=False).reshape(size)
 
 
-@kernel(ops.dot_general)
-def dot_general(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
-                attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
-    """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n] (dims per the attributes)."""
-    lhs, rhs = args
-    out = outs[0]
+def matmul_operands(lhs: np.ndarray, rhs: np.ndarray, out_dtype: np.dtype,
+                    attrs: Mapping[str, AttrValue]) -> tuple[np.ndarray, np.ndarray, np.dtype]:
+    """(a, b, acc): the operands of dot_general as 3-D (batch, m, k) and (batch, k, n) arrays
+    of the accumulation dtype `acc` (views of lhs and rhs when no copy is needed)."""
     lb, rb = attrs["lhs_batch_dims"], attrs["rhs_batch_dims"]
     lc, rc = attrs["lhs_contracting_dims"], attrs["rhs_contracting_dims"]
     lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]  # type: ignore
     rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]  # type: ignore
-    acc = accumulate_dtype(lhs.dtype, out.dtype)
+    acc = accumulate_dtype(lhs.dtype, out_dtype)
     if lhs.dtype == np.bool_:
         acc = np.dtype(np.int64)
     a = _as_3d(lhs, lb, lfree, lc, acc)  # type: ignore[arg-type]
     b = _as_3d(rhs, rb, rc, rfree, acc)  # type: ignore[arg-type]
+    return a, b, acc
+
+
+@kernel(ops.dot_general)
+def dot_general(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n] (dims per the attributes)."""
+    out = outs[0]
+    a, b, acc = matmul_operands(args[0], args[1], out.dtype, attrs)
     shape3 = (a.shape[0], a.shape[1], b.shape[2])
     with np.errstate(all="ignore"):
         if out.dtype == acc and out.flags.c_contiguous:

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from nxcc.ir.kernels.erf import erf
+from nxcc.ir.kernels.erf import erf, erf_float32
 from tests.ir.kernels.fake_ctx import run1
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -138,5 +138,53 @@ def test_bf16_rounds_once() -> None:
                                         ("log1p", np.log1p), ("cbrt", np.cbrt)])
 def test_float32_transcendentals_are_correctly_rounded(opcode: str, ref) -> None:
     x = RNG.uniform(0, 10, 10_000).astype(np.float32)
+    got = run1(opcode, [x])
+    np.testing.assert_array_equal(got, ref(x.astype(np.float64)).astype(np.float32))
+
+
+def _ulp_error(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """|got - exact| in ulps of the float32 result (exact given in float64)."""
+    ulp = np.spacing(np.abs(exact).astype(np.float32)).astype(np.float64)
+    return np.abs(got.astype(np.float64) - exact) / ulp
+
+
+def test_erf_float32_error_bound_on_a_dense_sweep() -> None:
+    # every 97th float32 from 2^-30 to 4.5 (about 9.6 million values), and their negatives
+    lo, hi = np.array([2.0**-30, 4.5], np.float32).view(np.uint32)
+    x = np.arange(lo, hi, 97, dtype=np.uint32).view(np.float32)
+    x = np.concatenate([x, -x])
+    got = run1("erf", [x])
+    assert got.dtype == np.float32
+    assert np.max(_ulp_error(got, erf(x.astype(np.float64)))) <= 0.51
+
+
+def test_erf_float32_special_values() -> None:
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 30.0, -4.0, 1e-30, -1e-40, 3.9],
+                 np.float32)
+    got = erf_float32(x)
+    want = np.array([math.erf(float(v)) if np.isfinite(v) else np.sign(v) for v in x])
+    np.testing.assert_array_equal(got[1:], want[1:].astype(np.float32))
+    assert np.isnan(got[0]) and np.signbit(got[4]) and not np.signbit(got[3])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, BF16], ids=["float16", "bfloat16"])
+def test_erf_low_precision_goes_through_float32(dtype) -> None:
+    x = np.linspace(-4, 4, 2001).astype(dtype)
+    want = erf(x.astype(np.float64)).astype(np.float32).astype(dtype)
+    got = run1("erf", [x])
+    assert got.dtype == np.dtype(dtype)
+    assert np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))) <= \
+        float(np.max(np.spacing(np.abs(want).astype(np.float32)))) * 2 ** 16
+
+
+@pytest.mark.parametrize("opcode,ref,lo,hi", [
+    ("log", np.log, 1e-3, 1e3),
+    ("logistic", lambda x: 1 / (1 + np.exp(-x)), -90, 30),
+    ("rsqrt", lambda x: 1 / np.sqrt(x), 1e-3, 1e3),
+    ("exp", np.exp, -80, 80),
+])
+def test_float32_exp_log_logistic_rsqrt_are_correctly_rounded(opcode: str, ref, lo: float,
+                                                              hi: float) -> None:
+    x = RNG.uniform(lo, hi, 20_000).astype(np.float32)
     got = run1(opcode, [x])
     np.testing.assert_array_equal(got, ref(x.astype(np.float64)).astype(np.float32))

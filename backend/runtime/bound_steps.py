@@ -1,0 +1,124 @@
+"""Instructions bound to their arrays at load: one zero-argument callable per instruction.
+
+When every value of a function lives at a fixed place (the planned arena views, the
+weights, the splats and the function's parameter buffers), each instruction can be turned
+once into a callable that only does the work: `bind_step` returns
+`functools.partial(kernel, args, outs, attrs, ctx)`, or, for the ops whose kernel is one
+numpy call on arrays of one native dtype, that numpy call itself with every view it needs
+made in advance:
+
+- add, subtract, multiply, maximum, minimum (float32/float64/int32/int64), divide (floats),
+  negate and abs (floats), compare (floats): the ufunc with `out=`, exactly what the kernel
+  calls for those dtypes (the executor ignores floating-point errors once per execution, as
+  every kernel does per op);
+- reshape, transpose, broadcast_in_dim, copy: `np.copyto(out, view)` with the view made once;
+- dot_general into a contiguous out of the accumulation dtype: `np.matmul(a, b, out=out3)`
+  with its 3-D operands made once when they are views of their slot or constants (a
+  transposed weight is packed once, at load).
+
+Every other op, and any case outside those conditions, calls its kernel.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels.base import Kernel, KernelContext
+from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
+from nxcc.ir.kernels.linalg import matmul_operands
+
+Step = Callable[[], object]
+
+_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+_NUMBERS = _FLOATS | frozenset(np.dtype(t) for t in (np.int32, np.int64))
+# opcode -> (ufunc, dtypes for which the kernel is exactly this ufunc)
+_BINARY: dict[str, tuple[np.ufunc, frozenset[np.dtype]]] = {
+    "add": (np.add, _NUMBERS),
+    "subtract": (np.subtract, _NUMBERS),
+    "multiply": (np.multiply, _NUMBERS),
+    "maximum": (np.maximum, _NUMBERS),
+    "minimum": (np.minimum, _NUMBERS),
+    "divide": (np.divide, _FLOATS),
+}
+_UNARY: dict[str, tuple[np.ufunc, frozenset[np.dtype]]] = {
+    "negate": (np.negative, _FLOATS),
+    "abs": (np.absolute, _FLOATS),
+}
+
+
+def bind_step(opcode: str, kern: Kernel, args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+              attrs: Mapping[str, AttrValue], ctx: KernelContext,
+              constant: Sequence[bool]) -> Step:
+    """The instruction as a callable on these fixed arrays. `constant[i]`: args[i] never
+    changes (a weight or splat), so what is derived from it may be computed now."""
+    fast = _fast_step(opcode, args, outs, attrs, constant)
+    if fast is not None:
+        return fast
+    return functools.partial(kern, list(args), list(outs), attrs, ctx)
+
+
+def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+               attrs: Mapping[str, AttrValue], constant: Sequence[bool]) -> Step | None:
+    if len(outs) != 1:
+        return None
+    out = outs[0]
+    if opcode in _BINARY or opcode in _UNARY:
+        ufunc, dtypes = _BINARY.get(opcode) or _UNARY[opcode]
+        if out.dtype in dtypes and _same(args, out.dtype, out.shape):
+            return functools.partial(ufunc, *args, out=out)
+        return None
+    if opcode == "compare":
+        same = _same(args, args[0].dtype, out.shape) and args[0].dtype in _FLOATS
+        if same and out.dtype == np.bool_:
+            return functools.partial(COMPARE_UFUNCS[str(attrs["direction"])], *args, out=out)
+        return None
+    if opcode == "dot_general":
+        return _matmul_step(args, out, attrs, constant)
+    view = _moved_view(opcode, args, out, attrs)
+    if view is None:
+        return None
+    return functools.partial(np.copyto, out, view)
+
+
+def _same(args: Sequence[np.ndarray], dtype: np.dtype, shape: tuple[int, ...]) -> bool:
+    return all(a.dtype == dtype and a.shape == shape for a in args)
+
+
+def _moved_view(opcode: str, args: Sequence[np.ndarray], out: np.ndarray,
+                attrs: Mapping[str, AttrValue]) -> np.ndarray | None:
+    """The view of args[0] that a data-movement op copies into `out` (as its kernel does)."""
+    if not args or args[0].dtype != out.dtype:
+        return None
+    x = args[0]
+    if opcode == "reshape":
+        view = x.reshape(out.shape)
+    elif opcode == "transpose":
+        view = x.transpose(attrs["permutation"])  # type: ignore[arg-type]
+    elif opcode == "broadcast_in_dim":
+        shape = [1] * out.ndim
+        for i, d in enumerate(attrs["broadcast_dimensions"]):  # type: ignore[arg-type]
+            shape[d] = x.shape[i]
+        view = x.reshape(shape)
+    elif opcode == "copy":
+        view = x
+    else:
+        return None
+    # a view of x's memory follows x; a copy (reshape of a non-contiguous x) would not
+    return view if np.may_share_memory(view, x) or view.size == 0 else None
+
+
+def _matmul_step(args: Sequence[np.ndarray], out: np.ndarray,
+                 attrs: Mapping[str, AttrValue], constant: Sequence[bool]) -> Step | None:
+    lhs, rhs = args
+    a, b, acc = matmul_operands(lhs, rhs, out.dtype, attrs)
+    if out.dtype != acc or not out.flags.c_contiguous:
+        return None
+    for derived, source, fixed in ((a, lhs, constant[0]), (b, rhs, constant[1])):
+        if not fixed and not (derived.size == 0 or np.may_share_memory(derived, source)):
+            return None  # a copy made now would not follow later values of the slot
+    return functools.partial(np.matmul, a, b, out=out.reshape(a.shape[0], a.shape[1],
+                                                               b.shape[2]))

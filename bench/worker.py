@@ -1,0 +1,75 @@
+"""One measurement of the benchmark table, in a process of its own (so that its peak memory is
+its own); prints one JSON object. Run by bench/table.py, not by hand.
+
+    python bench/worker.py compile MODEL.onnx OUT.neff        # {"compile_s", "peak_memory_bytes"}
+    python bench/worker.py ort MODEL.onnx IN.npz --threads N --warmup W --duration S
+                                                              # load_ms, latency_*, peak_memory
+
+`compile` imports `nxcc` from PYTHONPATH (the tree being measured) and times
+`compile_model` for trn1 at -O2. `ort` times building an onnxruntime `InferenceSession` (CPU
+provider, N intra-op threads, one inter-op thread) and then its executions with the same
+timing and percentiles as `neuronx-cc benchmark`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import numpy as np
+
+
+def compile_one(model: str, neff: str) -> dict:
+    from nxcc.backend.runtime.benchmark import peak_memory_bytes
+    from nxcc.driver.compile import compile_model
+    from nxcc.driver.options import CompileOptions
+
+    start = time.perf_counter()
+    compile_model(model, CompileOptions(target="trn1", output=neff), emit=lambda s: None)
+    return {"compile_s": time.perf_counter() - start, "peak_memory_bytes": peak_memory_bytes()}
+
+
+def onnxruntime_one(model: str, inputs: str, threads: int, warmup: int, duration: float
+                    ) -> dict:
+    import onnxruntime as ort
+
+    from nxcc.backend.runtime.benchmark import peak_memory_bytes, summarize, timed_runs
+
+    with np.load(inputs, allow_pickle=False) as data:
+        feed = {k: data[k] for k in data.files}
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    start = time.perf_counter()
+    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    load_s = time.perf_counter() - start
+    for _ in range(warmup):
+        session.run(None, feed)
+    times = timed_runs(lambda: session.run(None, feed), None, duration)
+    return summarize(model, "onnxruntime", warmup, load_s, times, peak_memory_bytes()).to_json()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="what", required=True)
+    c = sub.add_parser("compile")
+    c.add_argument("model")
+    c.add_argument("neff")
+    o = sub.add_parser("ort")
+    o.add_argument("model")
+    o.add_argument("inputs")
+    o.add_argument("--threads", type=int, default=2)
+    o.add_argument("--warmup", type=int, default=3)
+    o.add_argument("--duration", type=float, default=3.0)
+    args = parser.parse_args()
+    if args.what == "compile":
+        result = compile_one(args.model, args.neff)
+    else:
+        result = onnxruntime_one(args.model, args.inputs, args.threads, args.warmup,
+                                 args.duration)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
