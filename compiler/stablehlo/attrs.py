@@ -131,6 +131,16 @@ def hash_fields(attr: HashAttr) -> dict[str, object]:
     return out
 
 
+def dimension_numbers(a: AttrReader, name: str, lists: tuple[str, ...]) -> dict[str, object]:
+    """The fields of the `#stablehlo.gather<...>`-style attribute `name`: each of `lists` as
+    a tuple (empty when absent) and `index_vector_dim` (0 when absent)."""
+    dn = a.need(name)
+    fields = hash_fields(dn) if isinstance(dn, HashAttr) else {}
+    out: dict[str, object] = {k: tuple(fields.get(k, ())) for k in lists}  # type: ignore[arg-type]
+    out["index_vector_dim"] = fields.get("index_vector_dim", 0)
+    return out
+
+
 def labels(part: object) -> str:
     """`[b, 0, 1, f]` (words and ints) -> "b01f"."""
     items = part if isinstance(part, list | tuple) else ()

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from nxcc.compiler.hlo.attributes import Window
 from nxcc.compiler.hlo.nodes import ArrayShape, TupleShape
-from nxcc.compiler.stablehlo.attrs import AttrReader, hash_fields
+from nxcc.compiler.stablehlo.attrs import AttrReader, dimension_numbers
 from nxcc.compiler.stablehlo.builder import CompBuilder, free_values
 from nxcc.compiler.stablehlo.registry import converts
-from nxcc.compiler.stablehlo.syntax import HashAttr, Op, Sym
+from nxcc.compiler.stablehlo.syntax import Op, Sym
 
 
 def _applied(b: CompBuilder, op: Op, a: AttrReader, init_shapes: list) -> str:
@@ -79,12 +79,9 @@ def sort(b: CompBuilder, op: Op, a: AttrReader) -> None:
 
 @converts("stablehlo.scatter")
 def scatter(b: CompBuilder, op: Op, a: AttrReader) -> None:
-    dn = a.need("scatter_dimension_numbers")
-    fields = hash_fields(dn) if isinstance(dn, HashAttr) else {}
-    attrs: dict[str, object] = {k: tuple(fields.get(k, ())) for k in (  # type: ignore[arg-type]
+    attrs = dimension_numbers(a, "scatter_dimension_numbers", (
         "update_window_dims", "inserted_window_dims", "input_batching_dims",
-        "scatter_indices_batching_dims", "scatter_dims_to_operand_dims")}
-    attrs["index_vector_dim"] = fields.get("index_vector_dim", 0)
+        "scatter_indices_batching_dims", "scatter_dims_to_operand_dims"))
     attrs["indices_are_sorted"] = a.bool_("indices_are_sorted")
     attrs["unique_indices"] = a.bool_("unique_indices")
     attrs["to_apply"] = b.conv.region(b, op, 0, "update")

@@ -13,7 +13,7 @@ from nxcc.compiler.hlo.attr_windows import parse_dim_labels
 from nxcc.compiler.hlo.attributes import Window
 from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.hlo.nodes import ArrayShape
-from nxcc.compiler.stablehlo.attrs import AttrReader, hash_fields, labels
+from nxcc.compiler.stablehlo.attrs import AttrReader, dimension_numbers, labels
 from nxcc.compiler.stablehlo.builder import CompBuilder
 from nxcc.compiler.stablehlo.dense import dense_array
 from nxcc.compiler.stablehlo.registry import converts
@@ -197,12 +197,9 @@ def convolution(b: CompBuilder, op: Op, a: AttrReader) -> None:
 
 @converts("stablehlo.gather")
 def gather(b: CompBuilder, op: Op, a: AttrReader) -> None:
-    dn = a.need("dimension_numbers")
-    fields = hash_fields(dn) if isinstance(dn, HashAttr) else {}
-    attrs: dict[str, object] = {k: tuple(fields.get(k, ())) for k in (  # type: ignore[arg-type]
+    attrs = dimension_numbers(a, "dimension_numbers", (
         "offset_dims", "collapsed_slice_dims", "operand_batching_dims",
-        "start_indices_batching_dims", "start_index_map")}
-    attrs["index_vector_dim"] = fields.get("index_vector_dim", 0)
+        "start_indices_batching_dims", "start_index_map"))
     attrs["slice_sizes"] = a.ints("slice_sizes")
     attrs["indices_are_sorted"] = a.bool_("indices_are_sorted")
     b.emit(op, "gather", op.operands, attrs)
