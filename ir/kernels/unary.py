@@ -36,7 +36,8 @@ UnaryFn = Callable[[np.ndarray], np.ndarray]
 def logistic(x: np.ndarray) -> np.ndarray:
     """1 / (1 + exp(-x)) in float64 (a new float64 array); exp(-x) = inf for very negative x
     gives exactly 0, as it should."""
-    e = np.negative(x, dtype=np.float64)
+    e = np.array(x, dtype=np.float64)  # an array even when x is 0-d
+    np.negative(e, out=e)
     np.exp(e, out=e)
     e += 1.0
     np.reciprocal(e, out=e)
@@ -55,7 +56,8 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def rsqrt(x: np.ndarray) -> np.ndarray:
-    r = np.sqrt(x, dtype=np.float64)
+    r = np.array(x, dtype=np.float64)  # an array even when x is 0-d
+    np.sqrt(r, out=r)
     np.reciprocal(r, out=r)
     return r
 

@@ -8,6 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from nxcc.ir.kernels import get_kernel
 from nxcc.ir.kernels.erf import erf, erf_float32
 from tests.ir.kernels.fake_ctx import run1
 
@@ -188,3 +189,14 @@ def test_float32_exp_log_logistic_rsqrt_are_correctly_rounded(opcode: str, ref, 
     x = RNG.uniform(lo, hi, 20_000).astype(np.float32)
     got = run1(opcode, [x])
     np.testing.assert_array_equal(got, ref(x.astype(np.float64)).astype(np.float32))
+
+
+@pytest.mark.parametrize("opcode", ["logistic", "rsqrt", "erf", "exp", "tanh"])
+def test_float32_transcendentals_of_a_scalar(opcode: str) -> None:
+    """0-d operands (numpy gives scalars, not arrays, for 0-d results of ufuncs)."""
+    x = np.array(0.25, np.float32)
+    out = np.empty((), np.float32)
+    get_kernel(opcode)([x], [out], {}, None)  # type: ignore[arg-type]
+    want = {"logistic": 1 / (1 + np.exp(-0.25)), "rsqrt": 2.0, "erf": 0.2763263901682369,
+            "exp": np.exp(0.25), "tanh": np.tanh(0.25)}[opcode]
+    assert out == np.float32(want)
