@@ -19,6 +19,7 @@ from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.mpi_job import MpiJob, launched_processes
 from nxcc.backend.runtime.npz import read_npz
 from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.profile import Profiler, attach
 from nxcc.backend.runtime.steps import run_steps
 from nxcc.backend.runtime.validate import check_manifest
 from nxcc.cli.errors import user_errors
@@ -94,6 +95,28 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
         show(outputs)
 
 
+def check_world_size_args(neff: str, spmd: dict | None, world_size: int | None,
+                          output_shardings: tuple[str, ...]) -> None:
+    """UsageError for --output-sharding without --world-size, or an SPMD NEFF without it."""
+    if output_shardings and world_size is None:
+        raise click.UsageError("--output-sharding needs --world-size")
+    if spmd is not None and world_size is None:
+        ranks = spmd.get("world_size")
+        raise click.UsageError(
+            f"{neff} is an SPMD program" + (f" partitioned for {ranks} ranks" if ranks else "")
+            + f"; run it with --world-size {ranks or 'N'} and global --inputs")
+
+
+def execute(runtime: Runtime, model: ModelHandle, inputs: dict[str, np.ndarray],
+            steps: int | None, repeat: int) -> dict[str, np.ndarray]:
+    """`steps` steps (outputs stacked), else `repeat` executions (the last one's outputs)."""
+    if steps is not None:
+        return run_steps(runtime, model, inputs, steps)
+    for _ in range(repeat):
+        outputs = runtime.execute(model, inputs)
+    return outputs
+
+
 @click.command("run")
 @click.argument("neff", type=click.Path(dir_okay=False))
 @click.option("--inputs", "inputs_path", type=click.Path(dir_okay=False),
@@ -126,11 +149,14 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
               help="An .npz of the model's state (parameters, optimizer slots) to start from.")
 @click.option("--save-state", "save_state", type=click.Path(dir_okay=False),
               help="Write the model's state after the last execution to this .npz.")
+@click.option("--profile", "profile_path", type=click.Path(dir_okay=False),
+              help="Write a Chrome/Perfetto trace (JSON trace events) of the executions: per "
+              "rank, compute ops and collectives on separate tracks.")
 @user_errors(family="NRT")
 def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: bool,
             repeat: int, world_size: int | None, output_shardings: tuple[str, ...],
             show_bindings: bool, steps: int | None, load_state: str | None,
-            save_state: str | None) -> None:
+            save_state: str | None, profile_path: str | None) -> None:
     """Run NEFF on the bundled runtime.
 
     The runtime honours every NEURON_RT_* variable; the instance simulated is
@@ -141,16 +167,13 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     check_manifest(neff_file)
     spmd = neff_file.manifest.get("spmd")
     if launched_processes() > 1:
+        if profile_path:
+            raise click.UsageError("--profile traces the ranks of one process; run without "
+                                   "mpiexec (--world-size N) to profile")
         run_job(config, neff_file, world_size, inputs_path, output_path, output_shardings,
                 repeat, quiet, show_bindings)
         return
-    if output_shardings and world_size is None:
-        raise click.UsageError("--output-sharding needs --world-size")
-    if spmd is not None and world_size is None:
-        ranks = spmd.get("world_size")
-        raise click.UsageError(
-            f"{neff} is an SPMD program" + (f" partitioned for {ranks} ranks" if ranks else "")
-            + f"; run it with --world-size {ranks or 'N'} and global --inputs")
+    check_world_size_args(neff, spmd, world_size, output_shardings)
     runtime = Runtime(config=config)
     runtime.init(target=neff_file.manifest.get("target"))
     with runtime:
@@ -167,19 +190,20 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
             raise click.UsageError(f"{neff} takes inputs ({names}); give them with --inputs "
                                    "FILE.npz")
         inputs = load_inputs(inputs_path, [i.name for i in model.inputs]) if inputs_path else {}
+        profiler = Profiler() if profile_path else None
+        for replica in model.replicas if profiler else ():
+            attach(replica.model, profiler)
         if load_state:
             model.load_state(load_inputs(load_state))
-        if steps is not None:
-            outputs = run_steps(runtime, model, inputs, steps)
-        else:
-            for _ in range(repeat):
-                outputs = runtime.execute(model, inputs)
+        outputs = execute(runtime, model, inputs, steps, repeat)
         state = model.state() if save_state else {}
         if save_state and not state:
             raise click.UsageError(f"{neff} keeps no state to save (compile it with "
                                    "--training)")
     if save_state:
         save_outputs(save_state, state)
+    if profiler is not None and profile_path:
+        profiler.write(profile_path)
     if output_path:
         save_outputs(output_path, outputs)
     if not quiet:

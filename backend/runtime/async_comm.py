@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
@@ -24,6 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
+from nxcc.backend.runtime.profile import COMMUNICATION, Profiler
 from nxcc.ir.attributes import AttrValue
 
 
@@ -41,11 +43,28 @@ class AsyncEndpoint:
         self.inner = inner
         self.rank = inner.rank
         self.name = name
+        self.profiler: Profiler | None = None  # set by `profile.attach`
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._started: dict[int, Future] = {}
         self._next = 0
+
+    def _timed(self, name: str, work: Callable[[], list[np.ndarray]]
+               ) -> Callable[[], list[np.ndarray]]:
+        """`work`, recorded as a communication event of this rank when profiling."""
+        profiler = self.profiler
+        if profiler is None:
+            return work
+
+        def run() -> list[np.ndarray]:
+            start = time.perf_counter()
+            try:
+                return work()
+            finally:
+                profiler.record(name, self.rank, COMMUNICATION, start, time.perf_counter())
+
+        return run
 
     def _submit(self, work: Callable[[], list[np.ndarray]]) -> Future:
         with self._lock:
@@ -64,7 +83,8 @@ class AsyncEndpoint:
         inner = self.inner
         if opcode == "all_reduce_start":
             copies = [np.array(a, copy=True) for a in args]
-            future = self._submit(lambda: inner.collective("all_reduce", copies, attrs))
+            future = self._submit(self._timed(
+                "all_reduce", lambda: inner.collective("all_reduce", copies, attrs)))
             with self._lock:
                 handle, self._next = self._next, (self._next + 1) % (1 << 32)
                 self._started[handle] = future
@@ -73,7 +93,8 @@ class AsyncEndpoint:
             with self._lock:
                 future = self._started.pop(int(args[0]))
             return future.result()
-        return self._submit(lambda: inner.collective(opcode, args, attrs)).result()
+        return self._submit(self._timed(
+            opcode, lambda: inner.collective(opcode, args, attrs))).result()
 
     def reset(self) -> None:
         """Forget the starts of an execution that failed before their dones."""

@@ -21,19 +21,24 @@ when it returns True the execution raises `ExecutionStopped`. The runtime uses i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
 from nxcc.backend.runtime.bound_steps import bind_step
+from nxcc.backend.runtime.profile import COMPUTE
 from nxcc.ir.attributes import AttrValue, Dense
 from nxcc.ir.dtypes import DType
 from nxcc.ir.interpreter import allocate_results
 from nxcc.ir.kernels import get_kernel
 from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.types import TensorType
+
+if TYPE_CHECKING:
+    from nxcc.backend.runtime.profile import Profiler
 
 
 class ExecutionError(RuntimeError):
@@ -107,6 +112,7 @@ class _Bound:
                       attrs, ctx, [i in fn.fixed for i in ins])
             for kern, ins, outs, attrs, opcode in fn.instructions
         ]
+        self.names = [opcode for *_, opcode in fn.instructions]
 
 
 class ProgramExecutor:
@@ -121,6 +127,8 @@ class ProgramExecutor:
         self.partition_id = partition_id
         self.replica_id = replica_id
         self.should_stop = should_stop
+        self.profiler: Profiler | None = None  # set by `profile.attach`
+        self.rank = partition_id
 
     def run(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The entry function's results (fresh arrays) for `args` (exact types)."""
@@ -146,13 +154,25 @@ class ProgramExecutor:
         index = 0
         try:
             with np.errstate(all="ignore"):
-                for index, step in enumerate(bound.steps):  # noqa: B007
-                    step()
+                if self.profiler is not None:
+                    self._run_profiled(bound)
+                else:
+                    for index, step in enumerate(bound.steps):  # noqa: B007
+                        step()
         except ExecutionError:
             raise
         except Exception as exc:
             raise _failure(fn, index, exc) from exc
         return [np.array(r, copy=True) for r in bound.results]
+
+    def _run_profiled(self, bound: _Bound) -> None:
+        """The bound steps, each recorded as a compute event of this rank."""
+        profiler, rank, clock = self.profiler, self.rank, time.perf_counter
+        assert profiler is not None
+        for step, name in zip(bound.steps, bound.names, strict=True):
+            start = clock()
+            step()
+            profiler.record(name, rank, COMPUTE, start, clock())
 
     def _run_fresh(self, fn: _Function, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         env: dict[int, np.ndarray] = dict(fn.fixed)

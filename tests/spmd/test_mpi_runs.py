@@ -7,6 +7,7 @@ two cores, and `mpiexec -n 4` oversubscribes it.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -189,3 +190,23 @@ def test_send_recv_between_two_processes(tmp_path: Path, runtime_env: Path) -> N
                 str(tmp_path / "out.npz"), "-q", env={"NXCC_RUNTIME_DIR": str(runtime_env / "rt")})
     assert r.returncode == 0, r.stderr
     np.testing.assert_array_equal(np.load(tmp_path / "out.npz")["output0"], SEND_RECV_EXPECTED)
+
+
+def test_profile_trace_shows_compute_and_communication_per_rank(
+        megatron: tuple[Path, Path, str], tmp_path: Path, runtime_env: Path) -> None:
+    """run --profile: a Chrome trace with one process per rank, compute ops on track 0 and
+    the all-reduce on track 1 (the communication thread)."""
+    neff, inputs, spec = megatron
+    trace = tmp_path / "trace.json"
+    r = neuronx_cc("run", str(neff), "--world-size", "8", "--inputs", str(inputs),
+                   "--output-sharding", spec, "-q", "--profile", str(trace),
+                   env={"NXCC_RUNTIME_DIR": str(runtime_env / "rt")})
+    assert r.returncode == 0, r.stderr
+    events = json.loads(trace.read_text())["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert {e["pid"] for e in spans} == set(range(8))
+    comm = [e for e in spans if e["tid"] == 1]
+    assert {e["name"] for e in comm} == {"all_reduce"} and len(comm) == 8
+    assert any(e["name"] == "dot_general" and e["tid"] == 0 for e in spans)
+    names = {(e["pid"], e.get("tid"), e["args"]["name"]) for e in events if e["ph"] == "M"}
+    assert (3, None, "rank 3") in names and (3, 1, "communication") in names
