@@ -105,6 +105,12 @@ def test_full_disk_during_compile(tmp_path: Path, outputs: tuple[bytes, float],
     assert _leftovers(out_dir, {"model.neff", "log.txt"}) == []
 
 
+def _as_in_a_terminal() -> None:
+    """The run's Ctrl-C as a user's: a test runner started in the background (nohup, `&`)
+    ignores SIGINT, and its children would inherit that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGTERM], ids=["INT", "TERM"])
 def test_run_interrupted(tmp_path: Path, how: signal.Signals) -> None:
     """A long run (a `while` loop of 10**9 steps) stopped by a signal: exit 130, one line,
@@ -117,7 +123,8 @@ def test_run_interrupted(tmp_path: Path, how: signal.Signals) -> None:
     env = _env(NXCC_RUNTIME_DIR=str(tmp_path / "rt"), NEURON_RT_EXEC_TIMEOUT="0")
     proc = subprocess.Popen([sys.executable, "-m", "nxcc", "run", str(neff), "--inputs",
                              str(tmp_path / "long.npz"), "--output", str(out_dir / "o.npz")],
-                            env=env, stderr=subprocess.PIPE, text=True)
+                            env=env, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=_as_in_a_terminal)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:  # until it holds its cores
         ls = neuronx_cc("ls", "--json", env={"NXCC_RUNTIME_DIR": str(tmp_path / "rt"),
