@@ -23,6 +23,24 @@ def hlo_name(mlir: str) -> str:
     return mlir.lstrip("%").replace("#", ".")
 
 
+class FreshNames:
+    """Names handed out once each: `fresh(base)` is `base`, or `base.K` with the first K
+    that is free."""
+
+    def __init__(self) -> None:
+        self.taken: set[str] = set()
+        self.counters: dict[str, int] = {}
+
+    def fresh(self, base: str) -> str:
+        name, k = base, self.counters.get(base, 1)
+        while name in self.taken:
+            k += 1
+            name = f"{base}.{k}"
+        self.counters[base] = k
+        self.taken.add(name)
+        return name
+
+
 class CompBuilder:
     """The instructions of one computation and the MLIR names bound in it."""
 
@@ -32,19 +50,7 @@ class CompBuilder:
         self.instrs: list[Instruction] = []
         self.names: dict[str, str] = {}
         self.shapes: dict[str, Shape] = {}
-        self.taken: set[str] = set()
-        self.counters: dict[str, int] = {}
-
-    # -- names -------------------------------------------------------------------------
-    def fresh(self, base: str) -> str:
-        """`base`, or `base.K` with the first K that is free."""
-        name, k = base, self.counters.get(base, 1)
-        while name in self.taken:
-            k += 1
-            name = f"{base}.{k}"
-        self.counters[base] = k
-        self.taken.add(name)
-        return name
+        self.fresh = FreshNames().fresh  # instruction names of this computation
 
     def ref(self, mlir: str, offset: int) -> str:
         """The HLO name bound to MLIR value `mlir` (HloError when it is not defined)."""

@@ -18,7 +18,7 @@ from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.nodes import Attribute, Computation, HloModule, Shape, TupleShape
 from nxcc.compiler.stablehlo import collectives, control, ops  # noqa: F401  (converters)
-from nxcc.compiler.stablehlo.builder import CompBuilder, hlo_name
+from nxcc.compiler.stablehlo.builder import CompBuilder, FreshNames, hlo_name
 from nxcc.compiler.stablehlo.registry import convert_op
 from nxcc.compiler.stablehlo.sdy import sdy_to_hlo_sharding
 from nxcc.compiler.stablehlo.syntax import Block, Func, HashAttr, MlirModule, Op
@@ -45,19 +45,8 @@ class ModuleConverter:
         self.source = source
         self.computations: list[Computation] = []
         self.func_names: dict[str, str] = {}
-        self.taken: set[str] = set()
-        self.counters: dict[str, int] = {}
+        self.unique = FreshNames().fresh  # computation names of the module
         self.funcs = {f.name: f for f in mod.funcs}
-
-    def unique(self, base: str) -> str:
-        """`base`, or `base.K` with the first K that is free."""
-        name, k = base, self.counters.get(base, 1)
-        while name in self.taken:
-            k += 1
-            name = f"{base}.{k}"
-        self.counters[base] = k
-        self.taken.add(name)
-        return name
 
     def run(self) -> HloModule:
         entry = self.funcs.get("main") or next(
