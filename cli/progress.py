@@ -2,7 +2,8 @@
 
 `ProgressLine` shows, once a compile has run `delay` seconds and only when stderr is a
 terminal, one line that is rewritten in place: the stage running (import, a pass name,
-shard, write) and the seconds since the start. The line is erased when the compile ends.
+shard, write) and the seconds since the start. Once the delay has passed, a new stage is
+drawn as it starts (not at the next tick), so no stage that runs is missed. The line is erased when the compile ends.
 Nothing is written when stderr is not a terminal (logs, pipes, CI). `NXCC_PROGRESS_DELAY`
 sets the delay (seconds, default 2).
 """
@@ -30,9 +31,12 @@ class ProgressLine:
         self.shown = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     def stage(self, name: str) -> None:
         self.current = name
+        if self.enabled and time.monotonic() - self.start >= self.delay:
+            self._draw()
 
     def __enter__(self) -> ProgressLine:
         self.start = time.monotonic()
@@ -45,9 +49,11 @@ class ProgressLine:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if self.shown:
-            self.stream.write("\r\x1b[K")
-            self.stream.flush()
+        with self._lock:
+            if self.shown:
+                self.stream.write("\r\x1b[K")
+                self.stream.flush()
+                self.shown = False
 
     def line(self) -> str:
         return f"neuronx-cc: {self.current} ... {time.monotonic() - self.start:.1f} s"
@@ -56,10 +62,16 @@ class ProgressLine:
         if self._stop.wait(self.delay):
             return
         while not self._stop.is_set():
+            self._draw()
+            self._stop.wait(self.interval)
+
+    def _draw(self) -> None:
+        with self._lock:
+            if self._stop.is_set():
+                return
             self.stream.write("\r\x1b[K" + self.line())
             self.stream.flush()
             self.shown = True
-            self._stop.wait(self.interval)
 
 
 def default_delay() -> float:
