@@ -29,7 +29,7 @@ from nxcc.driver.train.config_model import (
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.values import convert
-from nxcc.driver.train.yaml_tree import read_tree, resolve, sort_keys
+from nxcc.driver.train.yaml_tree import apply_overrides, read_tree, resolve, sort_keys
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
 
 #: Values of keys a file leaves out (NeMo's / PyTorch Lightning's defaults where NxD has one).
@@ -170,8 +170,9 @@ class TrainConfig:
 class _Values:
     """The acted-on keys of one file, interpolations resolved and types checked."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, overrides: tuple[str, ...] = ()) -> None:
         tree = read_tree(path)
+        apply_overrides(tree, overrides)
         keys = sort_keys(tree)
         self.tree = tree
         self.ignored = tuple(keys.ignored)
@@ -196,9 +197,10 @@ def check_neutral(path: str, value: object) -> None:
                                      f"only off ({NEUTRAL[path]!r})")
 
 
-def load_config(path: str) -> TrainConfig:
-    """The run `path` describes; TrainConfigError for the first problem found."""
-    v = _Values(path)
+def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
+    """The run `path` describes, with `overrides` (`key.path=value`, as NxD's command line
+    takes them) applied; TrainConfigError for the first problem found."""
+    v = _Values(path, overrides)
     trainer = TrainerConfig(*(v.get(f"trainer.{k}") for k in (
         "devices", "num_nodes", "max_steps", "log_every_n_steps", "gradient_clip_val")))
     tp = v.get("distributed_strategy.tensor_model_parallel_size")

@@ -172,3 +172,25 @@ def _absolute(path: str, reference: str) -> str:
                                      "of the file")
     base = block[:len(block) - up]
     return ".".join([*base, reference[dots:]])
+
+
+def apply_overrides(tree: Tree, overrides: tuple[str, ...]) -> None:
+    """Set `key.path=value` pairs in `tree`, as NxD's (Hydra's) command line does; the value
+    is read as YAML (`trainer.max_steps=5`, `model.optim.betas=[0.9,0.95]`). The keys are
+    checked with the file's."""
+    for item in overrides:
+        path, sep, text = item.lstrip("+").partition("=")
+        if not sep or not path or any(not part for part in path.split(".")):
+            raise TrainConfigError(item, "an override is KEY.PATH=VALUE")
+        try:
+            value = yaml.safe_load(text) if text else None
+        except yaml.YAMLError:
+            raise TrainConfigError(path, f"override value {text!r} is not YAML") from None
+        node = tree
+        *parents, last = path.split(".")
+        for part in parents:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[last] = value
