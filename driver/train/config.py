@@ -217,8 +217,8 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         v.get(f"distributed_strategy.{k}") for k in ("zero1", "sequence_parallel",
                                                      "kv_replicator")))
     name = str(v.get("name"))
-    model, onnx = _model(v, pp)
-    data = _data(v, model)
+    data = _data(v)
+    model, onnx = _model(v, pp, data.seq_length)
     config = TrainConfig(
         name=name, seed=v.get("seed"), trainer=trainer, exp_manager=_exp_manager(v, name),
         distributed=distributed, data=data, model=model, onnx=onnx, optim=_optim(v, trainer),
@@ -237,7 +237,7 @@ def _exp_manager(v: _Values, name: str) -> ExpManagerConfig:
         v.get("exp_manager.checkpoint_callback_params.every_n_train_steps"))
 
 
-def _data(v: _Values, model: ModelConfig | None) -> DataConfig:
+def _data(v: _Values) -> DataConfig:
     seq = v.get("data.seq_length")
     encoder = v.get("model.encoder_seq_length")
     if seq is not None and encoder is not None and seq != encoder:
@@ -279,7 +279,7 @@ def _flags(v: _Values) -> tuple[str, ...]:
         raise TrainConfigError("compiler_flags", f"cannot be split into flags ({exc})") from None
 
 
-def _model(v: _Values, pp: int) -> tuple[ModelConfig | None, OnnxModelConfig | None]:
+def _model(v: _Values, pp: int, seq: int) -> tuple[ModelConfig | None, OnnxModelConfig | None]:
     recompute = v.get("model.activations_checkpoint_granularity")
     onnx_path = v.get("model.onnx_path")
     if onnx_path is not None:
@@ -299,7 +299,6 @@ def _model(v: _Values, pp: int) -> tuple[ModelConfig | None, OnnxModelConfig | N
     ffn = _ffn_size(values, family, hidden)
     cuts = tuple(v.get("model.pipeline_cuts") or ())
     num_layers = get("num_layers")
-    seq = v.raw.get("data.seq_length") or values.get("encoder_seq_length")
     model = ModelConfig(
         family=family, num_layers=num_layers, hidden_size=hidden, num_attention_heads=heads,
         num_kv_heads=get("num_kv_heads", heads), ffn_hidden_size=ffn,

@@ -19,7 +19,6 @@ from typing import TextIO
 from nxcc.driver.output import write_bytes_atomically
 
 FILENAME = "metrics.jsonl"
-CORE = ("step", "loss", "lr", "grad_norm", "tokens_per_s")
 
 
 def _plain(value: object) -> object:
@@ -65,9 +64,6 @@ class MetricsWriter:
     def log(self, step: int, loss: float, lr: float, grad_norm: float, tokens_per_s: float,
             **extra: object) -> dict[str, object]:
         """Write one step's record and return it (as written)."""
-        clash = set(extra) & set(CORE)
-        if clash:
-            raise ValueError(f"extra figures may not reuse {sorted(clash)}")
         record = {k: _plain(v) for k, v in (("step", step), ("loss", loss), ("lr", lr),
                                             ("grad_norm", grad_norm),
                                             ("tokens_per_s", tokens_per_s), *extra.items())}
