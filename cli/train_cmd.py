@@ -49,6 +49,8 @@ def _load(config_path: str, overrides: tuple[str, ...]) -> tuple[TrainConfig, di
 def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_json: bool,
               quiet: bool) -> None:
     """Train the model CONFIG.yaml describes (NxD Training's YAML keys)."""
+    if as_json and not dry_run:
+        raise click.UsageError("--json applies to --dry-run")
     config, info = _load(config_path, overrides)
     warning = ignored_warning(config)
     if warning and not quiet:
@@ -59,8 +61,6 @@ def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_js
         else:
             click.echo("\n".join(describe_lines(info)))
         return
-    if as_json:
-        raise click.UsageError("--json applies to --dry-run")
     try:
         from nxcc.driver.train.run import run_training
     except ModuleNotFoundError as exc:

@@ -12,7 +12,6 @@ anything is written. Input paths (`data.train_dir`, `model.model_config`,
 
 from __future__ import annotations
 
-import math
 import os
 import shlex
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from nxcc.driver.train.config_model import (
 )
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.layout import RankLayout
+from nxcc.driver.train.lr_schedule import SchedConfig
 from nxcc.driver.train.values import convert
 from nxcc.driver.train.yaml_tree import apply_overrides, read_tree, resolve, sort_keys
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
@@ -102,31 +102,6 @@ class DataConfig:
     def micro_batches_per_step(self, dp: int) -> int:
         """Micro-batches each data-parallel rank runs per step."""
         return self.global_batch_size // (self.micro_batch_size * dp)
-
-
-@dataclass(frozen=True)
-class SchedConfig:
-    """NeMo's schedules as NxD names them: linear warm-up over `warmup_steps`, then
-    `constant`, `LinearAnnealingWithWarmUp` (to 0 at `max_steps`) or `CosineAnnealing`
-    (to `min_lr` at `max_steps - constant_steps`, then held)."""
-
-    name: str
-    warmup_steps: int
-    max_steps: int
-    min_lr: float
-    constant_steps: int
-
-    def lr_at(self, lr: float, k: int) -> float:
-        """The learning rate of step k (0 for the first) for peak rate `lr`."""
-        if k < self.warmup_steps:
-            return lr * k / self.warmup_steps
-        if self.name == "constant":
-            return lr
-        if self.name == "LinearAnnealingWithWarmUp":
-            return lr * max(0.0, (self.max_steps - k) / (self.max_steps - self.warmup_steps))
-        span = self.max_steps - self.constant_steps - self.warmup_steps
-        progress = min(1.0, (k - self.warmup_steps) / span)
-        return self.min_lr + (lr - self.min_lr) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 @dataclass(frozen=True)
@@ -257,11 +232,6 @@ def _optim(v: _Values, trainer: TrainerConfig) -> OptimConfig:
     sched = SchedConfig(v.get("model.optim.sched.name"), v.get("model.optim.sched.warmup_steps"),
                         sched_max, v.get("model.optim.sched.min_lr"),
                         v.get("model.optim.sched.constant_steps"))
-    if sched.name != "constant" and sched.max_steps <= sched.warmup_steps + sched.constant_steps:
-        raise TrainConfigError("model.optim.sched.max_steps",
-                               f"{sched.max_steps} leaves no steps to decay over after "
-                               f"warmup_steps {sched.warmup_steps} + constant_steps "
-                               f"{sched.constant_steps}")
     betas = v.get("model.optim.betas")
     assert isinstance(betas, tuple)
     if not all(0.0 <= b < 1.0 for b in betas):

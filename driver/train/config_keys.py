@@ -157,7 +157,7 @@ model.ffn_dropout model.fuse_qkv model.hidden_dropout model.kv_channels
 model.make_vocab_size_divisible_by model.persist_layer_norm model.qkv_linear
 model.transpose_nki_inputs model.use_cpu_initialization model.use_scaled_init_method
 model.weight_init_only model.activations_checkpoint_recompute model.fusions.softmax
-model.fusions.flash_attention
+model.fusions.flash_attention model.fusions.do_layer_norm_weight_decay
 model.optim.capturable model.optim.sched.max_steps_for_lr_sched
 precision.master_weights precision.fp32_grad_acc precision.fp32_grads_cc
 precision.parallel_layers_reduce_dtype precision.xla_use_bf16 precision.xla_downcast_bf16

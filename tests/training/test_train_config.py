@@ -243,11 +243,35 @@ def test_unreadable_files(tmp_path: Path) -> None:
     refused(python, "is not valid YAML")  # safe_load builds no Python objects
 
 
-def test_sched_lr_at() -> None:
+def test_nemo_cosine_schedule() -> None:
     c = load_config(str(GPT))
-    s = c.optim.sched  # cosine, warm-up 2, max 20, min_lr 1e-4
+    s = c.optim.sched  # CosineAnnealing, warm-up 2, max_steps 20 (trainer's), min_lr 1e-4
     lr = c.optim.lr
-    assert s.lr_at(lr, 0) == 0.0 and s.lr_at(lr, 1) == pytest.approx(lr / 2)
-    assert s.lr_at(lr, 2) == pytest.approx(lr)
+    assert (s.name, s.warmup_steps, s.max_steps, s.constant_steps) == ("CosineAnnealing", 2,
+                                                                       20, 0)
+    assert [s.lr_at(lr, k) for k in range(3)] == pytest.approx([lr / 3, 2 * lr / 3, lr])
     assert s.lr_at(lr, 11) == pytest.approx(1e-4 + (lr - 1e-4) * 0.5)
     assert s.lr_at(lr, 20) == pytest.approx(1e-4) and s.lr_at(lr, 30) == pytest.approx(1e-4)
+    assert s.as_schedule(lr) is None
+
+
+def test_nemo_cosine_with_constant_steps(tmp_path: Path) -> None:
+    c = load_config(str(variant(tmp_path, GPT, model__optim__sched__constant_steps=8)))
+    s, lr = c.optim.sched, c.optim.lr  # decay over 20 - (8 + 2) = 10 steps, then held
+    assert s.lr_at(lr, 7) == pytest.approx(1e-4 + (lr - 1e-4) * 0.5)
+    assert s.lr_at(lr, 12) == pytest.approx(1e-4) and s.lr_at(lr, 15) == pytest.approx(1e-4)
+    # NxD's megatron_gpt_config holds more constant steps than max_steps: it loads, and
+    # NeMo's rule gives min_lr after the warm-up
+    c = load_config(str(variant(tmp_path, GPT, model__optim__sched__constant_steps=80000)))
+    assert c.optim.sched.lr_at(lr, 3) == pytest.approx(1e-4)
+
+
+def test_linear_schedule_is_the_compiled_one() -> None:
+    c = load_config(str(LLAMA))
+    s, lr = c.optim.sched, c.optim.lr  # LinearAnnealingWithWarmUp, warm-up 2, max_steps 20
+    assert [s.lr_at(lr, k) for k in (0, 1, 2, 11, 20, 25)] == pytest.approx(
+        [0.0, lr / 2, lr, lr / 2, 0.0, 0.0])
+    compiled = s.as_schedule(lr)
+    assert compiled is not None
+    for k in range(25):
+        assert lr * compiled.factor(k) == pytest.approx(s.lr_at(lr, k))
