@@ -33,6 +33,7 @@ COMMANDS = {
     "ls": ("nxcc.cli.ls_cmd", "ls_cmd"),
     "cache": ("nxcc.cli.cache_cmd", "cache_cmd"),
     "benchmark": ("nxcc.cli.benchmark_cmd", "benchmark_cmd"),
+    "train": ("nxcc.cli.train_cmd", "train_cmd"),
 }
 
 VERSION_LINE = f"NeuronX Compiler version {COMPILER_VERSION}"
