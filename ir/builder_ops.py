@@ -186,6 +186,18 @@ class BuilderOps:
         return self.op(ops.all_gather, [x], {"dimension": dimension,
                 "replica_groups": replica_groups, "channel_id": channel_id})
 
+    def all_gather_done(self, lhs: Value, rhs: Value, /, *, dimension: int,
+            replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
+        """Ends all_gather: its start's context first."""
+        return self.op(ops.all_gather_done, [lhs, rhs], {"dimension": dimension,
+                "replica_groups": replica_groups, "channel_id": channel_id})
+
+    def all_gather_start(self, x: Value, /, *, dimension: int,
+            replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
+        """Starts all_gather (see its done)."""
+        return self.op(ops.all_gather_start, [x], {"dimension": dimension,
+                "replica_groups": replica_groups, "channel_id": channel_id})
+
     def all_reduce(self, *operands: Value, reduction: str,
             replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
         """The all_reduce op (reduction: sum | prod | max | min | and | or)."""
@@ -193,12 +205,12 @@ class BuilderOps:
                 "replica_groups": replica_groups, "channel_id": channel_id})
 
     def all_reduce_done(self, *operands: Value) -> Value:
-        """The results of the all_reduce_start whose context is its first operand."""
+        """Ends all_reduce: its start's context first."""
         return self.op(ops.all_reduce_done, operands, {})
 
     def all_reduce_start(self, *operands: Value, reduction: str,
             replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
-        """Starts an all_reduce (see its done) (reduction: sum | prod | max | min | and | or)."""
+        """Starts all_reduce (see its done) (reduction: sum | prod | max | min | and | or)."""
         return self.op(ops.all_reduce_start, operands, {"reduction": reduction,
                 "replica_groups": replica_groups, "channel_id": channel_id})
 
@@ -206,6 +218,21 @@ class BuilderOps:
             replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
         """The all_to_all op."""
         return self.op(ops.all_to_all, [x], {"split_dimension": split_dimension,
+                "concat_dimension": concat_dimension, "replica_groups": replica_groups,
+                "channel_id": channel_id})
+
+    def all_to_all_done(self, lhs: Value, rhs: Value, /, *, split_dimension: int,
+            concat_dimension: int, replica_groups: Sequence[Sequence[int]] = (),
+            channel_id: int = 0) -> Value:
+        """Ends all_to_all: its start's context first."""
+        return self.op(ops.all_to_all_done, [lhs, rhs], {"split_dimension": split_dimension,
+                "concat_dimension": concat_dimension, "replica_groups": replica_groups,
+                "channel_id": channel_id})
+
+    def all_to_all_start(self, x: Value, /, *, split_dimension: int, concat_dimension: int,
+            replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
+        """Starts all_to_all (see its done)."""
+        return self.op(ops.all_to_all_start, [x], {"split_dimension": split_dimension,
                 "concat_dimension": concat_dimension, "replica_groups": replica_groups,
                 "channel_id": channel_id})
 
@@ -232,6 +259,18 @@ class BuilderOps:
         """Each (source, target) pair sends source's operand to target; others get zeros."""
         return self.op(ops.collective_permute, [x], {"source_target_pairs": source_target_pairs,
                 "channel_id": channel_id})
+
+    def collective_permute_done(self, lhs: Value, rhs: Value, /, *,
+            source_target_pairs: Sequence[Sequence[int]], channel_id: int = 0) -> Value:
+        """Ends collective_permute: its start's context first."""
+        return self.op(ops.collective_permute_done, [lhs, rhs],
+                {"source_target_pairs": source_target_pairs, "channel_id": channel_id})
+
+    def collective_permute_start(self, x: Value, /, *, source_target_pairs: Sequence[Sequence[int]],
+            channel_id: int = 0) -> Value:
+        """Starts collective_permute (see its done)."""
+        return self.op(ops.collective_permute_start, [x],
+                {"source_target_pairs": source_target_pairs, "channel_id": channel_id})
 
     def compare(self, lhs: Value, rhs: Value, /, *, direction: str) -> Value:
         """Elementwise comparison; NaN compares unequal (IEEE,
@@ -341,6 +380,20 @@ class BuilderOps:
         """The reduce_scatter op (reduction: sum | prod | max | min | and | or)."""
         return self.op(ops.reduce_scatter, [x], {"dimension": dimension, "reduction": reduction,
                 "replica_groups": replica_groups, "channel_id": channel_id})
+
+    def reduce_scatter_done(self, lhs: Value, rhs: Value, /, *, dimension: int, reduction: str,
+            replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
+        """Ends reduce_scatter: its start's context first (reduction: sum | prod | max | min | and | or)."""
+        return self.op(ops.reduce_scatter_done, [lhs, rhs], {"dimension": dimension,
+                "reduction": reduction, "replica_groups": replica_groups,
+                "channel_id": channel_id})
+
+    def reduce_scatter_start(self, x: Value, /, *, dimension: int, reduction: str,
+            replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
+        """Starts reduce_scatter (see its done) (reduction: sum | prod | max | min | and | or)."""
+        return self.op(ops.reduce_scatter_start, [x], {"dimension": dimension,
+                "reduction": reduction, "replica_groups": replica_groups,
+                "channel_id": channel_id})
 
     def reduce_window(self, *operands: Value, window_dimensions: Sequence[int],
             window_strides: Sequence[int], base_dilations: Sequence[int],

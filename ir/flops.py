@@ -21,6 +21,7 @@ from collections.abc import Callable
 from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op
 from nxcc.ir.opdef import all_opdefs
+from nxcc.ir.ops.collective import ASYNC_OPS
 from nxcc.ir.registry import OpTable
 
 #: FLOPs of one execution of an op, from its types and attributes.
@@ -79,7 +80,7 @@ def _sort(op: Op) -> int:
     # collectives: communication, counted by the cost model as bytes
     ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
     ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,
-    ops.all_reduce_start, ops.all_reduce_done,
+    *ASYNC_OPS,
     # random bits: integer work, not floating point
     ops.random_bits,
 )

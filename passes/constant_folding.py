@@ -17,6 +17,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.interpreter import IRContext, evaluate_op
+from nxcc.ir.ops.collective import ASYNC_OPS
 from nxcc.ir.patterns import RewritePattern, Rewriter, apply_patterns, rewrite_function
 from nxcc.ir.rewrite import constant_value
 
@@ -24,7 +25,7 @@ SMALL_RESULT_BYTES = 1 << 20
 NEVER_FOLD = frozenset({
     ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather, ops.reduce_scatter,
     ops.all_to_all, ops.collective_permute, ops.while_, ops.constant, ops.send, ops.send_done,
-    ops.recv, ops.recv_done, ops.all_reduce_start, ops.all_reduce_done,
+    ops.recv, ops.recv_done, *ASYNC_OPS,
     ops.random_bits,  # drawn at run time: a training step keys it by its step counter
 })
 # Ops whose result is a splat whenever their (array) operands are splats.

@@ -10,10 +10,11 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.ops.collective import ASYNC_OPS
 
 COLLECTIVES = (ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
                ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,
-               ops.all_reduce_start, ops.all_reduce_done)
+               *ASYNC_OPS)
 
 
 def _collective_kernel(opcode: str):

@@ -42,28 +42,44 @@ all_reduce = define(
 )
 
 
-def _all_reduce_done(ts, attrs, module):
-    if not ts or ts[0] != TensorType(DType.U32, ()):
-        raise fail("all_reduce_done: expected the u32[] context of an all_reduce_start first")
-    return list(ts[1:])
+_CONTEXT = TensorType(DType.U32, ())
 
 
-# The asynchronous halves of all_reduce (the latency-hiding pass makes them): the start
-# begins the reduction of its operands and gives a context; the done takes that context and
-# the same operands (for their types) and gives the reduced values. Compute between the two
-# overlaps the communication.
 def _start_context(ts, attrs, module):
-    return [TensorType(DType.U32, ())]
+    return [_CONTEXT]
 
 
-all_reduce_start = define(OpDef(
-    "all_reduce_start", _start_context,
-    attrs={"reduction": AttrSpec(AttrKind.ENUM, choices=REDUCTIONS), **_GROUPS},
-    operands=None, min_operands=1, side_effects=True,
-    doc="Starts an all_reduce (see its done)."))
-all_reduce_done = define(OpDef("all_reduce_done", _all_reduce_done, operands=None, min_operands=2,
-             side_effects=True,
-             doc="The results of the all_reduce_start whose context is its first operand."))
+def _done_rule(sync: OpDef):
+    def rule(ts, attrs, module):
+        if not ts or ts[0] != _CONTEXT:
+            raise fail(f"{sync.name}_done: expected the u32[] context of its "
+                       f"{sync.name}_start first")
+        return sync.type_rule(list(ts[1:]), attrs, module)
+
+    return rule
+
+
+def async_pair(sync: OpDef, done_attrs: bool = True) -> tuple[OpDef, OpDef]:
+    """The asynchronous halves of collective `sync` (the latency-hiding pass and the HLO
+    `-start`/`-done` pairs make them). The start takes `sync`'s operands and attributes,
+    begins the communication and gives a u32[] context; the done takes that context and the
+    same operands (and, when `done_attrs`, the same attributes: what its type needs) and
+    gives `sync`'s results. Compute between the two overlaps the communication. Both have
+    side effects: never folded, merged or removed."""
+    n = sync.operands
+    start = define(OpDef(f"{sync.name}_start", _start_context, attrs=sync.attrs, operands=n,
+                         min_operands=sync.min_operands, side_effects=True,
+                         doc=f"Starts {sync.name} (see its done)."))
+    done = define(OpDef(f"{sync.name}_done", _done_rule(sync),
+                        attrs=sync.attrs if done_attrs else {},
+                        operands=None if n is None else n + 1,
+                        min_operands=sync.min_operands + 1, side_effects=True,
+                        doc=f"Ends {sync.name}: its start's context first."))
+    return start, done
+
+
+# all_reduce's done has no attributes: its results have its operands' types.
+all_reduce_start, all_reduce_done = async_pair(all_reduce, done_attrs=False)
 
 
 def _all_gather(ts, attrs, module):
@@ -142,13 +158,27 @@ collective_permute = define(
 )
 
 
+all_gather_start, all_gather_done = async_pair(all_gather)
+reduce_scatter_start, reduce_scatter_done = async_pair(reduce_scatter)
+all_to_all_start, all_to_all_done = async_pair(all_to_all)
+collective_permute_start, collective_permute_done = async_pair(collective_permute)
+
+#: Each collective with an asynchronous form, by name: its (start, done).
+ASYNC_PAIRS: dict[str, tuple[OpDef, OpDef]] = {
+    op.name: pair for op, pair in (
+        (all_reduce, (all_reduce_start, all_reduce_done)),
+        (all_gather, (all_gather_start, all_gather_done)),
+        (reduce_scatter, (reduce_scatter_start, reduce_scatter_done)),
+        (all_to_all, (all_to_all_start, all_to_all_done)),
+        (collective_permute, (collective_permute_start, collective_permute_done)))}
+#: Every start and done.
+ASYNC_OPS: tuple[OpDef, ...] = tuple(d for pair in ASYNC_PAIRS.values() for d in pair)
+
+
 # Point to point: a source rank hands one rank its operand. `send` / `recv` start a transfer
 # and give a context (u32[], XLA's send/recv context); `send_done` / `recv_done` complete it,
 # `recv_done` giving the received value (zeros on a rank that is no pair's target).
 _P2P = {"source_target_pairs": AttrSpec(AttrKind.INTS2), "channel_id": AttrSpec(AttrKind.INT, 0)}
-_CONTEXT = TensorType(DType.U32, ())
-
-
 def _context(ts, attrs, module):
     return [_CONTEXT]
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from nxcc.ir import ops
 from nxcc.ir.core import Module, Op
+from nxcc.ir.ops.collective import ASYNC_OPS
 from nxcc.passes.sharding.rules import Strategy, replicate, rule
 
 REPLICATE_ONLY = (ops.gather, ops.scatter, ops.call, ops.while_, ops.conditional,
                   ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather,
                   ops.reduce_scatter, ops.all_to_all, ops.collective_permute, ops.send,
-                  ops.send_done, ops.recv, ops.recv_done, ops.all_reduce_start,
-                  ops.all_reduce_done, ops.random_bits)
+                  ops.send_done, ops.recv, ops.recv_done, *ASYNC_OPS, ops.random_bits)
 
 
 @rule(*REPLICATE_ONLY)
