@@ -188,7 +188,7 @@ class BuilderOps:
 
     def all_gather_done(self, lhs: Value, rhs: Value, /, *, dimension: int,
             replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
-        """Ends all_gather: its start's context first."""
+        """Ends all_gather (context first)."""
         return self.op(ops.all_gather_done, [lhs, rhs], {"dimension": dimension,
                 "replica_groups": replica_groups, "channel_id": channel_id})
 
@@ -205,7 +205,7 @@ class BuilderOps:
                 "replica_groups": replica_groups, "channel_id": channel_id})
 
     def all_reduce_done(self, *operands: Value) -> Value:
-        """Ends all_reduce: its start's context first."""
+        """Ends all_reduce (context first)."""
         return self.op(ops.all_reduce_done, operands, {})
 
     def all_reduce_start(self, *operands: Value, reduction: str,
@@ -224,7 +224,7 @@ class BuilderOps:
     def all_to_all_done(self, lhs: Value, rhs: Value, /, *, split_dimension: int,
             concat_dimension: int, replica_groups: Sequence[Sequence[int]] = (),
             channel_id: int = 0) -> Value:
-        """Ends all_to_all: its start's context first."""
+        """Ends all_to_all (context first)."""
         return self.op(ops.all_to_all_done, [lhs, rhs], {"split_dimension": split_dimension,
                 "concat_dimension": concat_dimension, "replica_groups": replica_groups,
                 "channel_id": channel_id})
@@ -262,7 +262,7 @@ class BuilderOps:
 
     def collective_permute_done(self, lhs: Value, rhs: Value, /, *,
             source_target_pairs: Sequence[Sequence[int]], channel_id: int = 0) -> Value:
-        """Ends collective_permute: its start's context first."""
+        """Ends collective_permute (context first)."""
         return self.op(ops.collective_permute_done, [lhs, rhs],
                 {"source_target_pairs": source_target_pairs, "channel_id": channel_id})
 
@@ -383,7 +383,7 @@ class BuilderOps:
 
     def reduce_scatter_done(self, lhs: Value, rhs: Value, /, *, dimension: int, reduction: str,
             replica_groups: Sequence[Sequence[int]] = (), channel_id: int = 0) -> Value:
-        """Ends reduce_scatter: its start's context first (reduction: sum | prod | max | min | and | or)."""
+        """Ends reduce_scatter (context first) (reduction: sum | prod | max | min | and | or)."""
         return self.op(ops.reduce_scatter_done, [lhs, rhs], {"dimension": dimension,
                 "reduction": reduction, "replica_groups": replica_groups,
                 "channel_id": channel_id})

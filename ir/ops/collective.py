@@ -74,7 +74,7 @@ def async_pair(sync: OpDef, done_attrs: bool = True) -> tuple[OpDef, OpDef]:
                         attrs=sync.attrs if done_attrs else {},
                         operands=None if n is None else n + 1,
                         min_operands=sync.min_operands + 1, side_effects=True,
-                        doc=f"Ends {sync.name}: its start's context first."))
+                        doc=f"Ends {sync.name} (context first)."))
     return start, done
 
 
