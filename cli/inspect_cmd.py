@@ -103,7 +103,8 @@ def print_text(d: dict) -> None:
     click.echo(f"collectives: {comm['collectives']}, {comm['bytes_per_execution']:.0f} bytes "
                "communicated per execution")
     for c in d["collectives"]:
-        what = c["kind"] + (f" {c['reduction']}" if "reduction" in c else "")
+        what = (c["kind"] + (f" {c['reduction']}" if "reduction" in c else "")
+                + (" (async start/done)" if c.get("async") else ""))
         click.echo(f"  #{c['id']} {what} {c['dtype']}{c['shape']} {_groups(c)}: "
                    f"{c['bytes']} bytes per rank, {c['traffic_bytes']:.0f} bytes moved")
     if d.get("spmd"):

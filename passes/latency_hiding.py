@@ -1,8 +1,10 @@
-"""latency-hiding: split each all_reduce into a start and a done, as far apart as allowed.
+"""latency-hiding: split each collective into a start and a done, as far apart as allowed.
 
-XLA's latency-hiding scheduler in miniature, for the entry function: every all_reduce becomes
-`all_reduce_start` (placed as soon as its operands exist) and `all_reduce_done` (placed just
-before the first op that reads its results), so the compute between them overlaps the
+XLA's latency-hiding scheduler in miniature, for the entry function: every collective with an
+asynchronous form (all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute:
+`ASYNC_PAIRS`) becomes `<kind>_start` (placed as soon as its operands exist) and
+`<kind>_done` (placed just before the first op that reads its results), so the compute
+between them overlaps the
 communication, which the runtime runs on each rank's own communication thread
 (`backend.runtime.async_comm`). Starts keep their order among themselves, so every rank still
 begins its collectives in the same order. Functions called from the entry (loop bodies,
@@ -12,6 +14,9 @@ branches) are left as they are.
     ... independent compute ...                    ... independent compute ...
     %u = add(%s, %x)                               %s = all_reduce_done(%h, %g)
                                                    %u = add(%s, %x)
+
+A done takes the start's context and the collective's operands (their types, and, but for
+all_reduce_done, the collective's attributes, give its results' types).
 """
 
 from __future__ import annotations
@@ -20,9 +25,9 @@ from collections import deque
 from dataclasses import dataclass
 from typing import ClassVar
 
-from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.ops.collective import ASYNC_PAIRS
 from nxcc.ir.rewrite import replace_uses
 from nxcc.ir.types import TensorType
 
@@ -31,7 +36,7 @@ CONTEXT = TensorType(DType.U32, ())
 
 @dataclass(frozen=True)
 class LatencyHiding:
-    """Splits the entry function's all_reduces into start/done pairs, scheduled apart."""
+    """Splits the entry function's collectives into start/done pairs, scheduled apart."""
 
     name: ClassVar[str] = "latency-hiding"
 
@@ -39,18 +44,24 @@ class LatencyHiding:
         return schedule(module.entry_function)
 
 
+def splits(op: Op) -> bool:
+    """Whether `op` is a collective with a start/done form."""
+    return op.opcode in ASYNC_PAIRS
+
+
 def split(op: Op) -> tuple[Op, Op]:
-    """The start and done of all_reduce `op` (the done gives its results' values)."""
-    start = Op(ops.all_reduce_start, op.operands, [CONTEXT],
-               ops.all_reduce_start.check_attrs(op.attrs))
-    done = Op(ops.all_reduce_done, [start.results[0], *op.operands],
-              [r.type for r in op.results], {}, [r.name for r in op.results])
+    """The start and done of collective `op` (the done gives its results' values)."""
+    start_def, done_def = ASYNC_PAIRS[op.opcode]
+    start = Op(start_def, op.operands, [CONTEXT], start_def.check_attrs(op.attrs))
+    done_attrs = done_def.check_attrs({k: v for k, v in op.attrs.items() if k in done_def.attrs})
+    done = Op(done_def, [start.results[0], *op.operands],
+              [r.type for r in op.results], done_attrs, [r.name for r in op.results])
     return start, done
 
 
 def schedule(fn: Function) -> bool:
-    """Split and schedule `fn`'s all_reduces; whether anything changed."""
-    if not any(op.opdef is ops.all_reduce for op in fn.body):
+    """Split and schedule `fn`'s collectives; whether anything changed."""
+    if not any(splits(op) for op in fn.body):
         return False
     starts, dones = split_all(fn)
     fn.body = _Schedule(fn, dones).order(fn.body, starts)
@@ -58,14 +69,14 @@ def schedule(fn: Function) -> bool:
 
 
 def split_all(fn: Function) -> tuple[deque[Op], dict[int, Op]]:
-    """Take `fn`'s all_reduces out of its body as start/done pairs, every use of their
+    """Take `fn`'s collectives out of its body as start/done pairs, every use of their
     results now reading the dones'; the starts in order, each done by its results' ids."""
     others: list[Op] = []
     starts: deque[Op] = deque()
     done_of: dict[int, Op] = {}
     mapping: dict[Value, Value] = {}
     for op in fn.body:
-        if op.opdef is not ops.all_reduce:
+        if not splits(op):
             others.append(op)
             continue
         start, done = split(op)

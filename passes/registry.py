@@ -2,7 +2,7 @@
 
 With `-lnc N` (N > 1) the driver then runs `SHARDING_PIPELINE` (`sharding_pipeline(N)`):
 choose shardings with the cost model, propagate them, partition into the SPMD program.
-Last in each, `latency-hiding` splits all_reduces into start/done pairs scheduled apart.
+Last in each, `latency-hiding` splits collectives into start/done pairs scheduled apart.
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ Manifest (``neff.json``)::
     TENSOR     = {"name": str, "dtype": DTYPE, "shape": SHAPE}
     COLLECTIVE = {"id": int, "kind": KIND, "dtype": DTYPE, "shape": SHAPE, "bytes": int,
                   "replica_groups": [[int]] (PAIRED_KINDS: "source_target_pairs":
-                  [[int, int]]), "reduction": str?, "channel_id": int?, "subgraphs": [str]?}
+                  [[int, int]]), "reduction": str?, "channel_id": int?, "subgraphs": [str]?,
+                  "async": bool? (split into a start and a done)}
     SUBGRAPH   = {"name": str, "program": member, "core": int?, "ir": member?, "ops": int?,
                   "flops": int?, "inputs": [BLOCK]?, "outputs": [BLOCK]?}
     BLOCK      = {"name": str, "start": [int >= 0], "shape": SHAPE}
@@ -39,6 +40,7 @@ from __future__ import annotations
 from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_DIM, MAX_PROGRAMS, MAX_RANK
 from nxcc.backend.neff.schema import (
     AnyValue,
+    Bool,
     Int,
     ListOf,
     MapOf,
@@ -74,7 +76,8 @@ COLLECTIVE = Obj({"id": COUNT, "kind": Str(COLLECTIVE_KINDS), "dtype": DTYPE,
                  {"reduction": NAME, "channel_id": Int(), "subgraphs": ListOf(NAME),
                   "replica_groups": ListOf(ListOf(COUNT)),
                   "source_target_pairs": ListOf(ListOf(COUNT, 2, 2)),
-                  "dimension": COUNT, "split_dimension": COUNT, "concat_dimension": COUNT})
+                  "dimension": COUNT, "split_dimension": COUNT, "concat_dimension": COUNT,
+                  "async": Bool()})
 LAYOUT = Obj({}, {"text": NAME, "tiles": ListOf(Int(1, MAX_DIM), max_len=MAX_RANK),
                   "devices": ListOf(COUNT), "copies": Int(1), "owner": AnyValue()})
 SPMD_TENSOR = Obj({"name": NAME, "shape": SHAPE, "local_shape": SHAPE},

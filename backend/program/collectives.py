@@ -11,17 +11,22 @@ the placement at load)::
 `shape` and `bytes` are one rank's operand; `dimension`, `split_dimension`,
 `concat_dimension` and `source_target_pairs` appear for the kinds that have them. Point-to-point
 transfers appear as `send` (on every rank; the pairs' sources send) and `recv_done` (the
-targets receive), with their pairs. The programs are SPMD: the i-th collective of every core
+targets receive), with their pairs. A collective split into a start and a done (the
+latency-hiding pass, HLO's `-start`/`-done`) is one entry, at its start, of its kind with
+`"async": true` (the done moves no data). The programs are SPMD: the i-th collective of every core
 is the same placeholder.
 """
 
 from __future__ import annotations
 
 from nxcc.ir.core import Module, Value
+from nxcc.ir.ops.collective import ASYNC_PAIRS
 from nxcc.ir.rewrite import reachable_functions
 
+#: opcode of each collective's start -> its kind.
+START_KINDS = {start.name: kind for kind, (start, _) in ASYNC_PAIRS.items()}
 COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                  "collective_permute", "send", "recv_done", "all_reduce_start")
+                  "collective_permute", "send", "recv_done", *START_KINDS)
 #: Kinds that move data between (source, target) pairs rather than within replica groups.
 PAIRED_OPS = ("collective_permute", "send", "recv_done")
 _EXTRA = ("reduction", "dimension", "split_dimension", "concat_dimension")
@@ -36,18 +41,19 @@ def collectives_of(module: Module) -> list[dict]:
                 continue
             # the data moved: a send's operand, a receive's result
             operand = op.results[0].type if op.opcode == "recv_done" else op.operands[0].type
-            # an all_reduce_start is the all_reduce it begins (its done moves no data)
-            entry: dict = {"kind": "all_reduce" if op.opcode == "all_reduce_start"
-                           else op.opcode}
+            kind = START_KINDS.get(op.opcode, op.opcode)
+            entry: dict = {"kind": kind}
+            if kind != op.opcode:
+                entry["async"] = True
             for key in _EXTRA:
                 if key in op.attrs:
                     entry[key] = op.attrs[key]
-            if op.opcode in PAIRED_OPS:
+            if kind in PAIRED_OPS:
                 entry["source_target_pairs"] = [list(p) for p in op.attrs["source_target_pairs"]]
             else:
                 entry["replica_groups"] = [list(g) for g in op.attrs["replica_groups"]]
             entry.update(dtype=operand.dtype.value, shape=list(operand.shape),
-                         bytes=operand.nbytes if op.opcode in PAIRED_OPS
+                         bytes=operand.nbytes if kind in PAIRED_OPS
                          else sum(v.type.nbytes for v in op.operands),
                          channel_id=op.attrs.get("channel_id", 0))
             found.append(entry)

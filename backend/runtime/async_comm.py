@@ -1,13 +1,14 @@
-"""Each rank's communication on its own thread, so an all_reduce_start overlaps compute.
+"""Each rank's communication on its own thread, so a collective's start overlaps compute.
 
 The Neuron hardware runs collectives on dedicated engines beside the compute engines; here
 each rank gets one communication thread (`AsyncEndpoint`, wrapping the rank's endpoint of any
 transport). Every collective and transfer of the rank runs on that thread, in program order
 (so all ranks still meet their collectives in the same order):
 
-- `all_reduce_start` copies its operands, queues the all_reduce and returns at once with a
-  context (u32[]) naming it; the compute thread goes on with what follows;
-- `all_reduce_done` waits for the all_reduce its context names and gives its results;
+- `<kind>_start` (all_reduce, all_gather, reduce_scatter, all_to_all, collective_permute)
+  copies its operands, queues the collective and returns at once with a context (u32[])
+  naming it; the compute thread goes on with what follows;
+- `<kind>_done` waits for the collective its context names and gives its results;
 - any other collective or transfer is queued and waited for (it is synchronous).
 
 A failure on the communication thread surfaces at the op that waits for it.
@@ -27,6 +28,11 @@ import numpy as np
 
 from nxcc.backend.runtime.profile import COMMUNICATION, Profiler
 from nxcc.ir.attributes import AttrValue
+from nxcc.ir.ops.collective import ASYNC_PAIRS
+
+#: opcode of each start -> the collective it begins; the opcodes of the dones.
+STARTS = {start.name: kind for kind, (start, _) in ASYNC_PAIRS.items()}
+DONES = frozenset(done.name for _, done in ASYNC_PAIRS.values())
 
 
 class Endpoint(Protocol):
@@ -81,15 +87,16 @@ class AsyncEndpoint:
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
         inner = self.inner
-        if opcode == "all_reduce_start":
+        kind = STARTS.get(opcode)
+        if kind is not None:
             copies = [np.array(a, copy=True) for a in args]
             future = self._submit(self._timed(
-                "all_reduce", lambda: inner.collective("all_reduce", copies, attrs)))
+                kind, lambda: inner.collective(kind, copies, attrs)))
             with self._lock:
                 handle, self._next = self._next, (self._next + 1) % (1 << 32)
                 self._started[handle] = future
             return [np.array(handle, np.uint32)]
-        if opcode == "all_reduce_done":
+        if opcode in DONES:
             with self._lock:
                 future = self._started.pop(int(args[0]))
             return future.result()
