@@ -7,7 +7,8 @@ asynchronous form (all_reduce, all_gather, reduce_scatter, all_to_all, collectiv
 between them overlaps the
 communication, which the runtime runs on each rank's own communication thread
 (`backend.runtime.async_comm`). Starts keep their order among themselves, so every rank still
-begins its collectives in the same order. Functions called from the entry (loop bodies,
+begins its collectives in the same order. Start/done pairs already in the function (from
+HLO's `-start`/`-done`) are scheduled the same way. Functions called from the entry (loop bodies,
 branches) are left as they are.
 
     %s = all_reduce(%g) {reduction = sum}      ->   %h = all_reduce_start(%g) {reduction = sum}
@@ -32,6 +33,8 @@ from nxcc.ir.rewrite import replace_uses
 from nxcc.ir.types import TensorType
 
 CONTEXT = TensorType(DType.U32, ())
+STARTS = frozenset(start.name for start, _ in ASYNC_PAIRS.values())
+DONES = frozenset(done.name for _, done in ASYNC_PAIRS.values())
 
 
 @dataclass(frozen=True)
@@ -61,21 +64,29 @@ def split(op: Op) -> tuple[Op, Op]:
 
 def schedule(fn: Function) -> bool:
     """Split and schedule `fn`'s collectives; whether anything changed."""
-    if not any(splits(op) for op in fn.body):
+    if not any(splits(op) or op.opcode in STARTS for op in fn.body):
         return False
+    before = [id(op) for op in fn.body]
     starts, dones = split_all(fn)
     fn.body = _Schedule(fn, dones).order(fn.body, starts)
-    return True
+    return [id(op) for op in fn.body] != before
 
 
 def split_all(fn: Function) -> tuple[deque[Op], dict[int, Op]]:
     """Take `fn`'s collectives out of its body as start/done pairs, every use of their
-    results now reading the dones'; the starts in order, each done by its results' ids."""
+    results now reading the dones' (pairs already split are taken out as they are); the
+    starts in order, each done by its results' ids."""
     others: list[Op] = []
     starts: deque[Op] = deque()
     done_of: dict[int, Op] = {}
     mapping: dict[Value, Value] = {}
     for op in fn.body:
+        if op.opcode in STARTS:
+            starts.append(op)
+            continue
+        if op.opcode in DONES:
+            done_of.update((id(r), op) for r in op.results)
+            continue
         if not splits(op):
             others.append(op)
             continue

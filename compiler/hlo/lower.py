@@ -54,6 +54,8 @@ class ModuleLowering:
         self.module = Module(_ir_name(hlo.name))
         self.functions: dict[str, str] = {}
         self.in_progress: list[str] = []
+        # the results of HLO -start instructions whose -done is still to come (lower_collective)
+        self.pending: dict[int, object] = {}
 
     def run(self) -> Module:
         entry = self.hlo.entry

@@ -1,8 +1,16 @@
 """Collectives as the IR's placeholders (what to communicate, never how): all-reduce,
 all-gather, reduce-scatter, all-to-all, collective-permute and their -start/-done forms.
-Replica groups are kept, expanded from the list, iota or mesh form."""
+Replica groups are kept, expanded from the list, iota or mesh form.
+
+An HLO `-start` becomes the IR's `<kind>_start` (a u32[] context) and its `-done` the IR's
+`<kind>_done`, where the HLO places it: the start's result stands for the done's until then
+(a `Pending` value, known to `lowering.pending`). A start read by anything but a `-done` is
+lowered as the synchronous collective, as is its done."""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree, leaves
@@ -11,6 +19,8 @@ from nxcc.compiler.hlo.nodes import Shape
 from nxcc.compiler.hlo.registry import handles
 from nxcc.ir import ops
 from nxcc.ir.core import Value
+from nxcc.ir.opdef import OpDef
+from nxcc.ir.ops.collective import ASYNC_PAIRS
 from nxcc.ir.sharding_notation.hlo_sharding import ReplicaGroups
 
 _REDUCTIONS = {"add": "sum", "multiply": "prod", "maximum": "max", "minimum": "min",
@@ -42,6 +52,42 @@ def _common(cx: InstrContext, gs: tuple[tuple[int, ...], ...]) -> dict[str, obje
     return {"replica_groups": gs, "channel_id": cx.attr("channel_id", 0)}
 
 
+Emit = Callable[[OpDef, Sequence[Value], dict], list[Value]]
+
+
+@dataclass
+class Pending:
+    """A `<kind>_start` whose done is still to be emitted: the done's operands and attributes,
+    the values standing for its results, and its results once emitted."""
+
+    done: OpDef
+    operands: list[Value]
+    attrs: dict
+    stand_ins: list[Value]
+    results: list[Value] = field(default_factory=list)
+
+
+def sync_emit(cx: InstrContext) -> Emit:
+    return lambda op, xs, attrs: cx.emit(op, xs, attrs)
+
+
+def async_emit(cx: InstrContext) -> Emit:
+    """Emits `<kind>_start` for collective `op`; gives values standing for its done's results."""
+    def emit(op: OpDef, xs: Sequence[Value], attrs: dict) -> list[Value]:
+        start_def, done_def = ASYNC_PAIRS[op.name]
+        context = cx.emit1(start_def, xs, attrs)
+        checked = context.owner.attrs  # type: ignore[union-attr]
+        types = op.infer([x.type for x in xs], checked, cx.b.module)
+        pending = Pending(done_def, [context, *xs],
+                          {k: v for k, v in checked.items() if k in done_def.attrs},
+                          [Value(t) for t in types])
+        for v in pending.stand_ins:
+            cx.lowering.pending[id(v)] = pending
+        return pending.stand_ins
+
+    return emit
+
+
 def _pack(results: list[Value], shape: Shape) -> Tree:
     return tuple(results) if shape.is_tuple else results[0]
 
@@ -53,14 +99,15 @@ def _dimension(cx: InstrContext) -> int:
     return dims[0]  # type: ignore[index]
 
 
-def all_reduce(cx: InstrContext, out: Shape) -> Tree:
+def all_reduce(cx: InstrContext, out: Shape, emit: Emit | None = None) -> Tree:
     values = [v for a in cx.args for v in leaves(a)]
-    results = cx.emit(ops.all_reduce, values, {"reduction": reduction_kind(cx),
+    results = (emit or sync_emit(cx))(ops.all_reduce, values, {"reduction": reduction_kind(cx),
                                              **_common(cx, groups(cx))})
     return _pack(results, out)
 
 
-def all_gather(cx: InstrContext, out: Shape) -> Tree:
+def all_gather(cx: InstrContext, out: Shape, emit: Emit | None = None) -> Tree:
+    emit = emit or sync_emit(cx)
     dim = _dimension(cx)
     outs = out.elements if out.is_tuple else (out,)  # type: ignore[union-attr]
     results = []
@@ -69,7 +116,7 @@ def all_gather(cx: InstrContext, out: Shape) -> Tree:
         if not gs:
             n = cx.ir_type(o).shape[dim] // max(x.type.shape[dim], 1)
             gs = (tuple(range(n)),)
-        results.append(cx.emit1(ops.all_gather, [x], {"dimension": dim, **_common(cx, gs)}))
+        results.append(emit(ops.all_gather, [x], {"dimension": dim, **_common(cx, gs)})[0])
     return _pack(results, out)
 
 
@@ -121,12 +168,12 @@ def all_to_all(cx: InstrContext, out: Shape) -> Tree:
     return _pack(results, out)
 
 
-def collective_permute(cx: InstrContext, out: Shape) -> Tree:
+def collective_permute(cx: InstrContext, out: Shape, emit: Emit | None = None) -> Tree:
     pairs = cx.attr("source_target_pairs")
     x = cx.value(0)
-    return cx.emit1(ops.collective_permute, [x], {
+    return (emit or sync_emit(cx))(ops.collective_permute, [x], {
         "source_target_pairs": tuple(tuple(p) for p in pairs),  # type: ignore[union-attr]
-        "channel_id": cx.attr("channel_id", 0)})
+        "channel_id": cx.attr("channel_id", 0)})[0]
 
 
 _KINDS = {"all-reduce": all_reduce, "all-gather": all_gather,
@@ -139,9 +186,24 @@ def lower_collective(cx: InstrContext) -> Tree:
     return _KINDS[cx.instr.opcode](cx, cx.instr.shape)
 
 
+def _only_done_reads(cx: InstrContext) -> bool:
+    """Whether every reader of this -start instruction is a -done (and it is not a root)."""
+    instr = cx.instr
+    for comp in cx.lowering.computations.values():
+        if any(i is instr for i in comp.instructions):
+            return not instr.root and all(
+                i.opcode.endswith("-done") for i in comp.instructions
+                if instr.name in i.operands)
+    return False
+
+
+def _emit_for_start(cx: InstrContext) -> Emit:
+    return async_emit(cx) if _only_done_reads(cx) else sync_emit(cx)
+
+
 @handles("all-reduce-start")
 def lower_all_reduce_start(cx: InstrContext) -> Tree:
-    return all_reduce(cx, cx.instr.shape)
+    return all_reduce(cx, cx.instr.shape, _emit_for_start(cx))
 
 
 @handles("all-gather-start", "collective-permute-start")
@@ -149,12 +211,26 @@ def lower_start(cx: InstrContext) -> Tree:
     """An (operand, result, context...) tuple, or the result alone."""
     kind = _KINDS[cx.instr.opcode.removesuffix("-start")]
     shape = cx.instr.shape
+    emit = _emit_for_start(cx)
     if not shape.is_tuple:
-        return kind(cx, shape)
-    result = kind(cx, shape.elements[1])  # type: ignore[union-attr]
+        return kind(cx, shape, emit)
+    result = kind(cx, shape.elements[1], emit)  # type: ignore[union-attr]
     operand = cx.args[0] if len(cx.args) == 1 else tuple(cx.args)
     rest = shape.elements[2:]  # type: ignore[union-attr]
     return (operand, result, *(zeros(cx, s) for s in rest))
+
+
+def _finish(cx: InstrContext, tree: Tree) -> Tree:
+    """`tree` with each value standing for a pending done replaced by that done's result
+    (the done emitted here, once)."""
+    if isinstance(tree, tuple):
+        return tuple(_finish(cx, t) for t in tree)
+    pending = cx.lowering.pending.get(id(tree))
+    if not isinstance(pending, Pending):
+        return tree
+    if not pending.results:
+        pending.results = cx.emit(pending.done, pending.operands, pending.attrs)
+    return pending.results[pending.stand_ins.index(tree)]  # type: ignore[arg-type]
 
 
 @handles("all-reduce-done", "all-gather-done", "collective-permute-done")
@@ -162,5 +238,5 @@ def lower_done(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     arg = cx.args[0]
     if cx.instr.opcode != "all-reduce-done" and isinstance(arg, tuple):
-        return arg[1]
-    return arg
+        arg = arg[1]
+    return _finish(cx, arg)

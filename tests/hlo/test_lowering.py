@@ -191,15 +191,22 @@ def test_collectives_become_placeholders_with_their_groups() -> None:
     m = module(COLLECTIVES)
     body = {op.opcode: op for op in m.entry_function.body}
     got = [op.opcode for op in m.entry_function.body]
-    assert got.count("all_reduce") == 2 and got.count("all_gather") == 2
-    assert got.count("collective_permute") == 2
+    assert got.count("all_reduce") == 1 and got.count("all_gather") == 1
+    assert got.count("collective_permute") == 1
+    # the -start/-done pairs lower to the IR's start/done, the done reading the start's context
+    for kind in ("all_reduce", "all_gather", "collective_permute"):
+        assert got.count(f"{kind}_start") == 1 and got.count(f"{kind}_done") == 1
+        assert body[f"{kind}_done"].operands[0] is body[f"{kind}_start"].results[0]
+    assert body["all_gather_done"].results[0].type.shape == (8, 8)
+    assert body["all_gather_start"].attrs["dimension"] == 0
+    assert body["collective_permute_start"].attrs["source_target_pairs"] == ((0, 1),)
     ar = next(op for op in m.entry_function.body if op.opcode == "all_reduce")
     assert ar.attrs["reduction"] == "sum" and ar.attrs["replica_groups"] == ((0, 1), (2, 3))
     assert ar.attrs["channel_id"] == 1
-    assert body["all_gather"].attrs["replica_groups"] == ((0, 1),)  # from the shapes
+    assert body["all_gather_start"].attrs["replica_groups"] == ((0, 1),)  # from the shapes
     assert body["reduce_scatter"].attrs["replica_groups"] == ((0, 2), (1, 3))
     assert body["all_to_all"].attrs["replica_groups"] == ((0, 1), (2, 3))
-    assert body["collective_permute"].attrs["source_target_pairs"] == ((0, 1),)
+    assert body["collective_permute"].attrs["source_target_pairs"] == ((0, 1), (1, 0))
     assert {"partition_id", "replica_id"} <= set(got)
 
 
