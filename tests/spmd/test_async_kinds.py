@@ -14,6 +14,7 @@ import pytest
 
 from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.profile import COMMUNICATION, COMPUTE, Profiler, attach
 from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
 from nxcc.passes import registry
@@ -156,3 +157,24 @@ def test_hlo_start_done_pairs_give_the_synchronous_results(
          "all-gather": [np.concatenate(g)] * n,
          "collective-permute": [g[(r - 1) % n] for r in range(n)]}[kind]
     np.testing.assert_allclose(got[0], np.concatenate([np.exp(b) for b in c]), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_profile_shows_each_kind_on_the_communication_track(
+        kind: str, rt: Runtime, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The start and done run on each rank's compute track; the collective itself on its
+    communication track, between them."""
+    n = 2
+    neff = compile_text(program(kind, n), tmp_path / "split.neff", True, monkeypatch)
+    stacked = f"{{devices=[{n},1]<=[{n}]}}"
+    model = rt.load_spmd(neff, n, output_shardings=[stacked, stacked])
+    profiler = Profiler()
+    for replica in model.replicas:
+        attach(replica.model, profiler)
+    rt.execute(model, {i.name: a for i, a in zip(model.inputs, inputs_for(n), strict=True)})
+    name = kind.replace("-", "_")
+    for rank in range(n):
+        events = {(e["name"], e["tid"]): e for e in profiler.events if e["pid"] == rank}
+        start, done = events[(f"{name}_start", COMPUTE)], events[(f"{name}_done", COMPUTE)]
+        comm = events[(name, COMMUNICATION)]
+        assert start["ts"] <= comm["ts"] and comm["ts"] <= done["ts"] + done["dur"]
