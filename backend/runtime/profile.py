@@ -3,8 +3,9 @@
 A `Profiler` collects complete events ("ph": "X", microseconds) from the executors and the
 communication threads: one trace process per rank (for an `-lnc 2` model, per physical
 core), with its compute ops on track 0 and its collectives and transfers on track 1, so the
-overlap of an `all_reduce_start` with the compute that follows it can be seen. `attach`
-turns it on for a loaded model; `write` saves the trace (JSON trace events) atomically.
+overlap of a collective's start (`all_gather_start`...) with the compute that follows it
+can be seen. `attach` turns it on for a loaded model; `write` saves the trace (JSON trace
+events) atomically.
 Profiling costs two clock reads per op; without a profiler the executor's loop is unchanged.
 """
 
