@@ -54,7 +54,8 @@ from nxcc.backend.neff.schema import (
 from nxcc.ir.dtypes import DType
 
 COLLECTIVE_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                    "collective_permute", "send", "recv_done", "all_reduce_start")
+                    "collective_permute", "send", "recv_done")
+"""A collective split into a start and a done keeps its kind and says `"async": true`."""
 PAIRED_KINDS = ("collective_permute", "send", "recv_done")
 """Kinds that name source-target pairs; the others name replica groups."""
 SLOT_KINDS = ("param", "buffer", "weight", "splat")

@@ -23,10 +23,13 @@ from nxcc.ir.core import Module, Value
 from nxcc.ir.ops.collective import ASYNC_PAIRS
 from nxcc.ir.rewrite import reachable_functions
 
+#: The kinds a manifest entry names (each the opcode of the synchronous op).
+KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
+         "send", "recv_done")
 #: opcode of each collective's start -> its kind.
 START_KINDS = {start.name: kind for kind, (start, _) in ASYNC_PAIRS.items()}
-COLLECTIVE_OPS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                  "collective_permute", "send", "recv_done", *START_KINDS)
+#: The ops that make a manifest entry.
+COLLECTIVE_OPS = (*KINDS, *START_KINDS)
 #: Kinds that move data between (source, target) pairs rather than within replica groups.
 PAIRED_OPS = ("collective_permute", "send", "recv_done")
 _EXTRA = ("reduction", "dimension", "split_dimension", "concat_dimension")

@@ -87,7 +87,7 @@ def test_load_json_refuses_depth_before_parsing() -> None:
 
 def test_collective_kinds_are_those_the_packager_writes() -> None:
     from nxcc.backend.neff.neff_schema import COLLECTIVE_KINDS, PAIRED_KINDS
-    from nxcc.backend.program.collectives import COLLECTIVE_OPS, PAIRED_OPS
+    from nxcc.backend.program.collectives import KINDS, PAIRED_OPS
 
-    assert set(COLLECTIVE_KINDS) == set(COLLECTIVE_OPS)
+    assert set(COLLECTIVE_KINDS) == set(KINDS)
     assert set(PAIRED_KINDS) == set(PAIRED_OPS)
