@@ -89,6 +89,8 @@ def test_signatures_and_round_trip() -> None:
     ({"tp_size": 2, "sequence_parallel": True, "seq_length": 7},
      "seq_length 7 does not divide by tensor parallel size 2"),
     ({"recompute": "some"}, "recompute 'some' is not one of none, selective, full"),
+    ({"last_layer": 0, "has_embedding": False, "has_head": False},
+     "a stage needs at least one layer, the embedding or the head"),
 ])
 def test_plans_that_do_not_fit_are_refused(kw: dict, message: str) -> None:
     args = {"last_layer": 2, "micro_batch": 2, "seq_length": 8, **kw}
