@@ -9,6 +9,7 @@ from nxcc.compiler.decoder import (
     StagePlan,
     init_full_weights,
     model_specs,
+    owned_masks,
     shard_weights,
     unshard_weights,
 )
@@ -51,3 +52,18 @@ def test_rank_slices_of_grouped_query_attention() -> None:
         [qkv[:, 12:16], qkv[:, 16 + 4:16 + 8], qkv[:, 24 + 4:24 + 8]], axis=1))
     head = shard_weights(full, cfg, plan)["head"]
     np.testing.assert_array_equal(head, full["head"][:, 24:32])
+
+
+@pytest.mark.parametrize("make,tp,rep", [(llama, 4, 2), (gpt, 2, 1)])
+def test_owned_masks_count_every_entry_once(make, tp: int, rep: int) -> None:
+    cfg = make()
+    full = init_full_weights(cfg, 1)
+    total = sum(float((w.astype(np.float64) ** 2).sum()) for w in full.values())
+    counted = 0.0
+    for r in range(tp):
+        plan = StagePlan(tp_rank=r, tp_size=tp, kv_replicator=rep, last_layer=cfg.num_layers)
+        mine, masks = shard_weights(full, cfg, plan), owned_masks(cfg, plan)
+        for name, w in mine.items():
+            assert masks[name].shape == w.shape
+            counted += float((w.astype(np.float64) ** 2 * masks[name]).sum())
+    assert counted == pytest.approx(total, rel=1e-12)
