@@ -155,3 +155,14 @@ class SpmdInfo:
         """The rank count the program was partitioned for, or None when it does not say."""
         n = self.num_partitions * self.replica_count
         return n if n > 1 else None
+
+
+@dataclass
+class MeshLayouts:
+    """The shardings of a global program annotated for a mesh of `world_size` devices
+    (JAX's lowered text): each entry parameter's and result's layout (None: none written).
+    The mesh-partition pass turns such a module into an SPMD program for that world."""
+
+    world_size: int
+    params: list[TileLayout | None] = field(default_factory=list)
+    results: list[TileLayout | None] = field(default_factory=list)
