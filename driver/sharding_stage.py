@@ -18,6 +18,7 @@ program every rank runs; it is not sharded again, so at LNC N > 1 it is an argum
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from nxcc.driver.errors import CompileError
@@ -27,6 +28,8 @@ from nxcc.passes.manager import PassManager
 from nxcc.passes.mesh_partition.partition import MeshPartition
 from nxcc.passes.registry import sharding_pipeline
 from nxcc.passes.sharding.specialize import specialize
+
+log = logging.getLogger("nxcc.compiler")
 
 
 def mesh_passes(module: Module, lnc: int) -> list[Pass]:
@@ -49,6 +52,8 @@ def core_programs(module: Module, lnc: int, print_after: frozenset[str],
             f"is one program that every rank runs, not sharded again at -lnc {lnc}; compile "
             "it with -lnc 1 and run it with neuronx-cc run --world-size N (on trn2 also "
             "NEURON_LOGICAL_NC_CONFIG=1)")
+    for note in module.mesh_layouts.lnc_notes if module.mesh_layouts else ():
+        log.warning("%s", note)
     manager = PassManager(sharding_pipeline(lnc), print_after=print_after, emit=emit)
     manager.run(module)
     return [specialize(module, core) for core in range(lnc)], manager.timings

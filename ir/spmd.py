@@ -161,8 +161,10 @@ class SpmdInfo:
 class MeshLayouts:
     """The shardings of a global program annotated for a mesh of `world_size` devices
     (JAX's lowered text): each entry parameter's and result's layout (None: none written).
-    The mesh-partition pass turns such a module into an SPMD program for that world."""
+    The mesh-partition pass turns such a module into an SPMD program for that world.
+    `lnc_notes`: what the one-axis shardings of `-lnc 2` could not keep (warned there)."""
 
     world_size: int
     params: list[TileLayout | None] = field(default_factory=list)
     results: list[TileLayout | None] = field(default_factory=list)
+    lnc_notes: list[str] = field(default_factory=list)

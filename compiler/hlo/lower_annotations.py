@@ -96,13 +96,17 @@ def annotate(hlo: HloModule, module: Module, params: list[Instruction]) -> None:
                                [_spmd_value(v, s, t, "output") for v, s, t in leaf_results])
         _check_world(hlo, module.spmd)
         return
+    mesh = module.mesh_layouts = _mesh_layouts(hlo, leaf_params, leaf_results)
     for v, s, text in leaf_params:
         sharding, why = to_ir_sharding(s, v.type.rank, text)
         if why:
-            log.warning("sharding of %s is taken as replicated: %s", v.name, why)
+            note = f"sharding of {v.name} is taken as replicated: {why}"
+            if mesh is None:
+                log.warning("%s", note)
+            else:  # said only if the cores of a logical core are what is sharded over
+                mesh.lnc_notes.append(note)
         if sharding is not None:
             v.sharding = sharding
-    module.mesh_layouts = _mesh_layouts(hlo, leaf_params, leaf_results)
 
 
 def _layouts(leaves: list) -> list[TileLayout | None]:

@@ -188,7 +188,8 @@ def _reshape_groups(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int],
                 j += 1
             else:
                 break
-            if pa == pb and (i == len(a) or a[i] != 1) and (j == len(b) or b[j] != 1):
+            if pa == pb and (gi or i == len(a)) and (gj or j == len(b)) and \
+                    (i == len(a) or a[i] != 1) and (j == len(b) or b[j] != 1):
                 break
         groups.append((gi, gj))
     return groups

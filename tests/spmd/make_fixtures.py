@@ -8,6 +8,8 @@ For each program NAME below it writes, into tests/spmd/fixtures/:
 - ``NAME.lowered.hlo``: ``jax.jit(f, in_shardings=..., out_shardings=...).lower(*args)
   .as_text(dialect="hlo")``: the global program, its parameters and root carrying
   ``sharding=`` annotations;
+- ``NAME.lowered.mlir``: the same program as StableHLO (``.as_text()``), its arguments
+  carrying ``sdy.sharding`` (Shardy) over the module's ``sdy.mesh``;
 - ``NAME.compiled.hlo``: ``.compile().as_text()``: the partitioned per-device program
   (``num_partitions=8``, collectives with replica groups, parameters at per-device shapes);
 - ``NAME.npz``: the global inputs ``input0..`` in parameter order and JAX's global outputs
@@ -119,6 +121,7 @@ def main() -> None:
         lowered = jitted.lower(*args)
         compiled = lowered.compile()
         (OUT / f"{name}.lowered.hlo").write_text(lowered.as_text(dialect="hlo"))
+        (OUT / f"{name}.lowered.mlir").write_text(lowered.as_text())
         (OUT / f"{name}.compiled.hlo").write_text(compiled.as_text())
         placed = [jax.device_put(a, s) for a, s in zip(args, in_shardings, strict=True)]
         out = compiled(*placed)
