@@ -51,7 +51,8 @@ class MeshPartition:
                 rs.free.update(id(r) for r in op.results)
                 continue
             dists = [rs.dist_of(v) or Dist.replicated(v.type.rank, n) for v in op.operands]
-            d = decide(module, op, dists, n)
+            raw = [rs.own.get(id(v)) for v in op.operands]
+            d = decide(module, op, dists, n, rs.price, raw)
             operands = [rs.get(v, t) for v, t in zip(op.operands, d.operands, strict=True)]
             made = b.create(op.opdef, operands, d.attrs)
             for old, r, dist in zip(op.results, made.results, d.results, strict=True):

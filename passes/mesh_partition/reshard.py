@@ -3,7 +3,8 @@
 `Resharder.get(v, dst)` gives the rank-local value of the global value `v` laid out as
 `dst`, emitting what it takes at most once per (value, Dist):
 
-1. a pending reduction: one all-reduce over the summands' ranks;
+1. a pending reduction: one reduce-scatter over the summands' ranks when its blocks hold
+   the `dst` blocks, else one all-reduce;
 2. each dimension along which a rank's block does not hold its `dst` block: an all-gather
    over the ranks that split it (replica groups in block order);
 3. a local slice to the `dst` block: static when every rank's offset is the same, else
@@ -27,7 +28,7 @@ from nxcc.ir.core import Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.rewrite import constant_value
 from nxcc.passes.mesh_partition.dist import Dist, project
-from nxcc.passes.mesh_partition.rules import gathers
+from nxcc.passes.mesh_partition.rules import gathers, reshard_cost
 
 
 class Resharder:
@@ -56,6 +57,15 @@ class Resharder:
         self.channel += 1
         return self.channel
 
+    def price(self, v: Value, dst: Dist) -> float:
+        """Bytes a rank receives to have `v` as `dst`, from the cheapest form it has."""
+        if id(v) in self.free:
+            return 0.0
+        forms = [f for f in self.forms[id(v)] if f.partial == 1]
+        if not forms:
+            return v.type.nbytes + reshard_cost(self.own[id(v)].reduced(), dst, v.type.nbytes)
+        return min(reshard_cost(f, dst, v.type.nbytes) for f in forms)
+
     def get(self, v: Value, dst: Dist) -> Value:
         if id(v) in self.free:
             return self._make(v, dst)
@@ -63,12 +73,21 @@ class Resharder:
         if dst in forms:
             return forms[dst]
         src = self.own[id(v)]
+        if src.partial > 1 and not any(f.partial == 1 for f in forms):
+            scattered = _scatter_target(src, dst, v.type.shape) if src.reduction == "sum" \
+                else None
+            if scattered is not None:
+                d, after = scattered
+                forms[after] = self.b.op(ops.reduce_scatter, [forms[src]], {
+                    "dimension": d, "reduction": "sum", "replica_groups": src.reduce_groups(),
+                    "channel_id": self._next_channel()})
+            else:
+                forms[src.reduced()] = self._all_reduce(forms[src], src)
+        whole = [f for f in forms if f.partial == 1]
+        src = min(whole, key=lambda f: reshard_cost(f, dst, v.type.nbytes))
         x = forms[src]
-        if src.partial > 1:
-            x, src = self._all_reduce(x, src), src.reduced()
-            forms[src] = x
-            if dst == src:
-                return x
+        if dst == src:
+            return x
         for d in gathers(src, dst):
             x = self.b.op(ops.all_gather, [x], {
                 "dimension": d, "replica_groups": src.gather_groups(d),
@@ -83,12 +102,6 @@ class Resharder:
         return self.b.op(ops.all_reduce, [x], {
             "reduction": src.reduction, "replica_groups": src.reduce_groups(),
             "channel_id": self._next_channel()})
-
-    def finish_partial(self, v: Value) -> None:
-        """All-reduce `v` now if its reduction is pending (an output)."""
-        src = self.own[id(v)]
-        if src.partial > 1:
-            self.get(v, src.reduced())
 
     def _partition_id(self) -> Value:
         if self._pid is None:
@@ -148,3 +161,17 @@ class Resharder:
             x = self._slice(w, whole, dst, v.type.shape)
         forms[dst] = x
         return x
+
+
+def _scatter_target(src: Dist, dst: Dist, shape: tuple[int, ...]) -> tuple[int, Dist] | None:
+    """(dimension, Dist after) of a reduce-scatter of the partial `src` whose blocks hold
+    each rank's `dst` block, or None: summand k of a group becomes block k along an unsplit
+    dimension."""
+    for d in range(src.rank):
+        if src.tiles[d] != 1 or shape[d] % src.partial or dst.tiles[d] % src.partial:
+            continue
+        g = np.moveaxis(np.squeeze(src.grid, axis=d), src.rank - 1, d)
+        after = Dist.of_grid(g[..., None, :])
+        if not gathers(after, dst):
+            return d, after
+    return None

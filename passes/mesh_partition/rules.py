@@ -14,25 +14,31 @@ with (`dist.combine`), each operand's own, and replicated, in that order on a ti
 - reshape: splits that stay whole blocks are kept (only the major dimension of a merged
   or split group may be split), others gathered; transpose permutes; broadcast_in_dim
   keeps the operand's splits; slice gathers the sliced dimensions;
+- a pending sum passes through transpose, reshape and multiplication by a whole value
+  (`linear`), so that it is reduced once, where a user needs it (a reduce-scatter when the
+  user wants it split);
 - every other op runs on whole values (operands replicated, results replicated).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.core import Module, Op
+from nxcc.ir.core import Module, Op, Value
 from nxcc.ir.rewrite import constant_value
 from nxcc.passes.mesh_partition.dist import Dist, combine, project
 
 REDUCER = {"add": "sum", "maximum": "max", "minimum": "min", "multiply": "prod",
            "and": "and", "or": "or"}
 IDENTITY = {"sum": 0, "max": -np.inf, "min": np.inf, "prod": 1}
+
+Price = Callable[[Value, Dist], float]
+"""Bytes a rank receives to have a value in a Dist (from the cheapest form it has)."""
 
 
 @dataclass
@@ -61,10 +67,14 @@ def replicated_decision(op: Op, n: int) -> Decision:
                     [Dist.replicated(r.type.rank, n) for r in op.results], dict(op.attrs))
 
 
-def _choose(n: int, axes: int, views: list[tuple[Dist, Sequence[int], int]],
-            partial_axes: Sequence[int], result_bytes: int) -> Dist:
+def own_price(v: Value, dst: Dist, src: Dist) -> float:
+    return reshard_cost(src, dst, v.type.nbytes)
+
+
+def _choose(n: int, axes: int, views: list[tuple[Dist, Sequence[int], Value]],
+            partial_axes: Sequence[int], result_bytes: int, price: Price) -> Dist:
     """The cheapest space placement (see the module docstring); views are (Dist, axis of
-    each dimension, bytes)."""
+    each dimension, the value)."""
     cands = [combine(n, axes, [(d, a) for d, a, _ in views])]
     cands += [combine(n, axes, [(d, a)]) for d, a, _ in views]
     cands.append(Dist.replicated(axes, n))
@@ -72,7 +82,7 @@ def _choose(n: int, axes: int, views: list[tuple[Dist, Sequence[int], int]],
     for c in cands:
         if c is None:
             continue
-        cost = sum(reshard_cost(d, project(c, a), b) for d, a, b in views)
+        cost = sum(price(v, project(c, a)) for _, a, v in views)
         if any(c.tiles[a] > 1 for a in partial_axes):
             cost += result_bytes
         if best_cost is None or cost < best_cost:
@@ -81,12 +91,12 @@ def _choose(n: int, axes: int, views: list[tuple[Dist, Sequence[int], int]],
     return best
 
 
-def elementwise(op: Op, dists: list[Dist], n: int) -> Decision:
+def elementwise(op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     shape = op.results[0].type.shape
     rank = len(shape)
-    views = [(d, range(rank), v.type.nbytes) for v, d in zip(op.operands, dists, strict=True)
+    views = [(d, range(rank), v) for v, d in zip(op.operands, dists, strict=True)
              if v.type.shape == shape and constant_value(v) is None]
-    space = _choose(n, rank, views, (), 0)
+    space = _choose(n, rank, views, (), 0, price)
     if not space.fits(shape):
         return replicated_decision(op, n)
     targets = [space if v.type.shape == shape else Dist.replicated(v.type.rank, n)
@@ -94,7 +104,7 @@ def elementwise(op: Op, dists: list[Dist], n: int) -> Decision:
     return Decision(targets, [space] * len(op.results), dict(op.attrs))
 
 
-def dot_general(op: Op, dists: list[Dist], n: int) -> Decision:
+def dot_general(op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     a = op.attrs
     lhs, rhs = op.operands
     lb, rb = list(a.get("lhs_batch_dims", ())), list(a.get("rhs_batch_dims", ()))
@@ -113,11 +123,11 @@ def dot_general(op: Op, dists: list[Dist], n: int) -> Decision:
     for i, (x, y) in enumerate(zip(lc, rc, strict=True)):
         lhs_axes[x], rhs_axes[y] = nb + nl + nr + i, nb + nl + nr + i
     axes = nb + nl + nr + len(lc)
-    views = [(d, ax, v.type.nbytes) for v, d, ax in
+    views = [(d, ax, v) for v, d, ax in
              ((lhs, dists[0], lhs_axes), (rhs, dists[1], rhs_axes)) if constant_value(v) is None]
     contracting = range(nb + nl + nr, axes)
     result = op.results[0]
-    space = _choose(n, axes, views, contracting, result.type.nbytes)
+    space = _choose(n, axes, views, contracting, result.type.nbytes, price)
     targets = [project(space, lhs_axes), project(space, rhs_axes)]
     shape = (*(lhs.type.shape[d] for d in lb), *(lhs.type.shape[d] for d in lf),
              *(rhs.type.shape[d] for d in rf), *(lhs.type.shape[d] for d in lc))
@@ -151,14 +161,14 @@ def _is_identity(v, kind: str) -> bool:
     return bool(x == IDENTITY[kind])
 
 
-def reduce(module: Module, op: Op, dists: list[Dist], n: int) -> Decision:
+def reduce(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     half = len(op.operands) // 2
     xs, inits = op.operands[:half], op.operands[half:]
     dims = list(op.attrs["dimensions"])
     rank = xs[0].type.rank
     kind = reduction_kind(module, op) if half == 1 else None
-    views = [(d, range(rank), v.type.nbytes) for v, d in zip(xs, dists[:half], strict=True)]
-    space = _choose(n, rank, views, (), 0)
+    views = [(d, range(rank), v) for v, d in zip(xs, dists[:half], strict=True)]
+    space = _choose(n, rank, views, (), 0, price)
     if kind is None or not all(_is_identity(i, kind) for i in inits):
         for d in dims:
             if space.tiles[d] > 1:
@@ -251,15 +261,51 @@ def slice_(op: Op, dists: list[Dist], n: int) -> Decision:
                                    "limit_indices": tuple(limit), "strides": tuple(stride)})
 
 
-def decide(module: Module, op: Op, dists: list[Dist], n: int) -> Decision:
-    """The rule for `op` (operand Dists non-partial), or the whole-value fallback."""
+def linear(op: Op, raw: Sequence[Dist | None], n: int) -> Decision | None:
+    """A pending sum kept through an op linear in it: transpose, a reshape that needs no
+    gather, multiply (or divide) by a whole value; None when that does not apply."""
+    d = op.opdef
+    if d is ops.transpose and raw[0] is not None and raw[0].partial > 1:
+        return transpose(op, [raw[0]], n)
+    if d is ops.reshape and raw[0] is not None and raw[0].partial > 1:
+        dec = reshape(op, [raw[0]], n)
+        return dec if dec.operands[0] == raw[0] else None
+    if d not in (ops.multiply, ops.divide) or \
+            op.operands[0].type.shape != op.operands[1].type.shape:
+        return None
+    for i in (0, 1) if d is ops.multiply else (0,):
+        p, other = raw[i], raw[1 - i]
+        if p is not None and p.partial > 1 and p.reduction == "sum" and \
+                (other is None or other.partial == 1):
+            targets = [p, p]
+            targets[1 - i] = p.reduced()
+            return Decision(targets, [p], dict(op.attrs))
+    return None
+
+
+def decide(module: Module, op: Op, dists: list[Dist], n: int, price: Price | None = None,
+           raw: Sequence[Dist | None] | None = None) -> Decision:
+    """The rule for `op` (operand Dists non-partial), or the whole-value fallback.
+    `price` says what having an operand in a Dist costs (default: from its own Dist);
+    `raw` are the operands' own Dists (partial ones included, None: made where needed)."""
+    kept = linear(op, raw, n) if raw is not None else None
+    if kept is not None:
+        return kept
+    if price is None:
+        own = {id(v): d for v, d in zip(op.operands, dists, strict=True)}
+
+        def price(v: Value, dst: Dist) -> float:
+            return own_price(v, dst, own[id(v)])
+
     d = op.opdef
     if d.elementwise and op.results and not d.side_effects:
-        return elementwise(op, dists, n)
+        return elementwise(op, dists, n, price)
     rule = {ops.dot_general: dot_general, ops.reshape: reshape, ops.transpose: transpose,
             ops.broadcast_in_dim: broadcast_in_dim, ops.slice: slice_}.get(d)
+    if rule is dot_general:
+        return dot_general(op, dists, n, price)
     if rule is not None:
         return rule(op, dists, n)
     if d is ops.reduce:
-        return reduce(module, op, dists, n)
+        return reduce(module, op, dists, n, price)
     return replicated_decision(op, n)

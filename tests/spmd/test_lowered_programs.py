@@ -88,6 +88,9 @@ def test_fsdp_step_gathers_weights_and_keeps_their_shards() -> None:
     MeshPartition().run(m)
     text = print_module(m)
     assert "all_gather(%w1.1)" in text and "all_gather(%w2.1)" in text
+    assert text.count("all_gather(") == 2  # the gathered w2 serves the backward pass too
+    assert text.count("reduce_scatter(") == 2  # each gradient reduced straight to shards
+    assert text.count("all_reduce(") == 1  # the loss
     assert m.spmd is not None and m.spmd.world_size == 8
     assert [r.local_shape for r in m.spmd.results] == [(2, 32), (4, 8), ()]
     assert [r.layout.tiles for r in m.spmd.results[:2]] == [(8, 1), (8, 1)]
