@@ -58,6 +58,9 @@ class MeshPartition:
             for old, r, dist in zip(op.results, made.results, d.results, strict=True):
                 r.name = old.name
                 rs.define(old, r, dist)
+            for old, dist in zip(op.results, d.then, strict=True) if d.then else ():
+                rs.get(old, dist)
+                rs.own[id(old)] = dist
         results = []
         for i, r in enumerate(fn.results):
             lay = _layout(mesh.results, i)

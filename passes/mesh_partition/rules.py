@@ -49,6 +49,7 @@ class Decision:
     operands: list[Dist]
     results: list[Dist]
     attrs: dict = field(default_factory=dict)
+    then: list[Dist] | None = None  # where the results are moved (locally) right after
 
 
 def gathers(src: Dist, dst: Dist) -> list[int]:
@@ -206,21 +207,38 @@ def _reshape_groups(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int],
 
 
 def reshape(op: Op, dists: list[Dist], n: int) -> Decision:
-    src = dists[0]
+    """A split input dimension stays split when it is the major dimension of its group and
+    its tile count divides the group's major output dimension; otherwise it is gathered,
+    and when it is alone in its group the result is split again, by a local slice, along the
+    group's first output dimension that divides (`Decision.then`), so the ranks keep
+    dividing the work (attention heads out of a fused QKV projection)."""
+    src = orig = dists[0]
     a, b = op.operands[0].type.shape, tuple(op.attrs["shape"])
     tiles = [1] * len(b)
+    again = list(tiles)
+    gathered_only = []
     for gi, gj in _reshape_groups(a, b):
         big_i = [d for d in gi if a[d] > 1]
         big_j = [d for d in gj if b[d] > 1]
-        for d in gi:
-            if src.tiles[d] == 1:
+        split = [d for d in gi if src.tiles[d] > 1]
+        for d in split:
+            t = src.tiles[d]
+            if big_i and d == big_i[0] and big_j and b[big_j[0]] % t == 0:
+                tiles[big_j[0]] = again[big_j[0]] = t
                 continue
-            if big_i and d == big_i[0] and big_j and b[big_j[0]] % src.tiles[d] == 0:
-                tiles[big_j[0]] = src.tiles[d]
+            src = src.gathered(d)
+            fit = [j for j in gj if b[j] > 1 and b[j] % t == 0]
+            if len(split) == 1 and fit:
+                again[fit[0]] = t
             else:
-                src = src.gathered(d)
+                gathered_only.append(d)
     out = src.with_tiles(tiles)
-    return Decision([src], [out], {"shape": out.local_shape(b)})
+    then = None
+    if again != tiles:
+        for d in gathered_only:
+            orig = orig.gathered(d)
+        then = [orig.with_tiles(again)]
+    return Decision([src], [out], {"shape": out.local_shape(b)}, then)
 
 
 def transpose(op: Op, dists: list[Dist], n: int) -> Decision:

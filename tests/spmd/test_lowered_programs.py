@@ -101,3 +101,13 @@ def test_lnc2_keeps_its_own_partitioning(lnc2_neffs: dict[str, Path]) -> None:
     m = read_neff(lnc2_neffs["megatron_mlp"]).manifest
     assert "spmd" not in m and len(m["subgraphs"]) == 2
     assert data("megatron_mlp")["input0"].shape == (8, 16)
+
+
+def test_attention_splits_heads_after_gathering_the_fused_projection() -> None:
+    """The QKV columns split four ways do not split the (3, heads, dim) reshape evenly: the
+    projection is gathered once over tp, each rank slices its head out locally, and the
+    row-split output projection's partial sums are all-reduced once, as XLA does."""
+    text = partitioned("attention_qkv")
+    assert text.count("all_gather(") == 1 and text.count("all_reduce(") == 1
+    scores = next(line for line in text.splitlines() if "%dot_general.6 = " in line)
+    assert scores.endswith(": f32[2,1,8,8]")  # 2 of 4 batches, 1 of 4 heads per rank
