@@ -8,6 +8,8 @@ moved where the rule wants them (`reshard.Resharder`: all-reduce, all-gather ove
 axes' replica groups, local slices by partition_id). Parameters become each rank's block of
 the input (their layouts as annotated), results each rank's block of the output: the
 annotated layout when given, else where the program leaves them (never a pending sum).
+A value a sharding constraint places (HLO's Sharding custom-call) is moved there as soon as
+it is made, and its users start from there.
 The module then carries `Module.spmd` (num_partitions = N), exactly as XLA's partitioned
 output does, so the rest of the compiler and the runtime treat it the same way.
 """
@@ -46,6 +48,10 @@ class MeshPartition:
         n = mesh.world_size
         rs = Resharder(b, n, lambda op: self._emit_whole(b, rs, op, n))
         params = self._params(fn, mesh, new, rs)
+        fixed = {id(v): Dist.of_layout(lay, v.type.rank, n) for v, lay in mesh.constraints}
+        for p in fn.params:
+            if id(p) in fixed:
+                rs.move(p, fixed[id(p)], only=True)
         for op in fn.body:
             if self._is_free(op, rs):
                 rs.free.update(id(r) for r in op.results)
@@ -59,8 +65,10 @@ class MeshPartition:
                 r.name = old.name
                 rs.define(old, r, dist)
             for old, dist in zip(op.results, d.then, strict=True) if d.then else ():
-                rs.get(old, dist)
-                rs.own[id(old)] = dist
+                rs.move(old, dist)
+            for old in op.results:
+                if id(old) in fixed:
+                    rs.move(old, fixed[id(old)], only=True)
         results = []
         for i, r in enumerate(fn.results):
             lay = _layout(mesh.results, i)

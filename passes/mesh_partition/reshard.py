@@ -48,6 +48,16 @@ class Resharder:
         self.forms[id(v)] = {dist: local}
         self.own[id(v)] = dist
 
+    def move(self, v: Value, dst: Dist, only: bool = False) -> None:
+        """Make `dst` the Dist `v`'s users start from (a re-split); `only`: the one form
+        they see (a constraint)."""
+        if id(v) in self.free or not dst.fits(v.type.shape):
+            return
+        x = self.get(v, dst)
+        self.own[id(v)] = dst
+        if only:
+            self.forms[id(v)] = {dst: x}
+
     def dist_of(self, v: Value) -> Dist | None:
         """Where `v` lies (non-partial: as a user sees it), None for a free value."""
         d = self.own.get(id(v))

@@ -18,7 +18,7 @@ from nxcc.driver.options import CompileOptions
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROGRAMS = ("megatron_mlp", "row_sum", "contraction_matmul", "attention_qkv", "dp_train_step",
-            "fsdp_train_step")
+            "fsdp_train_step", "constrained_mlp")
 
 
 @pytest.fixture(autouse=True)

@@ -111,3 +111,16 @@ def test_attention_splits_heads_after_gathering_the_fused_projection() -> None:
     assert text.count("all_gather(") == 1 and text.count("all_reduce(") == 1
     scores = next(line for line in text.splitlines() if "%dot_general.6 = " in line)
     assert scores.endswith(": f32[2,1,8,8]")  # 2 of 4 batches, 1 of 4 heads per rank
+
+
+def test_sharding_constraint_places_the_hidden_activation() -> None:
+    """with_sharding_constraint (HLO's Sharding custom-call) puts the tanh activation by
+    columns over tp: its rows are gathered over dp, each rank takes its columns, and the
+    second matmul's partial sums are all-reduced over tp."""
+    text = partitioned("constrained_mlp")
+    assert "all_gather(%tanh.1) {dimension = 0, replica_groups = [[0, 4], [1, 5], [2, 6], " \
+        "[3, 7]]" in text
+    second = next(line for line in text.splitlines() if "%dot_general.4 = " in line)
+    assert second.endswith(": f32[8,16]")  # whole rows, a quarter of the contraction
+    assert "all_reduce(%dot_general.4) {reduction = sum, replica_groups = [[0, 1, 2, 3], " \
+        "[4, 5, 6, 7]]" in text
