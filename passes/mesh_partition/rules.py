@@ -13,7 +13,8 @@ with (`dist.combine`), each operand's own, and replicated, in that order on a ti
   dimensions give a partial result; other reduces gather the reduced dimensions;
 - reshape: splits that stay whole blocks are kept (only the major dimension of a merged
   or split group may be split), others gathered; transpose permutes; broadcast_in_dim
-  keeps the operand's splits; slice gathers the sliced dimensions;
+  keeps the operand's splits; slice gathers the sliced dimensions; concatenate gathers the
+  joined dimension;
 - a pending sum passes through transpose, reshape and multiplication by a whole value
   (`linear`), so that it is reduced once, where a user needs it (a reduce-scatter when the
   user wants it split);
@@ -301,6 +302,18 @@ def linear(op: Op, raw: Sequence[Dist | None], n: int) -> Decision | None:
     return None
 
 
+def concatenate(op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
+    """Operands split alike on every dimension but the joined one, which is whole."""
+    dim = op.attrs["dimension"]
+    rank = op.results[0].type.rank
+    views = [(d.gathered(dim) if d.tiles[dim] > 1 else d, range(rank), v)
+             for v, d in zip(op.operands, dists, strict=True) if constant_value(v) is None]
+    space = _choose(n, rank, views, (), 0, price)
+    if space.tiles[dim] > 1 or not all(space.fits(v.type.shape) for v in op.operands):
+        return replicated_decision(op, n)
+    return Decision([space] * len(op.operands), [space], dict(op.attrs))
+
+
 def decide(module: Module, op: Op, dists: list[Dist], n: int, price: Price | None = None,
            raw: Sequence[Dist | None] | None = None) -> Decision:
     """The rule for `op` (operand Dists non-partial), or the whole-value fallback.
@@ -322,6 +335,8 @@ def decide(module: Module, op: Op, dists: list[Dist], n: int, price: Price | Non
             ops.broadcast_in_dim: broadcast_in_dim, ops.slice: slice_}.get(d)
     if rule is dot_general:
         return dot_general(op, dists, n, price)
+    if d is ops.concatenate:
+        return concatenate(op, dists, n, price)
     if rule is not None:
         return rule(op, dists, n)
     if d is ops.reduce:

@@ -31,13 +31,16 @@ def test_lowered_program_runs_as_8_ranks(key: str, lowered_neffs: dict[str, Path
     assert_outputs_match(runtime.execute(model, named_inputs(neff, name)), name)
 
 
-def test_lowered_attention_is_bit_identical_over_20_runs(lowered_neffs: dict[str, Path],
-                                                         runtime: Runtime) -> None:
-    neff = lowered_neffs["attention_qkv"]
+@pytest.mark.parametrize("name", ["megatron_mlp", "attention_qkv", "dp_train_step",
+                                  "fsdp_train_step"])
+def test_lowered_program_is_bit_identical_over_20_runs(name: str,
+                                                       lowered_neffs: dict[str, Path],
+                                                       runtime: Runtime) -> None:
+    neff = lowered_neffs[name]
     model = runtime.load_spmd(neff, 8)
-    inputs = named_inputs(neff, "attention_qkv")
+    inputs = named_inputs(neff, name)
     first = runtime.execute(model, inputs)
-    assert_outputs_match(first, "attention_qkv")
+    assert_outputs_match(first, name)
     for _ in range(19):
         again = runtime.execute(model, inputs)
         for key, value in first.items():

@@ -74,3 +74,58 @@ def test_shardings_partition_to_numpy_outputs(case: str, tmp_path: Path,
     got = [out[o.name] for o in model.outputs]
     np.testing.assert_allclose(got[0], e, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got[1], d, rtol=1e-5, atol=1e-5)
+
+
+SOFTMAX = """HloModule softmax_case
+max_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT m = f32[] maximum(a, b)
+}
+add_f32 {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  x = f32[8,32]{1,0} parameter(0), sharding=SX
+  lo = f32[] constant(-inf)
+  m = f32[8]{0} reduce(x, lo), dimensions={1}, to_apply=max_f32
+  mb = f32[8,32]{1,0} broadcast(m), dimensions={0}
+  d = f32[8,32]{1,0} subtract(x, mb)
+  e = f32[8,32]{1,0} exponential(d)
+  z = f32[] constant(0)
+  s = f32[8]{0} reduce(e, z), dimensions={1}, to_apply=add_f32
+  sb = f32[8,32]{1,0} broadcast(s), dimensions={0}
+  p = f32[8,32]{1,0} divide(e, sb)
+  i = s32[8,32]{1,0} iota(), iota_dimension=1
+  k = s32[] constant(16)
+  kb = s32[8,32]{1,0} broadcast(k), dimensions={}
+  lt = pred[8,32]{1,0} compare(i, kb), direction=LT
+  zb = f32[8,32]{1,0} broadcast(z), dimensions={}
+  masked = f32[8,32]{1,0} select(lt, p, zb)
+  c = f32[8,64]{1,0} concatenate(masked, x), dimensions={1}
+  ROOT out = (f32[8,64]{1,0}, f32[8]{0}) tuple(c, m)
+}
+"""
+
+
+@pytest.mark.parametrize("sx", ["{devices=[1,8]<=[8]}", "{devices=[2,4]<=[8]}",
+                                "{devices=[4,2]<=[2,4]T(1,0)}",
+                                "{devices=[1,4,2]<=[8] last_tile_dim_replicate}"])
+def test_split_reductions_iota_select_and_concatenate(sx: str, tmp_path: Path,
+                                                      runtime: Runtime) -> None:
+    """A max and a sum over a split dimension (pending max/sum, all-reduced once each), an
+    iota and a select on split values, and a concatenate (run on whole values)."""
+    src = tmp_path / "s.hlo"
+    src.write_text(SOFTMAX.replace("SX", sx))
+    neff = compile_hlo(src, tmp_path / "s.neff")
+    x = np.random.default_rng(3).standard_normal((8, 32)).astype(np.float32)
+    model = runtime.load_spmd(neff, 8)
+    out = runtime.execute(model, {model.inputs[0].name: x})
+    got = [out[o.name] for o in model.outputs]
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    p = np.where(np.arange(32) < 16, e / e.sum(axis=1, keepdims=True), 0)
+    np.testing.assert_allclose(got[0], np.concatenate([p, x], axis=1), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(got[1], x.max(axis=1))
