@@ -33,6 +33,13 @@ def _layout(layouts: list[TileLayout | None], i: int) -> TileLayout | None:
     return layouts[i] if i < len(layouts) else None
 
 
+def _check_fits(what: str, v: Value, d: Dist, lay: TileLayout | None) -> None:
+    if not d.fits(v.type.shape):
+        raise ValueError(f"{what} of shape {list(v.type.shape)}: "
+                         f"{lay.text if lay else ''} does not split it into equal blocks "
+                         "(uneven shardings are not supported)")
+
+
 class MeshPartition:
     """Replaces an annotated entry function by its SPMD form (see the module docstring)."""
 
@@ -74,6 +81,7 @@ class MeshPartition:
             lay = _layout(mesh.results, i)
             if lay is not None:
                 dst = Dist.of_layout(lay, r.type.rank, n)
+                _check_fits(f"output {i}", r, dst, lay)
             else:
                 dst = rs.dist_of(r) or Dist.replicated(r.type.rank, n)
             new.results.append(rs.get(r, dst))
@@ -90,10 +98,7 @@ class MeshPartition:
         for i, p in enumerate(fn.params):
             lay = _layout(mesh.params, i)
             d = Dist.of_layout(lay, p.type.rank, mesh.world_size)
-            if not d.fits(p.type.shape):
-                raise ValueError(f"parameter {p.name or i} of shape {list(p.type.shape)}: "
-                                 f"{lay.text if lay else ''} does not split it into equal "
-                                 "blocks")
+            _check_fits(f"parameter {p.name or i}", p, d, lay)
             local = d.local_shape(p.type.shape)
             v = Value(p.type.with_shape(local), p.name)
             new.params.append(v)

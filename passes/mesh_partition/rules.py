@@ -288,7 +288,7 @@ def linear(op: Op, raw: Sequence[Dist | None], n: int) -> Decision | None:
         return transpose(op, [raw[0]], n)
     if d is ops.reshape and raw[0] is not None and raw[0].partial > 1:
         dec = reshape(op, [raw[0]], n)
-        return dec if dec.operands[0] == raw[0] else None
+        return dec if dec.operands[0] == raw[0] and dec.then is None else None
     if d not in (ops.multiply, ops.divide) or \
             op.operands[0].type.shape != op.operands[1].type.shape:
         return None

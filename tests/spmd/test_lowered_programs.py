@@ -127,3 +127,16 @@ def test_sharding_constraint_places_the_hidden_activation() -> None:
     assert second.endswith(": f32[8,16]")  # whole rows, a quarter of the contraction
     assert "all_reduce(%dot_general.4) {reduction = sum, replica_groups = [[0, 1, 2, 3], " \
         "[4, 5, 6, 7]]" in text
+
+
+def test_uneven_sharding_is_one_clear_error(tmp_path: Path) -> None:
+    src = tmp_path / "u.hlo"
+    src.write_text("HloModule u\n\nENTRY main {\n"
+                   "  x = f32[6,4]{1,0} parameter(0), sharding={devices=[4,1]<=[4]}\n"
+                   "  ROOT y = f32[6,4]{1,0} negate(x)\n}\n")
+    r = neuronx_cc("compile", str(src), "--target", "trn1", "-o", str(tmp_path / "u.neff"),
+                   "--logfile", str(tmp_path / "log.txt"))
+    assert r.returncode != 0 and not (tmp_path / "u.neff").exists()
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ERROR: [NCC_EVRF064]")
+    assert "parameter x of shape [6, 4]" in lines[0] and "equal blocks" in lines[0]
