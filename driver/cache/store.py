@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -33,28 +32,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nxcc.driver.cache.key import CacheKey
+from nxcc.driver.cache.layout import (
+    ERROR,
+    FLAGS,
+    META,
+    NEFF,
+    STAGING_PREFIX,
+    cache_root,
+    read_meta,
+    verified_neff,
+    version_dir,
+)
 from nxcc.driver.errors import CompileError
 from nxcc.version import COMPILER_VERSION
 
-DEFAULT_ROOT = "/var/tmp/neuron-compile-cache"
-ENV_VAR = "NEURON_COMPILE_CACHE_URL"
-META = "meta.json"
-NEFF = "model.neff"
-ERROR = "error.json"
-FLAGS = "compile_flags.json"
-STAGING_PREFIX = ".tmp-"
-
-
-def cache_root(cache_dir: str | None = None) -> str:
-    """The cache's root: `cache_dir`, else `NEURON_COMPILE_CACHE_URL`, else the default.
-    Only local paths (optionally `file://`) are supported: NCC_EARG001 for any other URL."""
-    root = cache_dir or os.environ.get(ENV_VAR) or DEFAULT_ROOT
-    if root.startswith("file://"):
-        root = root[len("file://"):]
-    if "://" in root:
-        raise CompileError("NCC_EARG001", f"compile cache {root!r}: only local paths are "
-                           f"supported (set {ENV_VAR} or --cache-dir to a directory)")
-    return root
+__all__ = ["FLAGS", "NEFF", "CacheEntry", "CompileCache", "cache_root", "read_entry",
+           "remove_entry"]
 
 
 @dataclass(frozen=True)
@@ -80,11 +73,7 @@ class CacheEntry:
 
     def neff_bytes(self) -> bytes | None:
         """The NEFF, or None if it does not match its recorded SHA-256 (a damaged entry)."""
-        with open(os.path.join(self.path, NEFF), "rb") as f:
-            data = f.read()
-        if hashlib.sha256(data).hexdigest() != self.meta.get("neff_sha256"):
-            return None
-        return data
+        return verified_neff(self.path, self.meta)
 
     def size(self) -> int:
         return sum(e.stat().st_size for e in os.scandir(self.path) if e.is_file())
@@ -98,7 +87,7 @@ class CompileCache:
 
     @property
     def version_dir(self) -> str:
-        return os.path.join(self.root, f"neuronxcc-{COMPILER_VERSION}")
+        return version_dir(self.root)
 
     def lookup(self, key: CacheKey) -> CacheEntry | None:
         """The published entry of `key`, or None."""
@@ -150,10 +139,10 @@ class CompileCache:
     def entries(self, all_versions: bool = False) -> list[CacheEntry]:
         """Every published entry (of this version, or of every version)."""
         found = []
-        for version_dir in self._version_dirs(all_versions):
-            for name in sorted(os.listdir(version_dir)):
+        for directory in self._version_dirs(all_versions):
+            for name in sorted(os.listdir(directory)):
                 if name.startswith("MODULE_") and not name.endswith(".lock"):
-                    entry = read_entry(os.path.join(version_dir, name))
+                    entry = read_entry(os.path.join(directory, name))
                     if entry is not None:
                         found.append(entry)
         return found
@@ -184,14 +173,8 @@ class CompileCache:
 
 def read_entry(path: str) -> CacheEntry | None:
     """The entry at `path`, or None if there is none (or it is not a complete entry)."""
-    try:
-        with open(os.path.join(path, META), encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if not isinstance(meta, dict) or meta.get("status") not in ("ok", "failed"):
-        return None
-    return CacheEntry(path, meta)
+    meta = read_meta(path)
+    return None if meta is None else CacheEntry(path, meta)
 
 
 def remove_entry(path: str) -> None:
