@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nxcc.ir.core import Function, Value
+from nxcc.ir.core import Function, Module, Value
 
 ALIGNMENT = 64
 
@@ -77,3 +77,12 @@ def plan_memory(fn: Function, planned: set[int]) -> MemoryPlan:
         for v in free_at.get(index, []):
             heap.free(offsets[id(v)])
     return MemoryPlan(offsets, heap.peak)
+
+
+def peak_activation_bytes(module: Module, fn: str) -> int:
+    """The arena bytes of function `fn` of `module` as the NEFF lowering plans it: every
+    value an op computes (constants and parameters, which live in weights and inputs, are
+    not counted), each from its definition to its last use."""
+    function = module.functions[fn]
+    planned = {id(r) for op in function.body if op.opcode != "constant" for r in op.results}
+    return plan_memory(function, planned).arena_bytes

@@ -22,10 +22,12 @@ from nxcc.ir.ops.collective import (
     reduce_scatter,
     send,
     send_done,
+    tp_copy,
 )
 from nxcc.ir.ops.control import (
     call,
     conditional,
+    optimization_barrier,
     partition_id,
     replica_id,
     while_,
@@ -155,6 +157,7 @@ __all__ = [
     "multiply",
     "negate",
     "not_",
+    "optimization_barrier",
     "or_",
     "pad",
     "partition_id",
@@ -189,6 +192,7 @@ __all__ = [
     "subtract",
     "tan",
     "tanh",
+    "tp_copy",
     "transpose",
     "while_",
     "xor",
