@@ -4,9 +4,8 @@
 ordinary pipeline, `stage_program`) and binds their collectives to its TP group; each
 `step(k, batch)` then
 
-1. takes its DP rank's micro-batches of the global batch `batch` ([global_batch,
-   seq_length + 1] token ids; DP rank d takes rows d*M*mb .. (d+1)*M*mb - 1, M micro-batches
-   of mb rows each), inputs `batch[:, :-1]`, labels `batch[:, 1:]`;
+1. takes its DP rank's micro-batches of the global batch (`data.micro_batches`: DP rank d
+   takes rows d*M*mb .. (d+1)*M*mb - 1, M micro-batches of mb rows each);
 2. runs its stage's 1F1B order (`schedule.stage_ops`): a forward receives the stage input
    from the previous stage (or takes the tokens), keeps it (the only thing stashed: the
    backward program recomputes the stage) and sends its output on; a backward receives the
@@ -18,42 +17,42 @@ ordinary pipeline, `stage_program`) and binds their collectives to its TP group;
 4. reduces (loss sum, token count, squared gradient norm) over the whole job in rank order,
    so every rank knows the mean loss over all tokens of the global batch and the global
    norm; the gradient is scaled by clip_factor / tokens;
-5. runs the compiled optimizer update on its shard, then (ZeRO-1) all-gathers the
-   parameters.
+5. runs the compiled optimizer update on its shard at the step's learning rate
+   (`settings.lr_at(k)`), then (ZeRO-1) all-gathers the parameters.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from nxcc.backend.runtime.channel_comm import Channels
 from nxcc.driver.options import CompileOptions
+from nxcc.driver.train.data import micro_batches
 from nxcc.driver.train.flat import FlatLayout
 from nxcc.driver.train.grad_sync import GradSync, norm_contribution
 from nxcc.driver.train.groups import DP_STREAMS, PIPE_STREAMS, TP_STREAMS, WORLD_STREAMS, Group
+from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.optimizer_step import OptimizerStep
 from nxcc.driver.train.schedule import max_in_flight, stage_ops
 from nxcc.driver.train.stage import StageBuilder, StagePlan
 from nxcc.driver.train.stage_program import compile_function
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
-from nxcc.passes.autodiff.schedules import Schedule
 
 
 @dataclass(frozen=True)
 class EngineSettings:
     """What the engine needs of the training configuration."""
 
-    tp: int
-    pp: int
-    dp: int
+    layout: RankLayout
     micro_batch: int
     global_batch: int
     seq_length: int
     optimizer: OptimizerConfig
-    schedule: Schedule
+    lr_at: Callable[[int], float]
     zero1: bool = False
     sequence_parallel: bool = False
     clip: float | None = None
@@ -62,16 +61,12 @@ class EngineSettings:
 
     @property
     def world(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.layout.world_size
 
     @property
     def micro_batches(self) -> int:
         """Micro-batches each DP rank runs per step."""
-        return self.global_batch // (self.micro_batch * self.dp)
-
-    def coords(self, rank: int) -> tuple[int, int, int]:
-        """(tp_rank, dp_rank, pp_rank): rank = pp * (DP * TP) + dp * TP + tp."""
-        return rank % self.tp, (rank // self.tp) % self.dp, rank // (self.tp * self.dp)
+        return self.global_batch // (self.micro_batch * self.layout.dp)
 
 
 @dataclass(frozen=True)
@@ -89,20 +84,20 @@ class RankTrainer:
     def __init__(self, rank: int, settings: EngineSettings, channels: Channels,
                  build: StageBuilder) -> None:
         s = self.settings = settings
+        lay = s.layout
         self.rank, self.channels = rank, channels
-        self.tp_rank, self.dp_rank, self.stage = s.coords(rank)
-        base = self.stage * s.dp * s.tp + self.dp_rank * s.tp
-        self.tp_group = Group(channels, range(base, base + s.tp), rank, TP_STREAMS, "tp")
-        first_dp = self.stage * s.dp * s.tp + self.tp_rank
-        self.dp_group = Group(channels, range(first_dp, first_dp + s.dp * s.tp, s.tp), rank,
-                              DP_STREAMS, "dp")
+        c = lay.coords(rank)
+        self.tp_rank, self.dp_rank, self.stage = c.tp, c.dp, c.pp
+        self.tp_group = Group(channels, lay.tp_group(rank), rank, TP_STREAMS, "tp")
+        self.dp_group = Group(channels, lay.dp_group(rank), rank, DP_STREAMS, "dp")
         self.world_group = Group(channels, range(s.world), rank, WORLD_STREAMS, "world")
-        self.plan = StagePlan(self.tp_rank, s.tp, self.stage, s.pp, s.micro_batch,
+        self.plan = StagePlan(self.tp_rank, lay.tp, self.stage, lay.pp, s.micro_batch,
                               s.seq_length, s.sequence_parallel)
         self.build = build(self.plan)
         self._compile()
         names = [n for n, _ in self.build.params]
-        self.layout = FlatLayout([a.shape for _, a in self.build.params], s.dp, s.bucket_bytes)
+        self.layout = FlatLayout([a.shape for _, a in self.build.params], lay.dp,
+                                 s.bucket_bytes)
         self.flat = np.zeros(self.layout.size, np.float32)
         self.params = self.layout.views(self.flat)
         for view, (_, a) in zip(self.params, self.build.params, strict=True):
@@ -113,9 +108,9 @@ class RankTrainer:
         self.sync = GradSync(self.layout, self.dp_group, s.zero1)
         self.mask = self.sync.count_mask(counted)
         self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]
-        self.optimizer = OptimizerStep(s.optimizer, s.schedule, self.sync.shard_size, s.options)
-        self.next_rank = rank + s.dp * s.tp
-        self.prev_rank = rank - s.dp * s.tp
+        self.optimizer = OptimizerStep(s.optimizer, self.sync.shard_size, s.options)
+        self.next_rank = lay.stage_peer(rank, 1)
+        self.prev_rank = lay.stage_peer(rank, -1)
 
     def _compile(self) -> None:
         module, opts = self.build.module, self.settings.options
@@ -126,16 +121,12 @@ class RankTrainer:
 
     # one step
 
-    def _micro_batches(self, batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        s = self.settings
-        rows = s.micro_batches * s.micro_batch
-        mine = batch[self.dp_rank * rows:(self.dp_rank + 1) * rows]
-        out = []
-        for m in range(s.micro_batches):
-            cut = mine[m * s.micro_batch:(m + 1) * s.micro_batch]
-            out.append((np.ascontiguousarray(cut[:, :-1], np.int32),
-                        np.ascontiguousarray(cut[:, 1:], np.int32)))
-        return out
+    def _micro_batches(self, inputs: np.ndarray, labels: np.ndarray
+                       ) -> list[tuple[np.ndarray, np.ndarray]]:
+        cut = micro_batches(inputs, labels, self.dp_rank, self.settings.layout.dp,
+                            self.settings.micro_batch)
+        return [(np.ascontiguousarray(x, np.int32), np.ascontiguousarray(y, np.int32))
+                for x, y in cut]
 
     def _accumulate(self, grads: list[np.ndarray], acc: list[np.ndarray], first: bool) -> None:
         for view, g in zip(acc, grads, strict=True):
@@ -185,12 +176,13 @@ class RankTrainer:
             done += 1
         return loss_sum, count
 
-    def step(self, k: int, batch: np.ndarray) -> StepStats:
-        """Train step k (0-based: the optimizer steps taken before it) on the global batch."""
+    def step(self, k: int, inputs: np.ndarray, labels: np.ndarray) -> StepStats:
+        """Train step k (0-based: the optimizer steps taken before it) on the global batch
+        (`inputs`, `labels`: [global_batch, seq_length] token ids)."""
         start = time.perf_counter()
         grads_flat = np.zeros(self.layout.size, np.float32)
         acc = self.layout.views(grads_flat)
-        loss_sum, count = self._run_pipeline(self._micro_batches(batch), acc)
+        loss_sum, count = self._run_pipeline(self._micro_batches(inputs, labels), acc)
         for i in self.partial:
             acc[i][...] = self.tp_group.all_reduce(acc[i])
         self.sync.start(grads_flat)
@@ -203,7 +195,8 @@ class RankTrainer:
         clip = self.settings.clip
         factor = min(1.0, clip / (norm + 1e-6)) if clip else 1.0
         params_shard = self.layout.shard(self.flat, self.dp_group.index, self.sync.zero1)
-        new_shard, lr = self.optimizer(params_shard, shard, factor / tokens, k)
+        lr = float(np.float32(self.settings.lr_at(k)))
+        new_shard = self.optimizer(params_shard, shard, factor / tokens, lr, k)
         self.sync.gather_params(self.flat, new_shard)
         return StepStats(total_loss / tokens, norm, lr, int(tokens),
                          time.perf_counter() - start)

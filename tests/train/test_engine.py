@@ -8,10 +8,10 @@ import pytest
 
 from nxcc.backend.runtime.channels import LocalChannels
 from nxcc.driver.train.engine import EngineSettings, RankTrainer, StepStats
+from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
 from nxcc.driver.train.stage import StagePlan
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
-from nxcc.passes.autodiff.schedules import Schedule
 from tests.train.toy_stage import Toy, build_toy_stage, numpy_losses
 
 TOY = Toy()
@@ -21,14 +21,15 @@ BATCHES = [np.random.default_rng(1).integers(0, TOY.vocab, (G, S + 1)) for _ in 
 
 def _train(tp: int, pp: int, dp: int, zero1: bool = False, clip: float | None = None,
            mb: int = 2) -> tuple[list[StepStats], dict[str, int]]:
-    s = EngineSettings(tp, pp, dp, mb, G, S, OptimizerConfig("adamw", weight_decay=WD),
-                       Schedule(LR), zero1=zero1, clip=clip, bucket_bytes=256)
+    s = EngineSettings(RankLayout(tp, pp, dp), mb, G, S,
+                       OptimizerConfig("adamw", weight_decay=WD), lambda k: LR, zero1=zero1,
+                       clip=clip, bucket_bytes=256)
     channels = LocalChannels(60)
 
     def work(rank: int) -> tuple[list[StepStats], dict[str, int]]:
         t = RankTrainer(rank, s, channels, lambda plan: build_toy_stage(TOY, 0, plan))
         try:
-            return [t.step(k, b) for k, b in enumerate(BATCHES)], t.memory()
+            return [t.step(k, b[:, :-1], b[:, 1:]) for k, b in enumerate(BATCHES)], t.memory()
         finally:
             t.close()
 
@@ -75,7 +76,7 @@ def test_zero1_shards_the_optimizer_state() -> None:
 
 
 def test_a_failing_rank_stops_the_job() -> None:
-    s = EngineSettings(1, 2, 2, 1, 4, S, OptimizerConfig("sgd"), Schedule(LR))
+    s = EngineSettings(RankLayout(1, 2, 2), 1, 4, S, OptimizerConfig("sgd"), lambda k: LR)
     channels = LocalChannels(60)
 
     def build(plan: StagePlan):
@@ -84,7 +85,8 @@ def test_a_failing_rank_stops_the_job() -> None:
         return build_toy_stage(TOY, 0, plan)
 
     def work(rank: int) -> StepStats:
-        return RankTrainer(rank, s, channels, build).step(0, BATCHES[0][:4])
+        return RankTrainer(rank, s, channels, build).step(0, BATCHES[0][:4, :-1],
+                                                          BATCHES[0][:4, 1:])
 
     with pytest.raises(RankFailed, match=r"rank [23] failed: no such layer"):
         run_rank_threads(list(range(4)), channels, work)
