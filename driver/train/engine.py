@@ -103,8 +103,10 @@ class RankTrainer:
         for view, (_, a) in zip(self.params, self.build.params, strict=True):
             view[...] = a
         counted = np.zeros(self.layout.size, np.float32)
+        masks = self.build.norm_masks
         for view, n in zip(self.layout.views(counted), names, strict=True):
-            view[...] = 0.0 if (n in self.build.replicated and self.tp_rank) else 1.0
+            view[...] = masks[n] if n in masks else (
+                0.0 if (n in self.build.replicated and self.tp_rank) else 1.0)
         self.sync = GradSync(self.layout, self.dp_group, s.zero1)
         self.mask = self.sync.count_mask(counted)
         self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]

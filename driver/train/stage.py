@@ -49,8 +49,11 @@ class StageBuild:
     """A rank's stage module and its parameters' initial values (see the module docstring).
 
     `replicated`: parameters every rank of the TP group holds whole (counted once in the
-    global gradient norm); `tp_partial`: parameters whose gradient each TP rank holds only a
-    part of (summed over the TP group by the engine, e.g. norms under sequence parallelism);
+    global gradient norm, on TP rank 0); `norm_masks`: per parameter, 1.0 for each element
+    this rank counts in the norm and 0.0 for the others (overrides `replicated`, for slices
+    that hold repeated parts, such as replicated key/value heads); `tp_partial`: parameters
+    whose gradient each TP rank holds only a part of (summed over the TP group by the engine;
+    the decoder sums its own);
     `peak_activation_bytes`: the model's own figure of the activations a rank holds at its
     peak, when it has one (else the engine reports its programs' planned arenas)."""
 
@@ -59,6 +62,7 @@ class StageBuild:
     replicated: frozenset[str] = frozenset()
     tp_partial: frozenset[str] = frozenset()
     peak_activation_bytes: int | None = None
+    norm_masks: dict[str, np.ndarray] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
 
 

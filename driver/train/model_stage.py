@@ -1,0 +1,110 @@
+"""The built-in decoder (`compiler.decoder`) as the engine's model provider.
+
+`decoder_builder(model, seed, distributed)` returns the engine's `StageBuilder`: for each
+rank's `StagePlan` the decoder's stage module, and the rank's slices of the full weights
+drawn once from `seed` (so every layout starts from the same numbers). Stages take the
+layers `model.cut_after` gives (NxD's `pipeline_cuts`), else equal runs of layers.
+
+The global gradient norm counts each element of the model once: a replicated parameter on
+TP rank 0 only, and in a fused weight whose key/value heads are repeated `kv_replicator`
+times only the first copy of each head (`count_mask`).
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from nxcc.compiler.decoder import (
+    DecoderConfig,
+    DecoderError,
+    build_stage,
+    init_full_weights,
+    shard_weights,
+    stage_specs,
+)
+from nxcc.compiler.decoder import StagePlan as DecoderPlan
+from nxcc.compiler.decoder.weights import ParamSpec
+from nxcc.driver.train.config import DistributedConfig
+from nxcc.driver.train.config_model import ModelConfig
+from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
+
+RECOMPUTE = {None: "none", "none": "none", "selective": "selective", "full": "full"}
+
+
+def decoder_config(model: ModelConfig) -> DecoderConfig:
+    try:
+        return DecoderConfig(
+            model.family, num_layers=model.num_layers, hidden_size=model.hidden_size,
+            num_attention_heads=model.num_attention_heads,
+            ffn_hidden_size=model.ffn_hidden_size, vocab_size=model.vocab_size,
+            max_position_embeddings=model.max_position_embeddings,
+            num_kv_heads=model.num_kv_heads, rope_theta=model.rope_theta,
+            norm_eps=model.layernorm_epsilon,
+            tie_embeddings=model.share_embeddings_and_output_weights)
+    except DecoderError as exc:
+        raise TrainConfigError("model", str(exc)) from None
+
+
+def stage_layers(model: ModelConfig, stage: int, stages: int) -> range:
+    """The layers of pipeline stage `stage`: after `cut_after`, else equal runs."""
+    if model.cut_after:
+        ends = [c + 1 for c in model.cut_after] + [model.num_layers]
+    else:
+        per = model.num_layers // stages
+        ends = [per * (s + 1) for s in range(stages)]
+    start = 0 if stage == 0 else ends[stage - 1]
+    return range(start, ends[stage])
+
+
+def count_mask(spec: ParamSpec, local: np.ndarray, tp_rank: int, tp: int) -> np.ndarray:
+    """1.0 for each element of this rank's slice that it counts in the global norm."""
+    if spec.axis is None:
+        return np.full(local.shape, 0.0 if tp_rank else 1.0, np.float32)
+    keep: list[np.ndarray] = []
+    for seg in spec.segments:
+        size = seg.length * seg.replicas // tp
+        wide = tp_rank * size + np.arange(size)
+        keep.append((wide // seg.unit) % seg.replicas == 0)
+    along = np.concatenate(keep).astype(np.float32)
+    shape = [1] * local.ndim
+    shape[spec.axis] = along.size
+    return np.broadcast_to(along.reshape(shape), local.shape).copy()
+
+
+def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfig
+                    ) -> StageBuilder:
+    cfg = decoder_config(model)
+    if cfg.tie_embeddings and distributed.pipeline_model_parallel_size > 1:
+        raise TrainConfigError("model.share_embeddings_and_output_weights",
+                               "tied embeddings across pipeline stages are not supported: "
+                               "set it to false or pipeline_model_parallel_size to 1")
+    recompute = RECOMPUTE.get(model.activations_checkpoint_granularity, "none")
+    full: dict[str, np.ndarray] = {}
+    lock = threading.Lock()
+
+    def build(plan: StagePlan) -> StageBuild:
+        layers = stage_layers(model, plan.stage, plan.stages)
+        dplan = DecoderPlan(
+            tp_rank=plan.tp_rank, tp_size=plan.tp_size,
+            sequence_parallel=plan.sequence_parallel,
+            kv_replicator=distributed.kv_replicator, first_layer=layers.start,
+            last_layer=layers.stop, has_embedding=plan.first, has_head=plan.last,
+            recompute=recompute, micro_batch=plan.micro_batch, seq_length=plan.seq_length)
+        with lock:
+            if not full:
+                full.update(init_full_weights(cfg, seed))
+        try:
+            module = build_stage(cfg, dplan)
+        except DecoderError as exc:
+            raise TrainConfigError("model", str(exc)) from None
+        mine = shard_weights(full, cfg, dplan)
+        specs = stage_specs(cfg, dplan)
+        params = [(s.name, mine[s.name]) for s in specs]
+        masks = {s.name: count_mask(s, mine[s.name], plan.tp_rank, plan.tp_size)
+                 for s in specs}
+        return StageBuild(module, params, norm_masks=masks)
+
+    return build
