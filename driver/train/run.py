@@ -246,9 +246,13 @@ def run_training(config: TrainConfig, emit: Callable[[str], None] = print
         if isinstance(exc.error, CompileError):
             raise exc.error from None
         raise CompileError(RANK_FAILED, str(exc)) from None
+    return _finish(job)
+
+
+def _finish(job: Job) -> dict[str, object]:
     result = summary(job)
-    emit(f"trained steps {job.start + 1}..{config.trainer.max_steps} on "
-         f"{job.settings.world} ranks: final loss {result['final_loss']}")
+    job.emit(f"trained steps {job.start + 1}..{job.config.trainer.max_steps} on "
+             f"{job.settings.world} ranks: final loss {result['final_loss']}")
     return result
 
 
@@ -275,4 +279,4 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int
         print(f"ERROR: {error}", file=sys.stderr, flush=True)
         comm.Abort(1)
     comm.Barrier()
-    return summary(job) if process == 0 else {}
+    return _finish(job) if process == 0 else {}
