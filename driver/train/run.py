@@ -61,6 +61,7 @@ class Job:
     emit: Callable[[str], None]
     resume: ckpt.Checkpoint | None
     losses: list[float] = field(default_factory=list)
+    grad_norms: list[float] = field(default_factory=list)
     memory: list[dict[str, int]] = field(default_factory=list)
     speeds: list[float] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -156,6 +157,7 @@ def memory_lines(table: list[dict[str, int]], job: Job) -> list[str]:
 
 def _log_step(job: Job, writer: MetricsWriter, done: int, stats: StepStats) -> None:
     job.losses.append(stats.loss)
+    job.grad_norms.append(stats.grad_norm)
     speed = stats.tokens / stats.seconds if stats.seconds > 0 else float("nan")
     job.speeds.append(speed)
     max_steps = job.config.trainer.max_steps
@@ -217,6 +219,7 @@ def summary(job: Job) -> dict[str, object]:
     return {"world_size": lay.world_size, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp,
             "zero1": job.settings.zero1, "sequence_parallel": job.settings.sequence_parallel,
             "first_step": job.start + 1, "steps": len(job.losses), "losses": job.losses,
+            "grad_norms": job.grad_norms,
             "final_loss": job.losses[-1] if job.losses else None,
             "tokens_per_s": float(np.mean(job.speeds)) if job.speeds else None,
             "memory": job.memory, "exp_dir": job.config.exp_manager.exp_dir}

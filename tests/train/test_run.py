@@ -86,3 +86,12 @@ def test_resume_gives_the_losses_of_an_uninterrupted_run(tmp_path: Path) -> None
     manifest = json.loads((tmp_path / "cut" / "checkpoints" / "step_6" / "checkpoint.json")
                           .read_text())
     assert manifest["data"]["step"] == 6 and manifest["layout"]["dp"] == 2
+
+
+def test_replicated_kv_heads_counted_once_in_the_norm(one_rank: dict, tmp_path: Path) -> None:
+    run, _ = _train(tmp_path, "trainer.max_steps=2", "model.optim.sched.max_steps=20",
+                    "distributed_strategy.tensor_model_parallel_size=4",
+                    "distributed_strategy.pipeline_model_parallel_size=1",
+                    "distributed_strategy.kv_replicator=2")
+    np.testing.assert_allclose(run["grad_norms"], one_rank["grad_norms"][:2], rtol=1e-5)
+    np.testing.assert_allclose(run["losses"], one_rank["losses"][:2], rtol=1e-5)
