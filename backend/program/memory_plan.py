@@ -80,9 +80,13 @@ def plan_memory(fn: Function, planned: set[int]) -> MemoryPlan:
 
 
 def peak_activation_bytes(module: Module, fn: str) -> int:
-    """The arena bytes of function `fn` of `module` as the NEFF lowering plans it: every
-    value an op computes (constants and parameters, which live in weights and inputs, are
-    not counted), each from its definition to its last use."""
+    """The peak arena bytes of the intermediate values of function `fn` of `module`, planned
+    as the NEFF lowering plans them (first fit, each value from its definition to its last
+    use): the activations and temporaries of a training program. Parameters and constants
+    (inputs and weights) and the returned values (a training program's gradients, kept in
+    buffers of their own by whoever runs it) are not counted."""
     function = module.functions[fn]
-    planned = {id(r) for op in function.body if op.opcode != "constant" for r in op.results}
+    returned = {id(v) for v in function.results}
+    planned = {id(r) for op in function.body if op.opcode != "constant" for r in op.results
+               if id(r) not in returned}
     return plan_memory(function, planned).arena_bytes

@@ -46,9 +46,11 @@ class DecoderConfig:
         if self.family not in FAMILIES:
             raise DecoderError(f"family {self.family!r} is not one of {', '.join(FAMILIES)}")
         for name in ("num_layers", "hidden_size", "num_attention_heads", "ffn_hidden_size",
-                     "vocab_size", "max_position_embeddings", "kv_heads"):
+                     "vocab_size", "max_position_embeddings"):
             if getattr(self, name) < 1:
                 raise DecoderError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.kv_heads < 1:
+            raise DecoderError(f"num_kv_heads must be at least 1, got {self.kv_heads}")
         if self.hidden_size % self.num_attention_heads:
             raise DecoderError(f"hidden_size {self.hidden_size} does not divide by "
                                f"num_attention_heads {self.num_attention_heads}")
@@ -116,6 +118,8 @@ def check_plan(cfg: DecoderConfig, plan: StagePlan) -> None:
     _need(0 <= plan.first_layer <= plan.last_layer <= cfg.num_layers,
           f"layers [{plan.first_layer}, {plan.last_layer}) are not within the model's "
           f"{cfg.num_layers}")
+    _need(bool(plan.layers) or plan.has_embedding or plan.has_head,
+          "a stage needs at least one layer, the embedding or the head")
     _need(plan.micro_batch >= 1 and plan.seq_length >= 1, "micro_batch and seq_length must "
           "be at least 1")
     _need(plan.seq_length <= cfg.max_position_embeddings,

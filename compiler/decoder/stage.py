@@ -45,6 +45,7 @@ class _Stage:
     specs: list[ParamSpec]
     params: list[Value]
     inp: Value
+    model: Model
     layers: list[list[Op]] = field(default_factory=list)
 
 
@@ -69,17 +70,18 @@ def _begin(module: Module, name: str, cfg: DecoderConfig, plan: StagePlan) -> _S
         else Value(activation_type(cfg, plan), "x_in")
     fn = module.add_function(Function(name, [*params, inp]))
     b = Builder(module, fn)
-    return _Stage(fn, b, Blocks(b, cfg, plan), specs, params, inp)
+    blocks = Blocks(b, cfg, plan)
+    model = Model(blocks, {p.name or "": p for p in params})
+    return _Stage(fn, b, blocks, specs, params, inp, model)
 
 
 def _forward(st: _Stage) -> Value:
     """The stage's forward up to the last layer's output."""
     st.blocks.prepare()
-    model = Model(st.blocks, {p.name or "": p for p in st.params})
-    x = model.embed(st.inp) if st.blocks.plan.has_embedding else st.inp
+    x = st.model.embed(st.inp) if st.blocks.plan.has_embedding else st.inp
     for i in st.blocks.plan.layers:
         start = len(st.fn.body)
-        x = model.layer(x, i)
+        x = st.model.layer(x, i)
         st.layers.append(st.fn.body[start:])
     return x
 
@@ -151,7 +153,7 @@ def _build_forward_backward(module: Module, cfg: DecoderConfig, plan: StagePlan)
     labels = Value(token_type(plan), "labels")
     st.fn.params.append(labels)
     x = _forward(st)
-    loss_sum, count = Model(st.blocks, {p.name or "": p for p in st.params}).loss(x, labels)
+    loss_sum, count = st.model.loss(x, labels)
     seed = st.b.splat(1.0, loss_sum.type)
     _finish(st, [loss_sum, count], ["loss_sum", "token_count"],
             _backward(st, {loss_sum: seed}))
@@ -161,8 +163,6 @@ def build_stage(cfg: DecoderConfig, plan: StagePlan) -> Module:
     """The programs of `plan`'s stage on its tensor-parallel rank (DecoderError when the
     plan does not fit the model)."""
     check_plan(cfg, plan)
-    if not plan.layers and not (plan.has_embedding or plan.has_head):
-        check_plan(cfg, plan)
     module = Module(f"decoder_{cfg.family}_tp{plan.tp_rank}of{plan.tp_size}_layers"
                     f"{plan.first_layer}to{plan.last_layer}")
     if plan.has_head:
