@@ -39,7 +39,7 @@ from nxcc.driver.train.data import Batches, load_tokens
 from nxcc.driver.train.engine import EngineSettings, RankTrainer, StepStats
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
-from nxcc.driver.train.model_stage import decoder_builder
+from nxcc.driver.train.model_stage import Pipeline, decoder_builder
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
 from nxcc.driver.train.stage import StageBuilder
 
@@ -60,6 +60,7 @@ class Job:
     build: StageBuilder
     emit: Callable[[str], None]
     resume: ckpt.Checkpoint | None
+    pipeline: Pipeline
     losses: list[float] = field(default_factory=list)
     grad_norms: list[float] = field(default_factory=list)
     memory: list[dict[str, int]] = field(default_factory=list)
@@ -179,6 +180,8 @@ def _rank_main(job: Job, rank: int, channels: LocalChannels) -> None:
             job.memory = table
             for line in memory_lines(table, job):
                 job.emit(line)
+            if job.pipeline.flops and job.config.model is not None:
+                job.emit(job.pipeline.describe(job.config.model.num_layers))
             writer = MetricsWriter(job.config.exp_manager.exp_dir,
                                    job.start if job.resume is not None else None)
         try:
@@ -208,10 +211,11 @@ def make_job(config: TrainConfig, emit: Callable[[str], None]) -> Job:
     assert config.model is not None
     tokens = load_tokens(config.data.train_dir, config.model.vocab_size)
     batches = Batches(tokens, config.data.seq_length, config.data.global_batch_size)
-    build = decoder_builder(config.model, config.seed, config.distributed)
+    build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
+                                      config.data)
     found = ckpt.find_latest(config.exp_manager.exp_dir) \
         if config.exp_manager.resume_if_exists else None
-    return Job(config, settings, batches, build, emit, found)
+    return Job(config, settings, batches, build, emit, found, pipeline)
 
 
 def summary(job: Job) -> dict[str, object]:
@@ -222,7 +226,9 @@ def summary(job: Job) -> dict[str, object]:
             "grad_norms": job.grad_norms,
             "final_loss": job.losses[-1] if job.losses else None,
             "tokens_per_s": float(np.mean(job.speeds)) if job.speeds else None,
-            "memory": job.memory, "exp_dir": job.config.exp_manager.exp_dir}
+            "memory": job.memory, "exp_dir": job.config.exp_manager.exp_dir,
+            "pipeline_cut_after": list(job.pipeline.cut_after),
+            "stage_flops": list(job.pipeline.flops or ())}
 
 
 def _timeout() -> float:
