@@ -23,6 +23,7 @@ from nxcc.backend.runtime.profile import Profiler, attach
 from nxcc.backend.runtime.steps import run_steps
 from nxcc.backend.runtime.validate import check_manifest
 from nxcc.cli.errors import user_errors
+from nxcc.cli.rank_process import joined, run_rank, split_off_rank
 
 
 def load_inputs(path: str, names: list[str] | None = None) -> dict[str, np.ndarray]:
@@ -75,6 +76,7 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
                                "program as ranks (compile XLA's partitioned HLO)")
     inputs = load_inputs(inputs_path) if inputs_path else {}
     job = MpiJob(config, world_size)
+    joined()
     outputs = None
     try:
         job.load(neff_file, list(output_shardings) or None)
@@ -82,11 +84,14 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
             assert job.model is not None
             show_bindings_of(job.model, job.runtime)
             if inputs_path is None:
+                job.close()
                 return
         for _ in range(repeat):
             outputs = job.execute(inputs)
-    finally:
-        job.close()
+    except BaseException as exc:
+        job.abandon(str(exc))
+        raise
+    job.close()
     if outputs is None:
         return
     if output_path:
@@ -170,8 +175,9 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
         if profile_path:
             raise click.UsageError("--profile traces the ranks of one process; run without "
                                    "mpiexec (--world-size N) to profile")
-        run_job(config, neff_file, world_size, inputs_path, output_path, output_shardings,
-                repeat, quiet, show_bindings)
+        split_off_rank()
+        run_rank(lambda: run_job(config, neff_file, world_size, inputs_path, output_path,
+                                 output_shardings, repeat, quiet, show_bindings))
         return
     check_world_size_args(neff, spmd, world_size, output_shardings)
     runtime = Runtime(config=config)

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from nxcc.backend.runtime.executor import ExecutionError
+from nxcc.backend.runtime.peer_liveness import PeerProcesses
 
 #: How often a waiting receive looks again (seconds), at most.
 POLL = 0.002
@@ -92,8 +93,11 @@ class MpiChannels(LocalChannels):
     """Channels between the ranks of an MPI job (see the module docstring)."""
 
     def __init__(self, comm: Any, world_size: int, local_ranks: Sequence[int],
-                 timeout: float) -> None:
+                 timeout: float, peers: PeerProcesses | None = None) -> None:
+        """`peers`: the job's processes, so that a receive names a peer whose process has
+        ended at once, instead of waiting out the deadline."""
         super().__init__(timeout)
+        self.peers = peers
         self.comm = comm
         self.world_size = world_size
         self.local = frozenset(local_ranks)
@@ -128,22 +132,41 @@ class MpiChannels(LocalChannels):
                     if found is not None:
                         return found.recv()
             except Exception as exc:  # noqa: BLE001 - mpi4py's MPI.Exception, without importing it
+                self._check_peers(now=True)  # MPI's own words are long; say it as we do
                 raise RankLost(f"rank {src} (process {source}) was lost: {exc}") from None
             if self._aborted.is_set():
                 raise ChannelsAborted(f"rank {dst}: the job was aborted while it waited for "
                                       f"rank {src}")
+            self._check_peers()
             if time.monotonic() >= deadline:
                 raise RankLost(f"rank {src} (process {source}) was lost: rank {dst} received "
                                f"nothing from it in {self.timeout:g} s")
             time.sleep(wait)
             wait = min(wait * 2, POLL)
 
+    def _check_peers(self, now: bool = False) -> None:
+        lost = None if self.peers is None else self.peers.lost_message(now)
+        if lost is not None:
+            raise RankLost(lost)
+
     def complete_sends(self) -> None:
-        """Wait until every message this process sent has left (before its buffers go)."""
+        """Wait until every message this process sent has left (before its buffers go);
+        RankLost if a receiver's process ends or the deadline passes first."""
         with self._mpi_lock:
             pending, self._pending = self._pending, []
-        for request in pending:
-            request.wait()
+        deadline = time.monotonic() + self.timeout
+        wait = 0.0001
+        while pending:
+            with self._mpi_lock:
+                pending = [r for r in pending if not r.Test()]
+            if not pending:
+                return
+            self._check_peers()
+            if time.monotonic() >= deadline:
+                raise RankLost(f"{len(pending)} message(s) of this process were not taken "
+                               f"in {self.timeout:g} s")
+            time.sleep(wait)
+            wait = min(wait * 2, POLL)
 
     def reset(self) -> None:
         self.complete_sends()

@@ -37,11 +37,12 @@ import numpy as np
 
 from nxcc.backend.neff import NeffFile
 from nxcc.backend.runtime.channel_comm import ChannelCommunicator
-from nxcc.backend.runtime.channels import MpiChannels
+from nxcc.backend.runtime.channels import MpiChannels, RankLost
 from nxcc.backend.runtime.collective_binding import Binder
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.nrt import Runtime
+from nxcc.backend.runtime.peer_liveness import PeerProcesses, this_process
 from nxcc.backend.runtime.status import NrtError, NrtStatus
 from nxcc.backend.runtime.topology import choose_instance
 
@@ -145,6 +146,13 @@ class MpiJob:
     def __init__(self, config: RuntimeConfig, world_size: int | None) -> None:
         self.comm = world_communicator()
         self.layout = job_layout(world_size, self.comm.Get_size(), self.comm.Get_rank())
+        self.timeout = float(config.exec_timeout or 10 ** 9)
+        self.peers = PeerProcesses(self.comm.allgather(this_process()), self.layout.process,
+                                   self.layout.per_process, config.runtime_dir)
+        # The job's own exchanges (outcomes, outputs) go over channels of a communicator of
+        # their own: they poll, so a lost peer ends them within the deadline, never a hang.
+        self.control = MpiChannels(self.comm.Dup(), self.layout.processes,
+                                   [self.layout.process], self.timeout, self.peers)
         self.given = config
         self.config = config
         self.runtime = Runtime(config=config)
@@ -161,7 +169,10 @@ class MpiJob:
             value, error = step(), None
         except NrtError as exc:
             value, error = None, exc
-        failures = self.comm.allgather(None if error is None else (error.status, str(error)))
+        try:
+            failures = self.allgather(None if error is None else (error.status, str(error)))
+        except RankLost as lost:  # this process's own error says more, if it has one
+            raise error or NrtError(NrtStatus.FAILURE, str(lost)) from None
         for process, failure in enumerate(failures):
             if failure is not None:
                 if error is not None:
@@ -181,11 +192,12 @@ class MpiJob:
         self.runtime = Runtime(config=self.config)
         self.agree(lambda: self.runtime.init(target=target))
         mine = list(self.runtime.cores[:lay.per_process])
-        blocks = self.comm.allgather((self.config.instance_index, mine))
+        blocks = self.allgather((self.config.instance_index, mine))
         cores = [c for _, block in blocks for c in block]
         instances = [index for index, block in blocks for _ in block]
         timeout = float(self.config.exec_timeout or 10 ** 9)
-        self.channels = MpiChannels(self.comm, lay.world_size, lay.local_ranks, timeout)
+        self.channels = MpiChannels(self.comm, lay.world_size, lay.local_ranks, timeout,
+                                    self.peers)
         channels = self.channels
 
         def communicator(n: int, binder: Binder) -> ChannelCommunicator:
@@ -195,22 +207,44 @@ class MpiJob:
             neff, lay.world_size, lay.local_ranks, cores, communicator, output_shardings,
             instances if per_instance < lay.world_size else ()))
         self.agree(lambda: check_same_collectives(
-            self.comm.allgather(neff.manifest.get("collectives") or [])))
+            self.allgather(neff.manifest.get("collectives") or [])))
 
     def execute(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray] | None:
         """Run once; the global outputs in process 0, None elsewhere."""
         assert self.model is not None and self.channels is not None
         spmd = self.model.replicas[0].model
         per_rank = self.agree(lambda: spmd.execute_local(inputs))  # type: ignore[union-attr]
-        self.channels.complete_sends()
-        gathered = self.comm.gather(per_rank, root=0)
-        if not self.is_root:
-            return None
+        try:
+            self.channels.complete_sends()
+            if not self.is_root:
+                self.control.send(self.layout.process, 0, per_rank)
+                self.control.complete_sends()
+                return None
+            gathered = [per_rank] + [self.control.recv(p, 0)
+                                     for p in range(1, self.layout.processes)]
+        except RankLost as lost:
+            raise NrtError(NrtStatus.FAILURE, str(lost)) from None
         return spmd.assemble([outs for block in gathered for outs in block])  # type: ignore[union-attr]
+
+    def allgather(self, value: object) -> list[object]:
+        """`value` of every process, in process order (RankLost if one is lost)."""
+        me, n = self.layout.process, self.layout.processes
+        for other in range(n):
+            if other != me:
+                self.control.send(me, other, value)
+        values = [value if p == me else self.control.recv(p, me) for p in range(n)]
+        self.control.complete_sends()
+        return values
 
     def close(self) -> None:
         if self.channels is not None:
             self.channels.complete_sends()
+        self.runtime.close()
+
+    def abandon(self, cause: str) -> None:
+        """Release the cores after a failure (`cause`), without waiting for sends a lost
+        peer will never take; leave the note that says why this process goes."""
+        self.peers.leaving(cause)
         self.runtime.close()
 
 

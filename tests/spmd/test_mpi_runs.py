@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -210,3 +212,87 @@ def test_profile_trace_shows_compute_and_communication_per_rank(
     assert any(e["name"] == "dot_general" and e["tid"] == 0 for e in spans)
     names = {(e["pid"], e.get("tid"), e["args"]["name"]) for e in events if e["ph"] == "M"}
     assert (3, None, "rank 3") in names and (3, 1, "communication") in names
+
+
+PAIRS = """HloModule pairs, num_partitions=4
+
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+
+ENTRY main {
+  p = f32[96,96]{1,0} parameter(0), sharding={replicated}
+  d = f32[96,96]{1,0} dot(p, p), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT r = f32[96,96]{1,0} all-reduce(d), channel_id=1, replica_groups={{0,1},{2,3}},
+    use_global_device_ids=true, to_apply=add
+}
+"""
+
+
+def _descendants(pid: int) -> list[int]:
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True)
+    children = [int(c) for c in found.stdout.split()]
+    return children + [d for c in children for d in _descendants(c)]
+
+
+def _rank_processes(launcher: int) -> list[int]:
+    ranks = []
+    for pid in _descendants(launcher):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"run" in cmdline and b"nxcc.cli.rank_shim" not in cmdline:
+            ranks.append(pid)
+    return ranks
+
+
+@needs_mpi
+def test_kill_9_of_one_rank_ends_the_others_with_its_name(tmp_path: Path,
+                                                          runtime_env: Path) -> None:
+    """kill -9 of one of four rank processes mid-run: the other three exit non-zero within
+    the timeout plus five seconds, each with one line naming the lost rank, and a new job
+    can claim all the cores at once."""
+    from nxcc.backend.runtime.cores import holders
+    from nxcc.backend.runtime.topology import INSTANCES
+
+    src = tmp_path / "pairs.hlo"
+    src.write_text(PAIRS)
+    assert neuronx_cc("compile", str(src), "--target", "trn2", "-lnc", "1", "--output",
+                      str(tmp_path / "pairs.neff")).returncode == 0
+    x = np.random.default_rng(0).standard_normal((96, 96)).astype(np.float32) / 96
+    np.savez(tmp_path / "in.npz", p=x)
+    timeout = 10
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NXCC_RUNTIME_DIR": str(runtime_env / "rt"),
+           "NEURON_RT_EXEC_TIMEOUT": str(timeout), "NEURON_LOGICAL_NC_CONFIG": "1"}
+    argv = [MPIEXEC, "-n", "4", sys.executable, "-m", "nxcc", "run", str(tmp_path / "pairs.neff"),
+            "--world-size", "4", "--inputs", str(tmp_path / "in.npz"), "-q"]
+    job = subprocess.Popen([*argv, "--repeat", "1000000"], env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        instance = INSTANCES["trn2.48xlarge"]
+        deadline = time.monotonic() + 120
+        while len(holders(runtime_env / "rt", instance)) < 4:  # every rank has loaded
+            assert job.poll() is None and time.monotonic() < deadline, job.communicate()
+            time.sleep(0.2)
+        time.sleep(1.0)
+        ranks = _rank_processes(job.pid)
+        assert len(ranks) == 4, ranks
+        victim = ranks[1]
+        killed = time.monotonic()
+        os.kill(victim, signal.SIGKILL)
+        _, err = job.communicate(timeout=timeout + 60)
+        took = time.monotonic() - killed
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode != 0
+    assert took < timeout + 5, took
+    lines = [line for line in err.splitlines() if line.startswith("ERROR:")]
+    assert len(lines) == 3, err
+    assert all(f"pid {victim}) was lost" in line for line in lines), lines
+    again = subprocess.run([*argv, "--repeat", "1"], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0, again.stderr
