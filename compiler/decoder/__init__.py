@@ -29,6 +29,9 @@ the number of those positions (both float scalars, replicated over the TP group)
 of `loss_sum` (the engine divides by the global token count). Each grad is the rank's
 slice of the full gradient, already summed where the layout needs it (sequence-parallel
 replicated parameters, replicated key/value heads), so `unshard_weights` gathers it.
+`owned_masks(cfg, plan)` marks the entries of each slice this rank counts in a sum over
+ranks that must count every parameter once (the global gradient norm: replicated
+parameters on TP rank 0, a repeated key/value head on its lowest rank).
 Collectives use group-local replica groups [[0 .. TP-1]] (key/value copies: groups of
 `kv_replicator` consecutive TP ranks), which the engine binds to the rank's TP group.
 """
@@ -38,11 +41,12 @@ from nxcc.compiler.decoder.stage import activation_type, build_stage, program, t
 from nxcc.compiler.decoder.weights import (
     init_full_weights,
     model_specs,
+    owned_masks,
     shard_weights,
     stage_specs,
     unshard_weights,
 )
 
 __all__ = ["DecoderConfig", "DecoderError", "StagePlan", "activation_type", "build_stage",
-           "check_plan", "init_full_weights", "model_specs", "program", "shard_weights",
-           "stage_specs", "token_type", "unshard_weights"]
+           "check_plan", "init_full_weights", "model_specs", "owned_masks", "program",
+           "shard_weights", "stage_specs", "token_type", "unshard_weights"]

@@ -212,3 +212,25 @@ def unshard_weights(parts: Sequence[dict[str, np.ndarray]], cfg: DecoderConfig,
     if len(parts) != plan.tp_size:
         raise ValueError(f"{len(parts)} slices for tensor parallel size {plan.tp_size}")
     return {s.name: unshard(s, [p[s.name] for p in parts]) for s in stage_specs(cfg, plan)}
+
+
+def owned_mask(spec: ParamSpec, rank: int, tp: int) -> np.ndarray:
+    """bool, the shape of rank `rank`'s slice: the entries this rank counts when a sum over
+    every rank must count each parameter entry once (a global gradient norm). Replicated
+    parameters belong to rank 0, a repeated key/value head to the lowest rank holding it."""
+    local = spec.local_shape(tp)
+    if spec.axis is None:
+        return np.full(local, rank == 0)
+    flat = ParamSpec(spec.name, (spec.shape[spec.axis],), 0, spec.segments)
+    index = np.arange(spec.shape[spec.axis])
+    lower = {int(i) for q in range(rank) for i in shard(flat, index, q, tp)}
+    keep = np.array([int(i) not in lower for i in shard(flat, index, rank, tp)])
+    shape = [1] * len(local)
+    shape[spec.axis] = len(keep)
+    return np.broadcast_to(keep.reshape(shape), local).copy()
+
+
+def owned_masks(cfg: DecoderConfig, plan: StagePlan) -> dict[str, np.ndarray]:
+    """`owned_mask` of every parameter of `plan`'s stage on its rank."""
+    check_plan(cfg, plan)
+    return {s.name: owned_mask(s, plan.tp_rank, plan.tp_size) for s in stage_specs(cfg, plan)}

@@ -59,13 +59,13 @@ def _copy(chosen: Sequence[Op], internal: set[int]) -> tuple[list[Op], dict[int,
     for op in chosen:  # activations (op results from before the segment)
         tainted_in += [v for v in op.operands if outside(v) and v.owner is not None
                        and v not in tainted_in]
-    tainted = {id(v) for v in tainted_in} | internal_tainted(chosen, internal, tainted_in)
+    tainted = {id(v) for v in tainted_in} | _tainted(chosen, internal, tainted_in)
     for op in chosen:  # parameter-only ops: read their parameters through the barrier too
         if not any(id(v) in tainted for v in op.operands):
             params = [v for v in op.operands if outside(v) and v not in tainted_in]
             tainted_in += params
             tainted |= {id(v) for v in params}
-            tainted |= internal_tainted(chosen, internal, tainted_in)
+            tainted |= _tainted(chosen, internal, tainted_in)
     barrier = Op(ops.optimization_barrier, tainted_in, [v.type for v in tainted_in]) \
         if tainted_in else None
     mapping: dict[int, Value] = {}
@@ -80,7 +80,7 @@ def _copy(chosen: Sequence[Op], internal: set[int]) -> tuple[list[Op], dict[int,
     return copies, mapping
 
 
-def internal_tainted(chosen: Sequence[Op], internal: set[int], roots: Sequence[Value]
+def _tainted(chosen: Sequence[Op], internal: set[int], roots: Sequence[Value]
                      ) -> set[int]:
     """Ids of the values of `chosen` that depend on `roots`."""
     tainted = {id(v) for v in roots}
