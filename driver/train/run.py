@@ -3,7 +3,8 @@
 The job has `trainer.devices x num_nodes` ranks laid out TP x PP x DP (`layout`). Without an
 MPI launcher every rank is a thread of this process; under `mpiexec -n P` (`mpi_job`'s
 detection) each of the P processes runs its block of world / P ranks as threads
-(`MpiChannels` between processes), so `-n 8` is one rank per process and `-n 2` four.
+(`MpiChannels` between processes, which name a peer whose process ended at once), so
+`-n 8` is one rank per process and `-n 2` four.
 
 Each rank (`_rank_main`): builds and compiles its stage (`model_stage`, `engine`), loads the
 latest checkpoint when `resume_if_exists` finds one (its parameters, optimizer shard, and
@@ -31,6 +32,7 @@ import numpy as np
 
 from nxcc.backend.runtime.channels import LocalChannels, MpiChannels
 from nxcc.backend.runtime.mpi_job import launched_processes, world_communicator
+from nxcc.backend.runtime.peer_liveness import PeerProcesses, this_process
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train import checkpoint_io as ckpt
@@ -278,7 +280,8 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int
     if process == 0:
         os.makedirs(config.exp_manager.exp_dir, exist_ok=True)
     comm.Barrier()
-    channels = MpiChannels(comm, world, local, _timeout())
+    peers = PeerProcesses(comm.allgather(this_process()), process, per)
+    channels = MpiChannels(comm, world, local, _timeout(), peers)
     try:
         run_rank_threads(local, channels, lambda r: _rank_main(job, r, channels))
         channels.complete_sends()
