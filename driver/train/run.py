@@ -9,7 +9,8 @@ detection) each of the P processes runs its block of world / P ranks as threads
 Each rank (`_rank_main`): builds and compiles its stage (`model_stage`, `engine`), loads the
 latest checkpoint when `resume_if_exists` finds one (its parameters, optimizer shard, and
 the step, from which the data position follows), then runs the steps. Rank 0 writes
-`exp_dir/metrics.jsonl` and one log line per `log_every_n_steps`; every
+`exp_dir/metrics.jsonl` (each record with the largest rank's memory figures, the run's first
+record with every rank's) and one log line per `log_every_n_steps`; every
 `every_n_train_steps` each rank writes its own shards (parameters from DP rank 0 of each
 (TP, PP) pair, optimizer state from every DP rank with ZeRO-1, else from DP rank 0) and,
 when all have, rank 0 commits the checkpoint (`checkpoint_io`). A failing rank stops the
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -67,7 +67,7 @@ class Job:
     grad_norms: list[float] = field(default_factory=list)
     memory: list[dict[str, int]] = field(default_factory=list)
     speeds: list[float] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+    logged: bool = False
 
     @property
     def start(self) -> int:
@@ -166,9 +166,13 @@ def _log_step(job: Job, writer: MetricsWriter, done: int, stats: StepStats) -> N
     max_steps = job.config.trainer.max_steps
     if not should_log(done, job.config.trainer.log_every_n_steps, max_steps):
         return
-    peaks = {f"max_{k}": max(row[k] for row in job.memory) for k in MEMORY_KEYS}
+    extra: dict[str, object] = {f"max_{k}": max(row[k] for row in job.memory)
+                                for k in MEMORY_KEYS}
+    if not job.logged:  # the run's first record carries every rank's figures
+        extra["memory_per_rank"] = job.memory
+        job.logged = True
     record = writer.log(done, stats.loss, stats.lr, stats.grad_norm, speed,
-                        step_seconds=stats.seconds, **peaks)
+                        step_seconds=stats.seconds, **extra)
     job.emit(format_line(record, max_steps))
 
 

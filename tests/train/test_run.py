@@ -43,6 +43,8 @@ def test_tp2_pp2_dp2_keeps_the_one_rank_curve(one_rank: dict, tmp_path: Path) ->
     assert {"loss", "lr", "grad_norm", "tokens_per_s", "max_activation_bytes",
             "max_optimizer_state_bytes"} <= set(records[0])
     assert sum(line.startswith("memory rank ") for line in lines) == 8
+    assert records[0]["memory_per_rank"] == eight["memory"] and len(eight["memory"]) == 8
+    assert "memory_per_rank" not in records[1]
     assert lines[-1].startswith("trained steps 1..20 on 8 ranks")
     checkpoint = tmp_path / "checkpoints" / "step_20"
     names = sorted(p.name for p in checkpoint.iterdir())
