@@ -8,7 +8,7 @@ FLOPs (`cuts.balanced_cuts`).
 
 The global gradient norm counts each element of the model once: a replicated parameter on
 TP rank 0 only, and in a fused weight whose key/value heads are repeated `kv_replicator`
-times only the first copy of each head (`count_mask`).
+times only the copy of the lowest rank holding it (the decoder's `owned_masks`).
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ from nxcc.compiler.decoder import (
     DecoderError,
     build_stage,
     init_full_weights,
+    owned_masks,
     shard_weights,
     stage_specs,
 )
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.weights import ParamSpec
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_model import ModelConfig
 from nxcc.driver.train.cuts import balanced_cuts, per_stage_flops, stage_costs
@@ -84,21 +84,6 @@ def plan_pipeline(model: ModelConfig, cfg: DecoderConfig, stages: int, data: Dat
     return Pipeline(cuts, not model.cut_after, flops)
 
 
-def count_mask(spec: ParamSpec, local: np.ndarray, tp_rank: int, tp: int) -> np.ndarray:
-    """1.0 for each element of this rank's slice that it counts in the global norm."""
-    if spec.axis is None:
-        return np.full(local.shape, 0.0 if tp_rank else 1.0, np.float32)
-    keep: list[np.ndarray] = []
-    for seg in spec.segments:
-        size = seg.length * seg.replicas // tp
-        wide = tp_rank * size + np.arange(size)
-        keep.append((wide // seg.unit) % seg.replicas == 0)
-    along = np.concatenate(keep).astype(np.float32)
-    shape = [1] * local.ndim
-    shape[spec.axis] = along.size
-    return np.broadcast_to(along.reshape(shape), local.shape).copy()
-
-
 def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfig,
                     data: DataConfig) -> tuple[StageBuilder, Pipeline]:
     """The builder of every rank's stage, and the pipeline's split."""
@@ -134,8 +119,7 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
         mine = shard_weights(full, cfg, dplan)
         specs = stage_specs(cfg, dplan)
         params = [(s.name, mine[s.name]) for s in specs]
-        masks = {s.name: count_mask(s, mine[s.name], plan.tp_rank, plan.tp_size)
-                 for s in specs}
+        masks = {n: m.astype(np.float32) for n, m in owned_masks(cfg, dplan).items()}
         return StageBuild(module, params, norm_masks=masks)
 
     return build, pipeline

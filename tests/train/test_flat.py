@@ -1,14 +1,11 @@
-"""The flat parameter layout (buckets padded for DP, ZeRO-1 shards) and the norm masks of
-the decoder's sliced parameters."""
+"""The flat parameter layout: buckets padded for DP, ZeRO-1 shards, parameter views."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from nxcc.compiler.decoder.weights import ParamSpec, Segment, shard
 from nxcc.driver.train.flat import FlatLayout
-from nxcc.driver.train.model_stage import count_mask
 
 
 @pytest.mark.parametrize("dp", [1, 2, 3])
@@ -30,18 +27,3 @@ def test_buckets_shards_and_views(dp: int) -> None:
         lay.unshard_into(rebuilt, s, d)
     np.testing.assert_array_equal(rebuilt, flat)
     assert lay.shard(flat, 0, False) is flat
-
-
-def test_count_mask_counts_every_element_once() -> None:
-    # q: 4 heads of size 2 split; k: 1 head repeated over 2 ranks each (kv_replicator 2)
-    spec = ParamSpec("qkv", (3, 8 + 2 + 2), axis=1,
-                     segments=(Segment(8, 2), Segment(2, 2, 2), Segment(2, 2, 2)))
-    full = np.arange(36, dtype=np.float32).reshape(3, 12) + 1
-    total = 0.0
-    for r in range(4):
-        local = shard(spec, full, r, 4)
-        total += float((count_mask(spec, local, r, 4) * local ** 2).sum())
-    assert total == float((full ** 2).sum())
-    norm = ParamSpec("norm", (5,))
-    assert count_mask(norm, np.ones(5), 0, 2).tolist() == [1.0] * 5
-    assert count_mask(norm, np.ones(5), 1, 2).tolist() == [0.0] * 5
