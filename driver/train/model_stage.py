@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nxcc.backend.program.memory_plan import peak_activation_bytes
 from nxcc.compiler.decoder import (
     DecoderConfig,
     DecoderError,
@@ -120,6 +121,7 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
         specs = stage_specs(cfg, dplan)
         params = [(s.name, mine[s.name]) for s in specs]
         masks = {n: m.astype(np.float32) for n, m in owned_masks(cfg, dplan).items()}
-        return StageBuild(module, params, norm_masks=masks)
+        peak = max(peak_activation_bytes(module, fn) for fn in module.functions)
+        return StageBuild(module, params, norm_masks=masks, peak_activation_bytes=peak)
 
     return build, pipeline
