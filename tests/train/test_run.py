@@ -97,3 +97,16 @@ def test_replicated_kv_heads_counted_once_in_the_norm(one_rank: dict, tmp_path: 
                     "distributed_strategy.kv_replicator=2")
     np.testing.assert_allclose(run["grad_norms"], one_rank["grad_norms"][:2], rtol=1e-5)
     np.testing.assert_allclose(run["losses"], one_rank["losses"][:2], rtol=1e-5)
+
+
+def test_full_recomputation_halves_peak_activations_with_the_same_curve(
+        one_rank: dict, tmp_path: Path) -> None:
+    steps = ("trainer.max_steps=2", "model.optim.sched.max_steps=20")
+    runs = {g: _train(tmp_path / g, *ONE_RANK, *steps,
+                      f"model.activations_checkpoint_granularity={g}")[0]
+            for g in ("null", "selective", "full")}
+    peak = {g: max(row["activation_bytes"] for row in run["memory"]) for g, run in runs.items()}
+    assert peak["null"] >= 2 * peak["full"], peak
+    assert peak["full"] < peak["selective"] < peak["null"], peak
+    for run in runs.values():
+        np.testing.assert_allclose(run["losses"], one_rank["losses"][:2], rtol=1e-4)
