@@ -20,7 +20,7 @@ from nxcc.driver.errors import CompileError
 from nxcc.driver.frontends import choose_framework, import_xla
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.save_temps import SavedTemps, make_workdir
-from nxcc.driver.sharding_stage import core_programs
+from nxcc.driver.sharding_stage import core_programs, mesh_passes
 from nxcc.ir.core import Module
 from nxcc.passes.base import Pass
 from nxcc.passes.manager import PassFailure, PassManager
@@ -129,7 +129,8 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
     if not state and module.input_output_alias:
         state = alias_buffers(module)
     temps = SavedTemps(make_workdir(options.workdir)) if options.save_temps else None
-    manager = PassManager(full_pipeline(options), print_after=options.print_ir_after,
+    passes = mesh_passes(module, options.logical_nc_config) + full_pipeline(options)
+    manager = PassManager(passes, print_after=options.print_ir_after,
                           emit=emit, before_pass=progress,
                           after_pass=temps.after_pass if temps else None)
     try:

@@ -346,6 +346,10 @@ class BuilderOps:
         """The is_finite op."""
         return self.op(ops.is_finite, [x], {})
 
+    def optimization_barrier(self, *operands: Value) -> Value:
+        """Identity; recomputation reads through one so CSE keeps the copy apart."""
+        return self.op(ops.optimization_barrier, operands, {})
+
     def pad(self, lhs: Value, rhs: Value, /, *, low: Sequence[int], high: Sequence[int],
             interior: Sequence[int]) -> Value:
         """pad(x, value): low/high may be negative (cropping), as in HLO."""
@@ -462,6 +466,12 @@ class BuilderOps:
         """Sorts all operands along `dimension` by @comparator(a0, b0, a1, b1, ...)."""
         return self.op(ops.sort, operands, {"dimension": dimension, "is_stable": is_stable,
                 "comparator": comparator})
+
+    def tp_copy(self, x: Value, /, *, replica_groups: Sequence[Sequence[int]] = (),
+            channel_id: int = 0) -> Value:
+        """Identity; its gradient is the sum over its replica groups (an all_reduce)."""
+        return self.op(ops.tp_copy, [x], {"replica_groups": replica_groups,
+                "channel_id": channel_id})
 
     def transpose(self, x: Value, /, *, permutation: Sequence[int]) -> Value:
         """Result dim i is operand dim permutation[i]."""

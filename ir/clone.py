@@ -34,4 +34,5 @@ def clone_function(fn: Function) -> Function:
 def clone_module(module: Module) -> Module:
     """A copy of `module` that can be rewritten without touching the original."""
     return Module(module.name, {name: clone_function(fn) for name, fn in module.functions.items()},
-                  module.entry, module.spmd, list(module.input_output_alias))
+                  module.entry, module.spmd, list(module.input_output_alias),
+                  module.mesh_layouts)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.sharding import Sharding
-from nxcc.ir.spmd import SpmdInfo
+from nxcc.ir.spmd import MeshLayouts, SpmdInfo
 from nxcc.ir.types import TensorType
 
 
@@ -107,7 +107,8 @@ class Function:
 class Module:
     """A set of functions, one of which (`entry`) is the program; the others are called.
 
-    `spmd` is set on a program already partitioned for N ranks (see `ir.spmd`).
+    `spmd` is set on a program already partitioned for N ranks (see `ir.spmd`);
+    `mesh_layouts` on a global program whose shardings name a mesh of N > 1 devices.
     `input_output_alias` pairs (result index, parameter index) of the entry whose buffers a
     caller may reuse from one execution to the next (HLO's donated arguments).
     """
@@ -117,6 +118,7 @@ class Module:
     entry: str = "main"
     spmd: SpmdInfo | None = None
     input_output_alias: list[tuple[int, int]] = field(default_factory=list)
+    mesh_layouts: MeshLayouts | None = None
 
     @property
     def entry_function(self) -> Function:

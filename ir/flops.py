@@ -77,6 +77,7 @@ def _sort(op: Op) -> int:
     ops.select_and_scatter,
     # control flow (called computations are counted where they are run) and identities
     ops.call, ops.while_, ops.conditional, ops.partition_id, ops.replica_id,
+    ops.optimization_barrier, ops.tp_copy,
     # collectives: communication, counted by the cost model as bytes
     ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
     ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,

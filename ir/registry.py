@@ -8,11 +8,13 @@ misspelt op fails at import with AttributeError; lookups also accept the op's te
 name the IR text and the NEFF program use).
 
 A registry may be given a `load` function, run once before the first lookup or iteration,
-that imports the modules whose import registers the entries.
+that imports the modules whose import registers the entries. Threads that look up while
+another thread loads wait for the load to finish (ranks compiling in parallel threads).
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Hashable, Iterator
 from typing import Generic, TypeVar
 
@@ -20,6 +22,9 @@ from nxcc.ir.opdef import OpDef, get_opdef
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
+
+#: Held while a registry loads (re-entrant: the loading thread may look up meanwhile).
+_LOADING = threading.RLock()
 
 
 class Registry(Generic[K, V]):
@@ -29,11 +34,17 @@ class Registry(Generic[K, V]):
         self.what = what
         self._entries: dict[K, V] = {}
         self._load = load
+        self._pending = load is not None
 
     def _loaded(self) -> dict[K, V]:
-        if self._load is not None:
-            load, self._load = self._load, None
-            load()
+        if self._pending:
+            with _LOADING:
+                if self._load is not None:
+                    load, self._load = self._load, None
+                    try:
+                        load()
+                    finally:
+                        self._pending = False
         return self._entries
 
     def _key(self, key: object) -> K:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -155,3 +156,19 @@ class SpmdInfo:
         """The rank count the program was partitioned for, or None when it does not say."""
         n = self.num_partitions * self.replica_count
         return n if n > 1 else None
+
+
+@dataclass
+class MeshLayouts:
+    """The shardings of a global program annotated for a mesh of `world_size` devices
+    (JAX's lowered text): each entry parameter's and result's layout (None: none written).
+    The mesh-partition pass turns such a module into an SPMD program for that world.
+    `constraints`: values of the entry a sharding constraint places (HLO's Sharding
+    custom-call), with their layouts. `lnc_notes`: what the one-axis shardings of `-lnc 2`
+    could not keep (warned there)."""
+
+    world_size: int
+    params: list[TileLayout | None] = field(default_factory=list)
+    results: list[TileLayout | None] = field(default_factory=list)
+    lnc_notes: list[str] = field(default_factory=list)
+    constraints: list[tuple[Any, TileLayout]] = field(default_factory=list)

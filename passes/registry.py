@@ -14,6 +14,7 @@ from nxcc.passes.common_subexpression_elimination import CommonSubexpressionElim
 from nxcc.passes.constant_folding import ConstantFolding
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.latency_hiding import LatencyHiding
+from nxcc.passes.mesh_partition.partition import MeshPartition
 from nxcc.passes.saturate_infinity import SaturateInfinity
 from nxcc.passes.sharding.shard_choose import ShardChoose
 from nxcc.passes.sharding.shard_partition import ShardPartition
@@ -23,7 +24,7 @@ PASSES: dict[str, type] = {
     cls.name: cls
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
                 ShardChoose, ShardPropagate, ShardPartition, AutoCast, SaturateInfinity,
-                LatencyHiding, Differentiate)
+                LatencyHiding, Differentiate, MeshPartition)
 }
 
 PIPELINES: dict[int, list[str]] = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from nxcc.ir.core import Function, Value
+from nxcc.ir.core import Function, Module, Value
 
 ALIGNMENT = 64
 
@@ -77,3 +77,16 @@ def plan_memory(fn: Function, planned: set[int]) -> MemoryPlan:
         for v in free_at.get(index, []):
             heap.free(offsets[id(v)])
     return MemoryPlan(offsets, heap.peak)
+
+
+def peak_activation_bytes(module: Module, fn: str) -> int:
+    """The peak arena bytes of the intermediate values of function `fn` of `module`, planned
+    as the NEFF lowering plans them (first fit, each value from its definition to its last
+    use): the activations and temporaries of a training program. Parameters and constants
+    (inputs and weights) and the returned values (a training program's gradients, kept in
+    buffers of their own by whoever runs it) are not counted."""
+    function = module.functions[fn]
+    returned = {id(v) for v in function.results}
+    planned = {id(r) for op in function.body if op.opcode != "constant" for r in op.results
+               if id(r) not in returned}
+    return plan_memory(function, planned).arena_bytes

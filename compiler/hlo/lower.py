@@ -25,7 +25,14 @@ from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
 from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.hlo.lower_annotations import annotate
 from nxcc.compiler.hlo.lower_p2p import SIDE_EFFECT_OPCODES
-from nxcc.compiler.hlo.nodes import ArrayShape, Computation, HloModule, Instruction, Shape
+from nxcc.compiler.hlo.nodes import (
+    ArrayShape,
+    Attribute,
+    Computation,
+    HloModule,
+    Instruction,
+    Shape,
+)
 from nxcc.compiler.hlo.registry import HANDLERS
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
@@ -56,13 +63,14 @@ class ModuleLowering:
         self.in_progress: list[str] = []
         # the results of HLO -start instructions whose -done is still to come (lower_collective)
         self.pending: dict[int, object] = {}
+        self.constraints: list[tuple[Value, Attribute]] = []  # Sharding custom-calls
 
     def run(self) -> Module:
         entry = self.hlo.entry
         self.module.entry = "main"
         fn = self.lower_function(entry, "main")
         fn.result_names = [f"output{i}" for i in range(len(fn.results))]
-        annotate(self.hlo, self.module, self.parameters(entry))
+        annotate(self.hlo, self.module, self.parameters(entry), self.constraints)
         self.module.input_output_alias = input_output_aliases(self.hlo)
         return self.module
 

@@ -16,6 +16,9 @@ Two kinds of module (`annotate` tells them apart):
   and the parameter is replicated. The root's annotation is not attached: how the outputs
   end is left to the cost model (a pending sum is all-reduced or reduce-scattered once at
   the end), and the runtime assembles whole outputs from whatever blocks the cores hold.
+  When the tiled shardings name a mesh of N > 1 devices, the full layouts of the entry's
+  parameters and results are also kept as `Module.mesh_layouts` (`ir.spmd.MeshLayouts`),
+  from which the mesh-partition pass makes the SPMD program for N ranks (at ``-lnc 1``).
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from nxcc.compiler.hlo.nodes import Attribute, HloModule, Instruction
 from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.sharding_notation.hlo_sharding import Sharding as HloSharding
 from nxcc.ir.sharding_notation.tile_layout import per_leaf, to_ir_sharding, to_layout
-from nxcc.ir.spmd import SpmdInfo, SpmdValue
+from nxcc.ir.spmd import MeshLayouts, SpmdInfo, SpmdValue, TileLayout
 
 log = logging.getLogger("nxcc.compiler.hlo")
 
@@ -81,9 +84,11 @@ def _entry_leaves(hlo: HloModule, fn: Function, params: list[Instruction]
     return out_params, results
 
 
-def annotate(hlo: HloModule, module: Module, params: list[Instruction]) -> None:
+def annotate(hlo: HloModule, module: Module, params: list[Instruction],
+             constraints: list[tuple[Value, Attribute]] | None = None) -> None:
     """Record the entry's shardings on `module` (see the module docstring). `params` are
-    the entry's parameter instructions in parameter order."""
+    the entry's parameter instructions in parameter order; `constraints` the values that
+    Sharding custom-calls constrain, with their ``sharding=`` (kept for mesh-partition)."""
     fn = module.entry_function
     leaf_params, leaf_results = _entry_leaves(hlo, fn, params)
     if is_spmd(hlo, module):
@@ -93,12 +98,48 @@ def annotate(hlo: HloModule, module: Module, params: list[Instruction]) -> None:
                                [_spmd_value(v, s, t, "output") for v, s, t in leaf_results])
         _check_world(hlo, module.spmd)
         return
+    entry = {id(v) for op in fn.body for v in op.results} | {id(p) for p in fn.params}
+    hints = [(v, a.value, a.raw) for v, a in constraints or () if id(v) in entry]
+    mesh = module.mesh_layouts = _mesh_layouts(hlo, leaf_params, leaf_results, hints)
     for v, s, text in leaf_params:
         sharding, why = to_ir_sharding(s, v.type.rank, text)
         if why:
-            log.warning("sharding of %s is taken as replicated: %s", v.name, why)
+            note = f"sharding of {v.name} is taken as replicated: {why}"
+            if mesh is None:
+                log.warning("%s", note)
+            else:  # said only if the cores of a logical core are what is sharded over
+                mesh.lnc_notes.append(note)
         if sharding is not None:
             v.sharding = sharding
+
+
+def _layouts(leaves: list) -> list[TileLayout | None]:
+    return [to_layout(s, v.type.rank, t)[0] for v, s, t in leaves]
+
+
+def _mesh_layouts(hlo: HloModule, leaf_params: list, leaf_results: list, hints: list
+                  ) -> MeshLayouts | None:
+    """The mesh the tiled shardings name (None when none names more than one device);
+    HloError when two name meshes of different sizes."""
+    params, results = _layouts(leaf_params), _layouts(leaf_results)
+    kept = [(v, lay) for v, lay in zip([v for v, _, _ in hints], _layouts(hints), strict=True)
+            if lay is not None]
+    sizes = {lay.num_devices for lay in [*params, *results, *(k for _, k in kept)]
+             if lay is not None and lay.tiles}
+    if len(sizes) > 1:
+        raise HloError(f"expected the shardings to name one device mesh, found meshes of "
+                       f"{', '.join(map(str, sorted(sizes)))} devices", hlo.source, hlo.offset,
+                       E.SEMANTIC)
+    if not sizes or max(sizes) < 2:
+        return None
+    world = sizes.pop()
+    for lay in [*params, *results, *(k for _, k in kept)]:
+        if lay is not None:
+            try:
+                lay.check(world)
+            except ValueError as exc:
+                raise HloError(str(exc), hlo.source, hlo.offset, E.SEMANTIC) from None
+    return MeshLayouts(world, params, results, constraints=kept)
 
 
 def _spmd_value(v: Value, s: HloSharding | None, text: str | None, what: str) -> SpmdValue:

@@ -3,8 +3,8 @@
 Known targets: the sharding and placement annotations (identity on one device:
 Sharding, SPMDFullToShardShape, SPMDShardToFullShape, MoveToHost, MoveToDevice,
 LayoutConstraint, annotate_device_placement and Shardy's xla.sdy.* markers) and TopK. Any
-other target is an error naming it (NCC_EHCA005), as neuronx-cc reports.
-"""
+other target is an error naming it (NCC_EHCA005), as neuronx-cc reports. A Sharding
+custom-call's ``sharding=`` is kept as a constraint on its operand (for mesh-partition)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.registry import handles
 from nxcc.ir import ops
 from nxcc.ir.computations import compare_computation
+from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
 IDENTITY_TARGETS = frozenset({
@@ -31,6 +32,9 @@ def lower_custom_call(cx: InstrContext) -> Tree:
         if len(cx.args) != 1:
             raise cx.error(f"expected one operand for custom-call target '{target}', found "
                            f"{len(cx.args)}", at=cx.instr.operands_offset)
+        constraint = cx.instr.attrs.get("sharding")
+        if target == "Sharding" and constraint is not None and isinstance(cx.args[0], Value):
+            cx.lowering.constraints.append((cx.args[0], constraint))
         return cx.args[0]
     if target == "TopK":
         return top_k(cx, _k_of(cx), largest=True)

@@ -12,13 +12,15 @@ from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.attr_windows import parse_dim_labels
 from nxcc.compiler.hlo.attributes import Window
 from nxcc.compiler.hlo.errors import HloError
-from nxcc.compiler.hlo.nodes import ArrayShape
+from nxcc.compiler.hlo.nodes import ArrayShape, Attribute
 from nxcc.compiler.stablehlo.attrs import AttrReader, dimension_numbers, labels
 from nxcc.compiler.stablehlo.builder import CompBuilder
 from nxcc.compiler.stablehlo.dense import dense_array
 from nxcc.compiler.stablehlo.registry import converts
+from nxcc.compiler.stablehlo.sdy import sdy_to_hlo_sharding
 from nxcc.compiler.stablehlo.syntax import Chain, DenseAttr, HashAttr, Op, Sym
 from nxcc.ir.sharding_notation.cursor import PieceError
+from nxcc.ir.sharding_notation.hlo_sharding import parse_sharding
 
 UNARY = ("abs", "negate", "sign", "exponential", "exponential_minus_one", "log",
          "log_plus_one", "sqrt", "rsqrt", "cbrt", "tanh", "logistic", "sine", "cosine", "tan",
@@ -259,6 +261,32 @@ def custom_call(b: CompBuilder, op: Op, a: AttrReader) -> None:
         b.emit(op, "topk", op.operands, {"k": k, "largest": fields.get("largest", True)})
         return
     b.emit(op, "custom-call", op.operands, {"custom_call_target": target})
+    text = a.get("mhlo.sharding")
+    if target == "Sharding" and isinstance(text, str):
+        _set_sharding(b, text, op.offset)
+
+
+def _set_sharding(b: CompBuilder, text: str, at: int) -> None:
+    """The instruction just emitted carries HLO sharding `text`."""
+    try:
+        sharding = parse_sharding(text)
+    except PieceError as exc:
+        raise HloError(f"expected an HLO sharding, found {text!r}: {exc.message}",
+                       b.conv.source, at, E.SEMANTIC) from None
+    b.instrs[-1].attrs["sharding"] = Attribute("sharding", sharding, text, at)
+
+
+@converts("sdy.sharding_constraint")
+def sharding_constraint(b: CompBuilder, op: Op, a: AttrReader) -> None:
+    """Shardy's constraint, as HLO's Sharding custom-call (an identity that places its
+    operand; through the module's mesh)."""
+    b.emit(op, "custom-call", op.operands, {"custom_call_target": "Sharding"})
+    attr = op.attrs.get("sdy.sharding", op.attrs.get("sharding"))
+    rank = len(op.out_types[0].dims) if op.out_types and not op.out_types[0].is_tuple else 0
+    text = sdy_to_hlo_sharding(attr, b.conv.mod.meshes, rank) \
+        if isinstance(attr, HashAttr) else None
+    if text is not None:
+        _set_sharding(b, text, op.offset)
 
 
 @converts("stablehlo.get_tuple_element")

@@ -14,7 +14,15 @@ from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.nodes import Shape
 from nxcc.compiler.stablehlo.lexer import TokenList
 from nxcc.compiler.stablehlo.reader import Reader
-from nxcc.compiler.stablehlo.syntax import Block, DenseAttr, Func, FunctionType, MlirModule, Op
+from nxcc.compiler.stablehlo.syntax import (
+    Block,
+    DenseAttr,
+    Func,
+    FunctionType,
+    HashAttr,
+    MlirModule,
+    Op,
+)
 from nxcc.ir.sharding_notation.cursor import unquote
 
 _RETURNS = frozenset({"return", "func.return", "stablehlo.return", "mhlo.return"})
@@ -350,10 +358,29 @@ class Parser(Reader):
             self.i += 1
             self.attr_dict(op)
             self.expect(">", "'>' after the properties")
+        elif t == "<" and self.kind(1) == "SYM":
+            self.sharding_body(op)
         elif t == ",":
             self.i += 1
         else:
             raise self.error(f"an operand, attribute or ':' and the type of {op.name}")
+
+    def sharding_body(self, op: Op) -> None:
+        """`<@mesh, [{...}, ...]>` (Shardy's sharding_constraint): kept as the attribute
+        ``sdy.sharding`` with that body."""
+        start, depth, j = self.starts[self.i] + 1, 0, self.i
+        while True:
+            t = self.texts[j]
+            if self.kinds[j] == "EOF":
+                raise self.error("'>' to close the sharding")
+            depth += (t == "<") - (t == ">")
+            if depth == 0:
+                break
+            j += 1
+        op.attr_offsets["sdy.sharding"] = start
+        op.attrs["sdy.sharding"] = HashAttr("sdy.sharding", self.source.text[start:self.starts[j]],
+                                            start)
+        self.i = j + 1
 
     def paren_group(self, op: Op) -> None:
         """After '(': `%a init: %b`, `%iterArg = %a`, `%a`, `key = value`, until ')'."""

@@ -7,7 +7,8 @@ bodies take their block arguments as parameters; ``stablehlo.while`` becomes a w
 tuple of its operands and the outer values its regions use; ``stablehlo.case`` /
 ``stablehlo.if`` become conditionals whose branch ``i`` takes the outer values branch ``i``
 uses (one value directly, several as a tuple). Argument ``mhlo.sharding`` (and Shardy's
-``sdy.sharding``, through the module's mesh) become the parameters' ``sharding``.
+``sdy.sharding``, through the module's mesh) become the parameters' ``sharding``, result
+ones the root's.
 """
 
 from __future__ import annotations
@@ -88,10 +89,16 @@ class ModuleConverter:
         comp.is_entry = is_entry
         return comp
 
-    def sharding_of(self, attrs: dict[str, object], rank: int) -> Attribute | None:
+    def sharding_text(self, attrs: dict[str, object], rank: int) -> object:
+        """The HLO sharding text of an argument's or result's ``mhlo.sharding`` or
+        ``sdy.sharding`` (None when it has neither or it says nothing in HLO terms)."""
         text = attrs.get("mhlo.sharding")
         if text is None and isinstance(attrs.get("sdy.sharding"), HashAttr):
             text = sdy_to_hlo_sharding(attrs["sdy.sharding"], self.mod.meshes, rank)
+        return text
+
+    def sharding_of(self, attrs: dict[str, object], rank: int) -> Attribute | None:
+        text = self.sharding_text(attrs, rank)
         if not isinstance(text, str):
             return None
         try:
@@ -101,7 +108,8 @@ class ModuleConverter:
                            f"{exc.message}", self.source, self.mod.offset, E.SEMANTIC) from None
 
     def result_shardings(self, comp: Computation, f: Func) -> None:
-        texts = [a.get("mhlo.sharding") for _, a in f.results]
+        texts = [self.sharding_text(a, len(shape.dims) if not shape.is_tuple else 0)
+                 for shape, a in f.results]
         if not any(isinstance(t, str) for t in texts):
             return
         root = comp.root

@@ -33,3 +33,10 @@ def _collective_kernel(opcode: str):
 
 for _op in COLLECTIVES:
     kernel(_op)(_collective_kernel(_op.name))
+
+
+@kernel(ops.tp_copy)
+def tp_copy(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs[0] = args[0]: the forward of tp_copy moves nothing (its gradient does)."""
+    np.copyto(outs[0], args[0])

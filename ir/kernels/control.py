@@ -68,3 +68,10 @@ def replica_id(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = this replica's index (u32)."""
     store(outs[0], int(getattr(ctx, "replica_id", 0)))
+
+
+@kernel(ops.optimization_barrier)
+def optimization_barrier(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                         attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs = args."""
+    _copy_results(outs, args)

@@ -30,10 +30,12 @@ from nxcc.ir.ops.collective import (
     reduce_scatter_start,
     send,
     send_done,
+    tp_copy,
 )
 from nxcc.ir.ops.control import (
     call,
     conditional,
+    optimization_barrier,
     partition_id,
     replica_id,
     while_,
@@ -169,6 +171,7 @@ __all__ = [
     "multiply",
     "negate",
     "not_",
+    "optimization_barrier",
     "or_",
     "pad",
     "partition_id",
@@ -205,6 +208,7 @@ __all__ = [
     "subtract",
     "tan",
     "tanh",
+    "tp_copy",
     "transpose",
     "while_",
     "xor",

@@ -42,6 +42,17 @@ all_reduce = define(
 )
 
 
+def _tp_copy(ts, attrs, module):
+    return [ts[0]]
+
+
+# Megatron's "f" (copy to the tensor-parallel region): the identity forward, an all_reduce of
+# the gradient over its replica groups backward (the AD rule). Nothing moves when it runs.
+tp_copy = define(OpDef(
+    "tp_copy", _tp_copy, attrs=dict(_GROUPS), operands=1,
+    doc="Identity; its gradient is the sum over its replica groups (an all_reduce)."))
+
+
 _CONTEXT = TensorType(DType.U32, ())
 
 

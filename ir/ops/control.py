@@ -81,3 +81,12 @@ def _id(ts, attrs, module):
 partition_id = define(OpDef("partition_id", _id, operands=0,
                             doc="This core's index within its program."))
 replica_id = define(OpDef("replica_id", _id, operands=0, doc="This replica's index."))
+
+
+def _barrier(ts, attrs, module):
+    return list(ts)
+
+
+optimization_barrier = define(OpDef(
+    "optimization_barrier", _barrier, operands=None, min_operands=1,
+    doc="Identity; recomputation reads through one so CSE keeps the copy apart."))

@@ -10,7 +10,7 @@ whose op has no rule is a `GradientError` naming it, never a silent zero.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
@@ -22,12 +22,16 @@ class GradientError(ValueError):
     """The function cannot be differentiated as asked (the message names the op or value)."""
 
 
-def active_values(fn: Function, wrt: Sequence[Value]) -> set[int]:
-    """Ids of the floating-point values of `fn` that depend on a value of `wrt`."""
+def active_values(fn: Function, wrt: Sequence[Value],
+                  stop: Collection[Value] = ()) -> set[int]:
+    """Ids of the floating-point values of `fn` that depend on a value of `wrt` (through
+    no value of `stop`: those are treated as constants)."""
+    stopped = {id(v) for v in stop}
     active = {id(v) for v in wrt if v.type.dtype.is_float}
     for op in fn.body:
         if any(id(v) in active for v in op.operands):
-            active.update(id(r) for r in op.results if r.type.dtype.is_float)
+            active.update(id(r) for r in op.results
+                          if r.type.dtype.is_float and id(r) not in stopped)
     return active
 
 
@@ -41,15 +45,16 @@ def relevant_values(fn: Function, loss: Value) -> set[int]:
 
 
 def backpropagate(module: Module, fn: Function, wrt: Sequence[Value],
-                  seeds: dict[Value, Value]) -> list[Value]:
+                  seeds: dict[Value, Value], stop: Collection[Value] = ()) -> list[Value]:
     """The vector-Jacobian product: the cotangents of `wrt` given the cotangent of each
     value of `seeds` (value -> its cotangent), built at the end of `fn.body` (the ops
-    present when called are the ones differentiated)."""
+    present when called are the ones differentiated). Values of `stop` pass no gradient
+    (JAX's stop_gradient: treated as constants)."""
     for v in wrt:
         if not v.type.dtype.is_float:
             raise GradientError(f"cannot differentiate with respect to {v.name or '?'}: "
                                 f"{v.type} is not floating-point")
-    active = active_values(fn, wrt)
+    active = active_values(fn, wrt, stop)
     relevant: set[int] = set()
     for out in seeds:
         relevant |= relevant_values(fn, out)

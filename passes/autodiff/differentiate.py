@@ -8,7 +8,7 @@ the usual passes (fold, CSE, DCE, sharding) clean up and place the result.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -35,13 +35,14 @@ def differentiable_params(fn: Function, loss: Value, candidates: Sequence[Value]
             and id(v) in relevant]
 
 
-def differentiate(module: Module, fn: Function, wrt: Sequence[Value], loss: Value
-                  ) -> list[Value]:
-    """The gradients of scalar `loss` for `wrt`, built at the end of `fn.body`."""
+def differentiate(module: Module, fn: Function, wrt: Sequence[Value], loss: Value,
+                  stop_gradients: Collection[Value] = ()) -> list[Value]:
+    """The gradients of scalar `loss` for `wrt`, built at the end of `fn.body`; values of
+    `stop_gradients` are treated as constants (no gradient flows through them)."""
     if loss.type.rank != 0 or not loss.type.dtype.is_float:
         raise GradientError(f"the loss must be a floating-point scalar, got {loss.type}")
     b = Builder(module, fn)
-    return backpropagate(module, fn, wrt, {loss: b.splat(1.0, loss.type)})
+    return backpropagate(module, fn, wrt, {loss: b.splat(1.0, loss.type)}, stop_gradients)
 
 
 @dataclass(frozen=True)

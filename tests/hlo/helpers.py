@@ -10,6 +10,7 @@ import numpy as np
 
 from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.model import LoadedModel
+from nxcc.backend.runtime.nrt import Runtime
 from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
 
@@ -30,9 +31,24 @@ def fixture_arrays(hlo: Path) -> dict[str, np.ndarray]:
 
 
 def compile_and_load(path: Path, out: Path, framework: str | None) -> LoadedModel:
+    """The compiled model; a program whose shardings name N devices is partitioned for N
+    ranks, and is loaded as them (global inputs in, global outputs out)."""
     compile_model(str(path), CompileOptions(target="trn1", framework=framework,
                                             output=str(out)))
-    return LoadedModel(read_neff(str(out)))
+    return load_model(out)
+
+
+def load_model(neff: Path) -> LoadedModel:
+    """`neff` as one model, or as its N ranks when it is an SPMD program (the runtime that
+    placed them is closed: the ranks run on their own)."""
+    spmd = read_neff(str(neff)).manifest.get("spmd")
+    if spmd is None:
+        return LoadedModel(read_neff(str(neff)))
+    rt = Runtime().init(target="trn1")
+    try:
+        return rt.load_spmd(neff, spmd["world_size"]).replicas[0].model  # type: ignore
+    finally:
+        rt.close()
 
 
 def run_fixture(model: LoadedModel, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:

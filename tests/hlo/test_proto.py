@@ -56,7 +56,8 @@ def named_inputs(neff: Path, data: dict[str, np.ndarray], path: Path) -> Path:
 
 
 def run_outputs(neff: Path, data: dict[str, np.ndarray], tmp_path: Path) -> list[np.ndarray]:
-    """The NEFF's outputs on `data`'s inputs, through `neuronx-cc run`; in process when an
+    """The NEFF's outputs on `data`'s inputs, through `neuronx-cc run` (as its ranks when
+    it is an SPMD program); in process when an
     input is bfloat16, which an .npz cannot hold as such (`run` would refuse its 2-byte
     voids)."""
     names = [e["name"] for e in read_neff(str(neff)).manifest["outputs"]]
@@ -66,8 +67,10 @@ def run_outputs(neff: Path, data: dict[str, np.ndarray], tmp_path: Path) -> list
         results = model.execute(feed)
         return [results[n] for n in names]
     inputs = named_inputs(neff, data, tmp_path / "in.npz")
+    spmd = read_neff(str(neff)).manifest.get("spmd")  # shardings over N devices: N ranks
+    ranks = ["--world-size", str(spmd["world_size"])] if spmd else []
     r = CliRunner().invoke(run_cmd, [str(neff), "--inputs", str(inputs), "--output",
-                                     str(tmp_path / "out.npz"), "-q"])
+                                     str(tmp_path / "out.npz"), "-q", *ranks])
     assert r.exit_code == 0, r.output
     with np.load(tmp_path / "out.npz") as out:
         return [out[n] for n in names]

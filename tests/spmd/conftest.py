@@ -18,7 +18,7 @@ from nxcc.driver.options import CompileOptions
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 PROGRAMS = ("megatron_mlp", "row_sum", "contraction_matmul", "attention_qkv", "dp_train_step",
-            "fsdp_train_step")
+            "fsdp_train_step", "constrained_mlp")
 
 
 @pytest.fixture(autouse=True)
@@ -77,3 +77,14 @@ def lnc2_neffs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("lnc2-neffs")
     return {n: compile_hlo(FIXTURES / f"{n}.lowered.hlo", d / f"{n}.neff", "trn2", 2)
             for n in PROGRAMS}
+
+
+@pytest.fixture(scope="session")
+def lowered_neffs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Each lowered (annotated, global) JAX program, HLO text (NAME) and StableHLO
+    (NAME.mlir), as a trn1 -lnc 1 NEFF: partitioned by mesh-partition for 8 ranks."""
+    d = tmp_path_factory.mktemp("lowered-neffs")
+    out = {n: compile_hlo(FIXTURES / f"{n}.lowered.hlo", d / f"{n}.neff") for n in PROGRAMS}
+    out.update({f"{n}.mlir": compile_hlo(FIXTURES / f"{n}.lowered.mlir", d / f"{n}.mlir.neff")
+                for n in PROGRAMS})
+    return out

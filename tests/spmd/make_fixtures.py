@@ -8,6 +8,8 @@ For each program NAME below it writes, into tests/spmd/fixtures/:
 - ``NAME.lowered.hlo``: ``jax.jit(f, in_shardings=..., out_shardings=...).lower(*args)
   .as_text(dialect="hlo")``: the global program, its parameters and root carrying
   ``sharding=`` annotations;
+- ``NAME.lowered.mlir``: the same program as StableHLO (``.as_text()``), its arguments
+  carrying ``sdy.sharding`` (Shardy) over the module's ``sdy.mesh``;
 - ``NAME.compiled.hlo``: ``.compile().as_text()``: the partitioned per-device program
   (``num_partitions=8``, collectives with replica groups, parameters at per-device shapes);
 - ``NAME.npz``: the global inputs ``input0..`` in parameter order and JAX's global outputs
@@ -33,6 +35,7 @@ def programs() -> dict:
     """NAME -> (function, mesh shape, mesh axis names, input specs, output spec, inputs)."""
     import jax
     import jax.numpy as jnp
+    from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 
     rng = np.random.default_rng(0)
@@ -61,6 +64,15 @@ def programs() -> dict:
         probs = jax.nn.softmax(scores, axis=-1)
         ctx = jnp.einsum("bhqk,bkhd->bqhd", probs, v).reshape(b, s, d)
         return ctx @ wo
+
+    mesh = Mesh(np.array(jax.devices()[:DEVICES]).reshape(2, 4), ("dp", "tp"))
+
+    def constrained_mlp(x, w1, w2):
+        # a sharding constraint (HLO's Sharding custom-call) mid-program: the hidden
+        # activation by columns over tp, whole rows
+        h = jax.lax.with_sharding_constraint(jnp.tanh(x @ w1),
+                                             NamedSharding(mesh, P(None, "tp")))
+        return h @ w2
 
     def mlp_loss(params, x, y):
         w1, w2 = params
@@ -93,6 +105,8 @@ def programs() -> dict:
         "contraction_matmul": (contraction_matmul, (8,), ("k",),
                                (P(None, "k"), P("k", None)), P(),
                                (f32(4, 64), f32(64, 8))),
+        "constrained_mlp": (constrained_mlp, (2, 4), ("dp", "tp"), (P("dp", None), P(), P()),
+                            P("dp", None), (f32(8, 16), f32(16, 32) * 0.3, f32(32, 16) * 0.3)),
     }
 
 
@@ -119,6 +133,7 @@ def main() -> None:
         lowered = jitted.lower(*args)
         compiled = lowered.compile()
         (OUT / f"{name}.lowered.hlo").write_text(lowered.as_text(dialect="hlo"))
+        (OUT / f"{name}.lowered.mlir").write_text(lowered.as_text())
         (OUT / f"{name}.compiled.hlo").write_text(compiled.as_text())
         placed = [jax.device_put(a, s) for a, s in zip(args, in_shardings, strict=True)]
         out = compiled(*placed)

@@ -15,7 +15,7 @@ from nxcc.backend.runtime.model import LoadedModel
 from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
 from tests.cli_helpers import neuronx_cc
-from tests.hlo.helpers import assert_close
+from tests.hlo.helpers import assert_close, load_model
 from tests.stablehlo.helpers import MLIR_FIXTURES, arrays_of, inputs_of, outputs_of
 
 PROGRAMS = ("mlp", "transformer", "cnn", "convs", "loops", "conds", "indexing", "mixed", "rng",
@@ -46,10 +46,12 @@ def check_outputs(model: LoadedModel, path: Path) -> None:
 
 @pytest.mark.parametrize("path", MLIR_FIXTURES, ids=[p.stem for p in MLIR_FIXTURES])
 def test_fixture_compiles_and_matches_jax(path: Path, tmp_path: Path) -> None:
+    """A program whose shardings name 8 devices is partitioned for 8 ranks and runs as
+    them (global inputs in, global outputs out)."""
     out = tmp_path / "model.neff"
     compile_model(str(path), CompileOptions(target="trn1", output=str(out)),
                   emit=lambda _: None)
-    check_outputs(LoadedModel(read_neff(str(out))), path)
+    check_outputs(load_model(out), path)
 
 
 def cli_compile_and_run(src: Path, fixture: Path, tmp_path: Path, *flags: str

@@ -6,6 +6,8 @@ the whole result. Correct for any op, and the documented choice for:
 - partition_id, replica_id: per-device values, never split;
 - random_bits: every device draws the whole tensor from the same key and counter, so a
   replicated random tensor holds the same numbers everywhere;
+- optimization_barrier and tp_copy: identities that mark where recomputation reads from
+  and where a tensor-parallel region begins (the decoder frontend's own explicit plan);
 - the collectives already in a program (all_reduce, all_gather, reduce_scatter,
   all_to_all, collective_permute) and point-to-point transfers (send, recv and their done
   halves): they keep their own replica groups and pairs.
@@ -21,7 +23,8 @@ from nxcc.passes.sharding.rules import Strategy, replicate, rule
 REPLICATE_ONLY = (ops.gather, ops.scatter, ops.call, ops.while_, ops.conditional,
                   ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather,
                   ops.reduce_scatter, ops.all_to_all, ops.collective_permute, ops.send,
-                  ops.send_done, ops.recv, ops.recv_done, *ASYNC_OPS, ops.random_bits)
+                  ops.send_done, ops.recv, ops.recv_done, *ASYNC_OPS, ops.random_bits,
+                  ops.tp_copy, ops.optimization_barrier)
 
 
 @rule(*REPLICATE_ONLY)

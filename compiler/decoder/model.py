@@ -1,0 +1,109 @@
+"""The decoder's forward pieces on one rank: embedding, transformer layer, head and loss.
+
+`Model(blocks, params)` reads parameters by name (`weights.py`) from `params`; each method
+appends ops through the `Blocks` builder and returns the new activation.
+"""
+
+from __future__ import annotations
+
+from nxcc.compiler.decoder.blocks import Blocks
+from nxcc.ir.core import Value
+from nxcc.passes.autodiff.losses import IGNORE_INDEX, reduce_all
+
+
+class Model:
+    """The decoder's pieces on `blocks`' rank, reading parameters from `params`."""
+
+    def __init__(self, blocks: Blocks, params: dict[str, Value]) -> None:
+        self.k = blocks
+        self.p = params
+
+    def _norm(self, x: Value, name: str) -> Value:
+        return self.k.norm(x, self.p[f"{name}.weight"], self.p.get(f"{name}.bias"))
+
+    def embed(self, tokens: Value) -> Value:
+        """Vocabulary-parallel lookup: rows outside this rank's range give zeros, the sum
+        over ranks (all_reduce, or reduce_scatter along the sequence) the embedding."""
+        k, b = self.k, self.k.b
+        table = self.p["embed.tokens"]
+        rows, hidden = table.type.shape
+        bsz, s = tokens.type.shape
+        index, in_range = tokens, None
+        if k.tp > 1:
+            local = b.subtract(tokens, b.splat(k.plan.tp_rank * rows, tokens.type))
+            in_range = b.and_(b.compare(local, b.splat(0, tokens.type), direction="GE"),
+                              b.compare(local, b.splat(rows, tokens.type), direction="LT"))
+            index = b.select(in_range, local, b.splat(0, tokens.type))
+        x = b.gather(table, index, offset_dims=(2,), collapsed_slice_dims=(0,),
+                     start_index_map=(0,), index_vector_dim=2, slice_sizes=(1, hidden))
+        if in_range is not None:
+            x = b.select(k.expand(in_range, x.type.shape, (0, 1)), x, k.scalar(0.0, x))
+        x = k.leave_parallel(x)
+        if "embed.positions" in self.p:
+            local_s = x.type.shape[1]
+            start = k.plan.tp_rank * local_s if k.sp else 0
+            pos = b.slice(self.p["embed.positions"], start_indices=(start, 0),
+                          limit_indices=(start + local_s, hidden), strides=(1, 1))
+            x = b.add(x, k.expand(pos, x.type.shape, (1, 2)))
+        return x
+
+    def layer(self, x: Value, i: int) -> Value:
+        """Pre-norm attention then MLP, each added to the residual stream."""
+        k, b, p, cfg = self.k, self.k.b, self.p, self.k.cfg
+        pre = f"layers.{i}"
+        h = k.enter_parallel(self._norm(x, f"{pre}.attn_norm"))
+        qkv = k.linear(h, p[f"{pre}.attn.qkv"], p.get(f"{pre}.attn.qkv_bias"))
+        d = cfg.head_dim
+        nq, nkv = k.heads * d, k.kv * d
+        rotate = cfg.family == "llama"
+        q = k.heads_first(k.slice_last(qkv, 0, nq), k.heads, rotate)
+        key = k.heads_first(k.slice_last(qkv, nq, nq + nkv), k.kv, rotate)
+        value = k.heads_first(k.slice_last(qkv, nq + nkv, nq + 2 * nkv), k.kv, False)
+        ctx = k.attention_core(q, key, value)
+        out = k.leave_parallel(k.matmul(ctx, p[f"{pre}.attn.out"]))
+        if f"{pre}.attn.out_bias" in p:
+            out = b.add(out, k.feature(p[f"{pre}.attn.out_bias"], out.type.shape))
+        x = b.add(x, out)
+        h = k.enter_parallel(self._norm(x, f"{pre}.mlp_norm"))
+        if cfg.family == "gpt":
+            u = k.gelu(k.linear(h, p[f"{pre}.mlp.up"], p[f"{pre}.mlp.up_bias"]))
+        else:
+            gu = k.matmul(h, p[f"{pre}.mlp.gate_up"])
+            f = gu.type.shape[-1] // 2
+            u = b.multiply(k.silu(k.slice_last(gu, 0, f)), k.slice_last(gu, f, 2 * f))
+        down = k.leave_parallel(k.matmul(u, p[f"{pre}.mlp.down"]))
+        if f"{pre}.mlp.down_bias" in p:
+            down = b.add(down, k.feature(p[f"{pre}.mlp.down_bias"], down.type.shape))
+        return b.add(x, down)
+
+    def loss(self, x: Value, labels: Value) -> tuple[Value, Value]:
+        """Final norm, vocabulary-parallel head and cross-entropy: (the sum over positions
+        whose label is not -100 of -log softmax(logits)[label], the number of them). The
+        shift (the max logit, all_reduce max over ranks) passes no gradient; the exp-sum
+        and the label's logit are summed over ranks by one all_reduce."""
+        k, b = self.k, self.k.b
+        h = k.enter_parallel(self._norm(x, "final_norm"))
+        logits = k.matmul(h, self.p["head"])
+        shape = logits.type.shape
+        last = (len(shape) - 1,)
+        top = reduce_all(b, logits, "maximum", last)
+        if k.tp > 1:
+            top = b.all_reduce(top, reduction="max", replica_groups=k.groups)
+        k.stop.append(top)
+        shifted = b.subtract(logits, k.last(top, shape))
+        total = reduce_all(b, b.exp(shifted), "add", last)
+        classes = b.iota(dtype=labels.type.dtype, shape=shape, dimension=len(shape) - 1)
+        if k.plan.tp_rank:
+            classes = b.add(classes, b.splat(k.plan.tp_rank * shape[-1], classes.type))
+        is_label = b.compare(classes, k.last(labels, shape), direction="EQ")
+        picked = reduce_all(b, b.select(is_label, shifted, k.scalar(0.0, shifted)), "add",
+                            last)
+        if k.tp > 1:
+            total, picked = b.ops("all_reduce", [total, picked], {
+                "reduction": "sum", "replica_groups": k.groups})
+        nll = b.subtract(b.log(total), picked)
+        keep = b.compare(labels, b.splat(IGNORE_INDEX, labels.type), direction="NE")
+        loss_sum = reduce_all(b, b.select(keep, nll, k.scalar(0.0, nll)))
+        count = reduce_all(b, b.convert(keep, k.dtype))
+        return loss_sum, count
+

@@ -1,0 +1,236 @@
+"""The decoder's parameters: names, full shapes, initial values and tensor-parallel slices.
+
+Names (layer `i`; `[gpt]` only with biases, LayerNorm and learned positions):
+
+    embed.tokens [V, H]                 vocabulary-parallel (rows split)
+    embed.positions [P, H]  [gpt]       replicated
+    layers.i.attn_norm.weight [H]       replicated (.bias [gpt])
+    layers.i.attn.qkv [H, (n + 2 k) d]  column-parallel: q heads | k heads | v heads
+    layers.i.attn.qkv_bias  [gpt]       split as qkv
+    layers.i.attn.out [n d, H]          row-parallel (input features split)
+    layers.i.attn.out_bias [H]  [gpt]   replicated
+    layers.i.mlp_norm.weight [H]        replicated (.bias [gpt])
+    layers.i.mlp.up [H, F]  [gpt]       column-parallel (.up_bias [F] split as it)
+    layers.i.mlp.gate_up [H, 2F] [llama] column-parallel: gate | up, each split
+    layers.i.mlp.down [F, H]            row-parallel (.down_bias [H] replicated [gpt])
+    final_norm.weight [H]               replicated (.bias [gpt])
+    head [H, V]                         vocabulary-parallel (columns split)
+
+(n attention heads, k key/value heads, d head size, F the MLP size, V the vocabulary, P the
+positions; products are x @ W, weights [in, out].) A fused weight is split segment by
+segment, so rank r holds its q heads, then its k and v heads, in that order. With
+`kv_replicator` R > 1 key/value head h is held by ranks h R .. h R + R - 1.
+
+`init_full_weights(cfg, seed)` draws the full model once (normal(0, 0.02) matrices and
+embeddings, the residual projections `attn.out` and `mlp.down` scaled by 1/sqrt(2 L) as
+GPT-2 and Megatron do, norm weights 1, biases 0), so every layout starts from the same
+numbers; `shard_weights` slices it for one rank; `unshard_weights` puts the ranks' slices
+(parameters, or gradients, whose replicated key/value copies the stage program already
+summed) back together.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nxcc.compiler.decoder.config import DecoderConfig, StagePlan, check_plan
+
+INIT_STD = 0.02
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of `length` entries along the split axis, in units of `unit` (a head's size),
+    each unit repeated `replicas` times before the split (replicated key/value heads)."""
+
+    length: int
+    unit: int = 1
+    replicas: int = 1
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One parameter: full shape, the axis split over tensor-parallel ranks (None:
+    replicated) and the segments of that axis."""
+
+    name: str
+    shape: tuple[int, ...]
+    axis: int | None = None
+    segments: tuple[Segment, ...] = ()
+    init: str = "normal"  # normal | scaled | ones | zeros
+
+    @property
+    def replicated(self) -> bool:
+        return self.axis is None
+
+    def local_shape(self, tp: int) -> tuple[int, ...]:
+        if self.axis is None:
+            return self.shape
+        shape = list(self.shape)
+        shape[self.axis] = sum(s.length * s.replicas // tp for s in self.segments)
+        return tuple(shape)
+
+
+def _norm(prefix: str, cfg: DecoderConfig) -> list[ParamSpec]:
+    h = cfg.hidden_size
+    out = [ParamSpec(f"{prefix}.weight", (h,), init="ones")]
+    if cfg.family == "gpt":
+        out.append(ParamSpec(f"{prefix}.bias", (h,), init="zeros"))
+    return out
+
+
+def layer_specs(cfg: DecoderConfig, i: int, kv_replicator: int = 1) -> list[ParamSpec]:
+    """The parameters of layer `i`, in the order the stage program takes them."""
+    h, d, f = cfg.hidden_size, cfg.head_dim, cfg.ffn_hidden_size
+    n, k = cfg.num_attention_heads, cfg.kv_heads
+    qkv = (Segment(n * d, d), Segment(k * d, d, kv_replicator), Segment(k * d, d, kv_replicator))
+    p = f"layers.{i}"
+    specs = [*_norm(f"{p}.attn_norm", cfg),
+             ParamSpec(f"{p}.attn.qkv", (h, (n + 2 * k) * d), 1, qkv)]
+    if cfg.has_bias:
+        specs.append(ParamSpec(f"{p}.attn.qkv_bias", ((n + 2 * k) * d,), 0, qkv, "zeros"))
+    specs.append(ParamSpec(f"{p}.attn.out", (n * d, h), 0, (Segment(n * d, d),), "scaled"))
+    if cfg.has_bias:
+        specs.append(ParamSpec(f"{p}.attn.out_bias", (h,), init="zeros"))
+    specs += _norm(f"{p}.mlp_norm", cfg)
+    if cfg.family == "gpt":
+        specs += [ParamSpec(f"{p}.mlp.up", (h, f), 1, (Segment(f),)),
+                  ParamSpec(f"{p}.mlp.up_bias", (f,), 0, (Segment(f),), "zeros")]
+    else:
+        specs.append(ParamSpec(f"{p}.mlp.gate_up", (h, 2 * f), 1, (Segment(f), Segment(f))))
+    specs.append(ParamSpec(f"{p}.mlp.down", (f, h), 0, (Segment(f),), "scaled"))
+    if cfg.has_bias:
+        specs.append(ParamSpec(f"{p}.mlp.down_bias", (h,), init="zeros"))
+    return specs
+
+
+def embedding_specs(cfg: DecoderConfig) -> list[ParamSpec]:
+    v, h = cfg.vocab_size, cfg.hidden_size
+    specs = [ParamSpec("embed.tokens", (v, h), 0, (Segment(v),))]
+    if cfg.family == "gpt":
+        specs.append(ParamSpec("embed.positions", (cfg.max_position_embeddings, h)))
+    return specs
+
+
+def head_specs(cfg: DecoderConfig) -> list[ParamSpec]:
+    v, h = cfg.vocab_size, cfg.hidden_size
+    return [*_norm("final_norm", cfg), ParamSpec("head", (h, v), 1, (Segment(v),))]
+
+
+def model_specs(cfg: DecoderConfig, kv_replicator: int = 1) -> list[ParamSpec]:
+    """Every parameter of the model, embedding first, head last."""
+    layers = [s for i in range(cfg.num_layers) for s in layer_specs(cfg, i, kv_replicator)]
+    return [*embedding_specs(cfg), *layers, *head_specs(cfg)]
+
+
+def stage_specs(cfg: DecoderConfig, plan: StagePlan) -> list[ParamSpec]:
+    """The parameters of `plan`'s stage, in the order its programs take them."""
+    specs = embedding_specs(cfg) if plan.has_embedding else []
+    for i in plan.layers:
+        specs += layer_specs(cfg, i, plan.kv_replicator)
+    return specs + (head_specs(cfg) if plan.has_head else [])
+
+
+def init_full_weights(cfg: DecoderConfig, seed: int) -> dict[str, np.ndarray]:
+    """The whole model's initial weights, drawn in `model_specs` order from `seed`."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(cfg.dtype)
+    scaled = INIT_STD / np.sqrt(2.0 * cfg.num_layers)
+    out: dict[str, np.ndarray] = {}
+    for spec in model_specs(cfg):
+        if spec.init == "ones":
+            arr = np.ones(spec.shape)
+        elif spec.init == "zeros":
+            arr = np.zeros(spec.shape)
+        else:
+            std = scaled if spec.init == "scaled" else INIT_STD
+            arr = rng.normal(0.0, std, spec.shape)
+        out[spec.name] = arr.astype(dtype)
+    return out
+
+
+def _units(arr: np.ndarray, axis: int, seg: Segment) -> np.ndarray:
+    """The segment's entries with each unit repeated `replicas` times."""
+    if seg.replicas == 1:
+        return arr
+    shape = list(arr.shape)
+    blocks = np.moveaxis(arr, axis, 0).reshape(seg.length // seg.unit, seg.unit, -1)
+    blocks = np.repeat(blocks, seg.replicas, axis=0)
+    moved = [shape[axis] * seg.replicas, *(s for i, s in enumerate(shape) if i != axis)]
+    return np.moveaxis(blocks.reshape(moved), 0, axis)
+
+
+def shard(spec: ParamSpec, full: np.ndarray, rank: int, tp: int) -> np.ndarray:
+    """Rank `rank`'s slice of parameter `spec` (a copy)."""
+    if spec.axis is None:
+        return np.array(full)
+    pieces, offset = [], 0
+    for seg in spec.segments:
+        part = np.take(full, range(offset, offset + seg.length), axis=spec.axis)
+        offset += seg.length
+        wide = _units(part, spec.axis, seg)
+        size = wide.shape[spec.axis] // tp
+        pieces.append(np.take(wide, range(rank * size, (rank + 1) * size), axis=spec.axis))
+    return np.ascontiguousarray(np.concatenate(pieces, axis=spec.axis))
+
+
+def unshard(spec: ParamSpec, parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The full parameter from every rank's slice (replicated: rank 0's; a repeated unit:
+    its first copy)."""
+    if spec.axis is None:
+        return np.array(parts[0])
+    tp = len(parts)
+    out, starts = [], [0] * tp
+    for seg in spec.segments:
+        size = seg.length * seg.replicas // tp
+        wide = np.concatenate([np.take(p, range(s, s + size), axis=spec.axis)
+                               for p, s in zip(parts, starts, strict=True)], axis=spec.axis)
+        starts = [s + size for s in starts]
+        if seg.replicas > 1:
+            keep = [u * seg.unit * seg.replicas + j for u in range(seg.length // seg.unit)
+                    for j in range(seg.unit)]
+            wide = np.take(wide, keep, axis=spec.axis)
+        out.append(wide)
+    return np.concatenate(out, axis=spec.axis)
+
+
+def shard_weights(full: dict[str, np.ndarray], cfg: DecoderConfig, plan: StagePlan
+                  ) -> dict[str, np.ndarray]:
+    """The parameters of `plan`'s stage and rank, sliced from the full model's."""
+    check_plan(cfg, plan)
+    return {s.name: shard(s, full[s.name], plan.tp_rank, plan.tp_size)
+            for s in stage_specs(cfg, plan)}
+
+
+def unshard_weights(parts: Sequence[dict[str, np.ndarray]], cfg: DecoderConfig,
+                    plan: StagePlan) -> dict[str, np.ndarray]:
+    """The full values of `plan`'s stage parameters from the slices of tensor-parallel
+    ranks 0 .. tp_size - 1 (in rank order; `plan.tp_rank` is not used)."""
+    if len(parts) != plan.tp_size:
+        raise ValueError(f"{len(parts)} slices for tensor parallel size {plan.tp_size}")
+    return {s.name: unshard(s, [p[s.name] for p in parts]) for s in stage_specs(cfg, plan)}
+
+
+def owned_mask(spec: ParamSpec, rank: int, tp: int) -> np.ndarray:
+    """bool, the shape of rank `rank`'s slice: the entries this rank counts when a sum over
+    every rank must count each parameter entry once (a global gradient norm). Replicated
+    parameters belong to rank 0, a repeated key/value head to the lowest rank holding it."""
+    local = spec.local_shape(tp)
+    if spec.axis is None:
+        return np.full(local, rank == 0)
+    flat = ParamSpec(spec.name, (spec.shape[spec.axis],), 0, spec.segments)
+    index = np.arange(spec.shape[spec.axis])
+    lower = {int(i) for q in range(rank) for i in shard(flat, index, q, tp)}
+    keep = np.array([int(i) not in lower for i in shard(flat, index, rank, tp)])
+    shape = [1] * len(local)
+    shape[spec.axis] = len(keep)
+    return np.broadcast_to(keep.reshape(shape), local).copy()
+
+
+def owned_masks(cfg: DecoderConfig, plan: StagePlan) -> dict[str, np.ndarray]:
+    """`owned_mask` of every parameter of `plan`'s stage on its rank."""
+    check_plan(cfg, plan)
+    return {s.name: owned_mask(s, plan.tp_rank, plan.tp_size) for s in stage_specs(cfg, plan)}

@@ -1,0 +1,240 @@
+"""One rank's training steps: 1F1B over the micro-batches, gradient sync, optimizer update.
+
+`RankTrainer(rank, settings, channels, build)` compiles its stage's programs (through the
+ordinary pipeline, `stage_program`) and binds their collectives to its TP group; each
+`step(k, batch)` then
+
+1. takes its DP rank's micro-batches of the global batch (`data.micro_batches`: DP rank d
+   takes rows d*M*mb .. (d+1)*M*mb - 1, M micro-batches of mb rows each);
+2. runs its stage's 1F1B order (`schedule.stage_ops`): a forward receives the stage input
+   from the previous stage (or takes the tokens), keeps it (the only thing stashed: the
+   backward program recomputes the stage) and sends its output on; a backward receives the
+   output gradient, runs the backward program and sends the input gradient back. The last
+   stage runs `forward_backward` at each forward;
+3. sums the gradients over the micro-batches (in micro-batch order) into the flat gradient
+   vector, sums the `tp_partial` ones over the TP group, and starts the DP buckets
+   (`grad_sync`);
+4. reduces (loss sum, token count, squared gradient norm) over the whole job in rank order,
+   so every rank knows the mean loss over all tokens of the global batch and the global
+   norm; the gradient is scaled by clip_factor / tokens;
+5. runs the compiled optimizer update on its shard at the step's learning rate
+   (`settings.lr_at(k)`), then (ZeRO-1) all-gathers the parameters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from nxcc.backend.runtime.channel_comm import Channels
+from nxcc.driver.options import CompileOptions
+from nxcc.driver.train.data import micro_batches
+from nxcc.driver.train.flat import FlatLayout
+from nxcc.driver.train.grad_sync import GradSync, norm_contribution
+from nxcc.driver.train.groups import DP_STREAMS, PIPE_STREAMS, TP_STREAMS, WORLD_STREAMS, Group
+from nxcc.driver.train.layout import RankLayout
+from nxcc.driver.train.optimizer_step import OptimizerStep
+from nxcc.driver.train.schedule import max_in_flight, stage_ops
+from nxcc.driver.train.stage import StageBuilder, StagePlan
+from nxcc.driver.train.stage_program import compile_function
+from nxcc.passes.autodiff.optimizers import OptimizerConfig
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """What the engine needs of the training configuration."""
+
+    layout: RankLayout
+    micro_batch: int
+    global_batch: int
+    seq_length: int
+    optimizer: OptimizerConfig
+    lr_at: Callable[[int], float]
+    zero1: bool = False
+    sequence_parallel: bool = False
+    clip: float | None = None
+    bucket_bytes: int = 1 << 20
+    options: CompileOptions = field(default_factory=lambda: CompileOptions(target="trn1"))
+
+    @property
+    def world(self) -> int:
+        return self.layout.world_size
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches each DP rank runs per step."""
+        return self.global_batch // (self.micro_batch * self.layout.dp)
+
+
+@dataclass(frozen=True)
+class StepStats:
+    loss: float
+    grad_norm: float
+    lr: float
+    tokens: int
+    seconds: float
+
+
+class RankTrainer:
+    """One rank of a training job (see the module docstring)."""
+
+    def __init__(self, rank: int, settings: EngineSettings, channels: Channels,
+                 build: StageBuilder) -> None:
+        s = self.settings = settings
+        lay = s.layout
+        self.rank, self.channels = rank, channels
+        c = lay.coords(rank)
+        self.tp_rank, self.dp_rank, self.stage = c.tp, c.dp, c.pp
+        self.tp_group = Group(channels, lay.tp_group(rank), rank, TP_STREAMS, "tp")
+        self.dp_group = Group(channels, lay.dp_group(rank), rank, DP_STREAMS, "dp")
+        self.world_group = Group(channels, range(s.world), rank, WORLD_STREAMS, "world")
+        self.plan = StagePlan(self.tp_rank, lay.tp, self.stage, lay.pp, s.micro_batch,
+                              s.seq_length, s.sequence_parallel)
+        self.build = build(self.plan)
+        self._compile()
+        names = [n for n, _ in self.build.params]
+        self.layout = FlatLayout([a.shape for _, a in self.build.params], lay.dp,
+                                 s.bucket_bytes)
+        self.flat = np.zeros(self.layout.size, np.float32)
+        self.params = self.layout.views(self.flat)
+        for view, (_, a) in zip(self.params, self.build.params, strict=True):
+            view[...] = a
+        counted = np.zeros(self.layout.size, np.float32)
+        masks = self.build.norm_masks
+        for view, n in zip(self.layout.views(counted), names, strict=True):
+            view[...] = masks[n] if n in masks else (
+                0.0 if (n in self.build.replicated and self.tp_rank) else 1.0)
+        self.sync = GradSync(self.layout, self.dp_group, s.zero1)
+        self.mask = self.sync.count_mask(counted)
+        self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]
+        self.optimizer = OptimizerStep(s.optimizer, self.sync.shard_size, s.options)
+        self.next_rank = lay.stage_peer(rank, 1)
+        self.prev_rank = lay.stage_peer(rank, -1)
+
+    def _compile(self) -> None:
+        module, opts = self.build.module, self.settings.options
+        names = ["forward_backward"] if self.plan.last else ["forward", "backward"]
+        self.programs = {n: compile_function(module, n, opts) for n in names}
+        self.executors = {n: p.executor(self.tp_group.endpoint, self.tp_group.index)
+                          for n, p in self.programs.items()}
+
+    # one step
+
+    def _micro_batches(self, inputs: np.ndarray, labels: np.ndarray
+                       ) -> list[tuple[np.ndarray, np.ndarray]]:
+        cut = micro_batches(inputs, labels, self.dp_rank, self.settings.layout.dp,
+                            self.settings.micro_batch)
+        return [(np.ascontiguousarray(x, np.int32), np.ascontiguousarray(y, np.int32))
+                for x, y in cut]
+
+    def _accumulate(self, grads: list[np.ndarray], acc: list[np.ndarray], first: bool) -> None:
+        for view, g in zip(acc, grads, strict=True):
+            if first:
+                view[...] = g
+            else:
+                view += g
+
+    def _run_pipeline(self, micro: list[tuple[np.ndarray, np.ndarray]], acc: list[np.ndarray]
+                      ) -> tuple[float, float]:
+        """The stage's 1F1B order; (loss sum, token count) on the last stage, else zeros."""
+        plan, ch = self.plan, self.channels
+        stash: dict[int, np.ndarray] = {}
+        pending_g_in: dict[int, np.ndarray] = {}
+        loss_sum = count = 0.0
+        done = 0
+        for kind, m in stage_ops(plan.stage, plan.stages, len(micro)):
+            tokens, labels = micro[m]
+            if kind == "F":
+                x_in = tokens if plan.first else ch.recv(self.prev_rank, self.rank,
+                                                         PIPE_STREAMS)
+                if plan.last:
+                    out = self.executors["forward_backward"].run(
+                        [*self.params, x_in, labels])
+                    loss_sum += float(out[0])
+                    count += float(out[1])
+                    rest = out[2:]
+                    if not plan.first:
+                        pending_g_in[m], rest = rest[0], rest[1:]
+                    self._accumulate(rest, acc, done == 0)
+                    done += 1
+                    continue
+                stash[m] = x_in  # type: ignore[assignment]
+                (x_out,) = self.executors["forward"].run([*self.params, x_in])
+                ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
+                continue
+            if plan.last:
+                if not plan.first:
+                    ch.send(self.rank, self.prev_rank, pending_g_in.pop(m), PIPE_STREAMS + 1)
+                continue
+            g_out = ch.recv(self.next_rank, self.rank, PIPE_STREAMS + 1)
+            out = self.executors["backward"].run([*self.params, stash.pop(m), g_out])
+            if not plan.first:
+                ch.send(self.rank, self.prev_rank, out[0], PIPE_STREAMS + 1)
+                out = out[1:]
+            self._accumulate(out, acc, done == 0)
+            done += 1
+        return loss_sum, count
+
+    def step(self, k: int, inputs: np.ndarray, labels: np.ndarray) -> StepStats:
+        """Train step k (0-based: the optimizer steps taken before it) on the global batch
+        (`inputs`, `labels`: [global_batch, seq_length] token ids)."""
+        start = time.perf_counter()
+        grads_flat = np.zeros(self.layout.size, np.float32)
+        acc = self.layout.views(grads_flat)
+        loss_sum, count = self._run_pipeline(self._micro_batches(inputs, labels), acc)
+        for i in self.partial:
+            acc[i][...] = self.tp_group.all_reduce(acc[i])
+        self.sync.start(grads_flat)
+        shard = self.sync.finish()
+        counts_loss = self.plan.last and self.tp_rank == 0
+        local = np.array([loss_sum if counts_loss else 0.0, count if counts_loss else 0.0,
+                          norm_contribution(shard, self.mask)], np.float64)
+        total_loss, tokens, squares = self.world_group.all_reduce(local)
+        norm = float(np.sqrt(squares)) / tokens
+        clip = self.settings.clip
+        factor = min(1.0, clip / (norm + 1e-6)) if clip else 1.0
+        params_shard = self.layout.shard(self.flat, self.dp_group.index, self.sync.zero1)
+        lr = float(np.float32(self.settings.lr_at(k)))
+        new_shard = self.optimizer(params_shard, shard, factor / tokens, lr, k)
+        self.sync.gather_params(self.flat, new_shard)
+        return StepStats(total_loss / tokens, norm, lr, int(tokens),
+                         time.perf_counter() - start)
+
+    # figures and state
+
+    def memory(self) -> dict[str, int]:
+        """Bytes this rank holds: parameters, gradients, optimizer state, peak activations
+        (the model's own figure when it has one, else the stage programs' planned arenas
+        plus the stage inputs 1F1B keeps in flight)."""
+        s, plan = self.settings, self.plan
+        in_flight = max_in_flight(stage_ops(plan.stage, plan.stages, s.micro_batches))
+        x_in = self.programs["forward_backward" if plan.last else "forward"].param_types[
+            len(self.params)]
+        stash = int(np.prod(x_in[0], dtype=np.int64)) * 4 * (0 if plan.last else in_flight)
+        arenas = max(p.arena_bytes for p in self.programs.values())
+        peak = self.build.peak_activation_bytes
+        return {"parameter_bytes": 4 * self.layout.used,
+                "gradient_bytes": 4 * self.layout.used,
+                "optimizer_state_bytes": self.optimizer.state_bytes,
+                "activation_bytes": (arenas if peak is None else peak) + stash}
+
+    def param_arrays(self) -> dict[str, np.ndarray]:
+        return {n: v.copy() for (n, _), v in zip(self.build.params, self.params, strict=True)}
+
+    def load_params(self, arrays: dict[str, np.ndarray]) -> None:
+        for (n, _), v in zip(self.build.params, self.params, strict=True):
+            v[...] = arrays[n]
+
+    def optimizer_state(self) -> dict[str, np.ndarray]:
+        return {f"slot{i}": s.copy() for i, s in enumerate(self.optimizer.slots)}
+
+    def load_optimizer_state(self, arrays: dict[str, np.ndarray]) -> None:
+        self.optimizer.slots = [np.array(arrays[f"slot{i}"], np.float32)
+                                for i in range(len(self.optimizer.slots))]
+
+    def close(self) -> None:
+        for g in (self.tp_group, self.dp_group, self.world_group):
+            g.close()

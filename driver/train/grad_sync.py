@@ -1,0 +1,76 @@
+"""Gradients across data-parallel ranks: buckets reduced on the communication thread.
+
+`GradSync.start(flat_grads)` starts one reduction per bucket (`flat.FlatLayout`, the last
+layers' bucket first) on the DP group's communication thread: an all-reduce of the bucket
+(every DP rank then holds the summed gradient), or with ZeRO-1 a reduce-scatter (each DP
+rank holds the summed gradient of its chunk only). `finish()` waits for them and returns
+the rank's gradient shard (the whole vector without ZeRO-1). After the optimizer updated the
+shard, `gather_params` all-gathers every bucket's chunks back into the full parameters
+(ZeRO-1). The ring order of each reduction is fixed, so all DP ranks hold the same bits.
+
+`norm_contribution` is this rank's part of the squared global gradient norm: each element
+is counted on exactly one rank of the job (a TP-sharded parameter on every TP rank, a
+replicated one on TP rank 0 only; without ZeRO-1 on DP rank 0 only, with it on the DP rank
+whose chunk holds it).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future
+
+import numpy as np
+
+from nxcc.driver.train.flat import FlatLayout
+from nxcc.driver.train.groups import Group
+
+
+class GradSync:
+    """One rank's side of the DP gradient reduction (see the module docstring)."""
+
+    def __init__(self, layout: FlatLayout, dp_group: Group, zero1: bool) -> None:
+        self.layout = layout
+        self.group = dp_group
+        self.zero1 = zero1 and dp_group.size > 1
+        self.d = dp_group.index
+        self._pending: list[tuple[slice, slice, Future]] = []
+
+    @property
+    def shard_size(self) -> int:
+        return self.layout.shard_size(self.zero1)
+
+    def start(self, flat_grads: np.ndarray) -> None:
+        """Start every bucket's reduction (the caller may reuse `flat_grads` at once)."""
+        op = "reduce_scatter" if self.zero1 else "all_reduce"
+        self._pending = [(whole, part, self.group.start(op, flat_grads[whole]))
+                         for whole, part in self.layout.bucket_slices(self.d)]
+
+    def finish(self) -> np.ndarray:
+        """The reduced gradient shard of this rank."""
+        out = np.empty(self.shard_size, np.float32)
+        for whole, part, future in self._pending:
+            out[part if self.zero1 else whole] = future.result()
+        self._pending = []
+        return out
+
+    def gather_params(self, flat_params: np.ndarray, shard: np.ndarray) -> None:
+        """Write the updated `shard` and the other DP ranks' chunks into `flat_params`."""
+        if not self.zero1:
+            flat_params[:] = shard
+            return
+        futures = [(whole, self.group.start("all_gather", shard[part]))
+                   for whole, part in self.layout.bucket_slices(self.d)]
+        for whole, future in futures:
+            flat_params[whole] = future.result()
+
+    def count_mask(self, counted: np.ndarray) -> np.ndarray:
+        """`counted` (1.0 per flat element this TP rank counts) cut to this rank's shard, or
+        zeros when another DP rank counts it (see the module docstring)."""
+        if self.zero1:
+            return self.layout.shard(counted, self.d, True)
+        return counted if self.d == 0 else np.zeros_like(counted)
+
+
+def norm_contribution(grad_shard: np.ndarray, mask: np.ndarray) -> float:
+    """The sum of squares of the elements of `grad_shard` this rank counts, in float64."""
+    g = grad_shard.astype(np.float64)
+    return float(np.dot(g * mask, g))

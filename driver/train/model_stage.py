@@ -1,0 +1,127 @@
+"""The built-in decoder (`compiler.decoder`) as the engine's model provider.
+
+`decoder_builder(model, seed, distributed, data)` returns the engine's `StageBuilder`: for
+each rank's `StagePlan` the decoder's stage module, and the rank's slices of the full
+weights drawn once from `seed` (so every layout starts from the same numbers). Stages take
+the layers `model.cut_after` gives (NxD's `pipeline_cuts`), else the split of balanced
+FLOPs (`cuts.balanced_cuts`).
+
+The global gradient norm counts each element of the model once: a replicated parameter on
+TP rank 0 only, and in a fused weight whose key/value heads are repeated `kv_replicator`
+times only the copy of the lowest rank holding it (the decoder's `owned_masks`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from nxcc.backend.program.memory_plan import peak_activation_bytes
+from nxcc.compiler.decoder import (
+    DecoderConfig,
+    DecoderError,
+    build_stage,
+    init_full_weights,
+    owned_masks,
+    shard_weights,
+    stage_specs,
+)
+from nxcc.compiler.decoder import StagePlan as DecoderPlan
+from nxcc.driver.train.config import DataConfig, DistributedConfig
+from nxcc.driver.train.config_model import ModelConfig
+from nxcc.driver.train.cuts import balanced_cuts, per_stage_flops, stage_costs
+from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
+
+RECOMPUTE = {None: "none", "none": "none", "selective": "selective", "full": "full"}
+
+
+def decoder_config(model: ModelConfig) -> DecoderConfig:
+    try:
+        return DecoderConfig(
+            model.family, num_layers=model.num_layers, hidden_size=model.hidden_size,
+            num_attention_heads=model.num_attention_heads,
+            ffn_hidden_size=model.ffn_hidden_size, vocab_size=model.vocab_size,
+            max_position_embeddings=model.max_position_embeddings,
+            num_kv_heads=model.num_kv_heads, rope_theta=model.rope_theta,
+            norm_eps=model.layernorm_epsilon,
+            tie_embeddings=model.share_embeddings_and_output_weights)
+    except DecoderError as exc:
+        raise TrainConfigError("model", str(exc)) from None
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The stages' layers (`cut_after`: the last layer of each stage but the last), whether
+    the cost model chose them, and each stage's FLOPs per micro-batch (None with PP = 1)."""
+
+    cut_after: tuple[int, ...]
+    automatic: bool
+    flops: tuple[int, ...] | None
+
+    def layers(self, stage: int, num_layers: int) -> range:
+        ends = [c + 1 for c in self.cut_after] + [num_layers]
+        return range(0 if stage == 0 else ends[stage - 1], ends[stage])
+
+    def describe(self, num_layers: int) -> str:
+        runs = [self.layers(s, num_layers) for s in range(len(self.cut_after) + 1)]
+        text = " | ".join(f"layers {r.start}-{r.stop - 1}" for r in runs)
+        how = "balanced by FLOPs" if self.automatic else "model.pipeline_cuts"
+        if self.flops:
+            text += " (FLOPs per micro-batch " + ", ".join(f"{f:,}" for f in self.flops) + ")"
+        return f"pipeline stages ({how}): {text}"
+
+
+def plan_pipeline(model: ModelConfig, cfg: DecoderConfig, stages: int, data: DataConfig,
+                  recompute: str) -> Pipeline:
+    """The stages' layers: the configured cuts, else the balanced ones."""
+    if stages == 1:
+        return Pipeline((), False, None)
+    costs = stage_costs(cfg, data.micro_batch_size, data.seq_length, recompute)
+    cuts = model.cut_after or balanced_cuts(costs, model.num_layers, stages)
+    flops = tuple(per_stage_flops(costs, cuts, model.num_layers))
+    return Pipeline(cuts, not model.cut_after, flops)
+
+
+def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfig,
+                    data: DataConfig) -> tuple[StageBuilder, Pipeline]:
+    """The builder of every rank's stage, and the pipeline's split."""
+    cfg = decoder_config(model)
+    if cfg.tie_embeddings and distributed.pipeline_model_parallel_size > 1:
+        raise TrainConfigError("model.share_embeddings_and_output_weights",
+                               "tied embeddings across pipeline stages are not supported: "
+                               "set it to false or pipeline_model_parallel_size to 1")
+    recompute = RECOMPUTE.get(model.activations_checkpoint_granularity, "none")
+    try:
+        pipeline = plan_pipeline(model, cfg, distributed.pipeline_model_parallel_size, data,
+                                 recompute)
+    except DecoderError as exc:
+        raise TrainConfigError("model", str(exc)) from None
+    full: dict[str, np.ndarray] = {}
+    lock = threading.Lock()
+
+    def build(plan: StagePlan) -> StageBuild:
+        layers = pipeline.layers(plan.stage, model.num_layers)
+        dplan = DecoderPlan(
+            tp_rank=plan.tp_rank, tp_size=plan.tp_size,
+            sequence_parallel=plan.sequence_parallel,
+            kv_replicator=distributed.kv_replicator, first_layer=layers.start,
+            last_layer=layers.stop, has_embedding=plan.first, has_head=plan.last,
+            recompute=recompute, micro_batch=plan.micro_batch, seq_length=plan.seq_length)
+        with lock:
+            if not full:
+                full.update(init_full_weights(cfg, seed))
+        try:
+            module = build_stage(cfg, dplan)
+        except DecoderError as exc:
+            raise TrainConfigError("model", str(exc)) from None
+        mine = shard_weights(full, cfg, dplan)
+        specs = stage_specs(cfg, dplan)
+        params = [(s.name, mine[s.name]) for s in specs]
+        masks = {n: m.astype(np.float32) for n, m in owned_masks(cfg, dplan).items()}
+        peak = max(peak_activation_bytes(module, fn) for fn in module.functions)
+        return StageBuild(module, params, norm_masks=masks, peak_activation_bytes=peak)
+
+    return build, pipeline

@@ -1,0 +1,195 @@
+"""Shared pieces of the decoder tests: a numpy reference of the model, and running a stage
+program on every tensor-parallel rank as threads (the interpreter, collectives through the
+runtime's in-process communicator)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nxcc.backend.runtime.multicore import Communicator, Endpoint, run_cores
+from nxcc.compiler.decoder import (
+    DecoderConfig,
+    StagePlan,
+    build_stage,
+    program,
+    shard_weights,
+    stage_specs,
+    unshard_weights,
+)
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.core import Module
+from nxcc.ir.interpreter import IRContext
+
+
+def llama(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
+    args = {"num_layers": layers, "hidden_size": 16, "num_attention_heads": 4,
+            "num_kv_heads": 2, "ffn_hidden_size": 24, "vocab_size": 32,
+            "max_position_embeddings": 16, "rope_theta": 500.0, "dtype": dtype, **kw}
+    return DecoderConfig("llama", **args)
+
+
+def gpt(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
+    args = {"num_layers": layers, "hidden_size": 16, "num_attention_heads": 4,
+            "ffn_hidden_size": 32, "vocab_size": 32, "max_position_embeddings": 16,
+            "dtype": dtype, **kw}
+    return DecoderConfig("gpt", **args)
+
+
+def random_weights(cfg: DecoderConfig, seed: int) -> dict[str, np.ndarray]:
+    """Every parameter drawn at random (norm weights near 1, biases nonzero), so that no
+    gradient is trivially zero."""
+    from nxcc.compiler.decoder import model_specs
+
+    rng = np.random.default_rng(seed)
+    out = {}
+    for s in model_specs(cfg):
+        base = 1.0 if s.init == "ones" else 0.0
+        scale = 0.1 if s.init in ("ones", "zeros") else 0.3
+        out[s.name] = (base + rng.normal(0, scale, s.shape)).astype(cfg.dtype)
+    return out
+
+
+def batch(cfg: DecoderConfig, b: int, s: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, cfg.vocab_size, (b, s)).astype(np.int32)
+    labels = rng.integers(0, cfg.vocab_size, (b, s)).astype(np.int32)
+    labels[0, 1] = -100
+    return tokens, labels
+
+
+# ---- numpy reference ---------------------------------------------------------------------
+
+def _norm(cfg: DecoderConfig, x: np.ndarray, w: Mapping[str, np.ndarray], name: str
+          ) -> np.ndarray:
+    if cfg.family == "gpt":
+        x = x - x.mean(-1, keepdims=True)
+        y = x / np.sqrt((x * x).mean(-1, keepdims=True) + cfg.norm_eps)
+        return y * w[f"{name}.weight"] + w[f"{name}.bias"]
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + cfg.norm_eps) * w[f"{name}.weight"]
+
+
+def _rope(x: np.ndarray, theta: float) -> np.ndarray:
+    s, d = x.shape[1], x.shape[-1]
+    inv = theta ** (-np.arange(0, d, 2) / d)
+    ang = np.arange(s)[:, None] * inv[None, :]
+    ang = np.concatenate([ang, ang], -1)[None, :, None, :]
+    turned = np.concatenate([-x[..., d // 2:], x[..., :d // 2]], -1)
+    return x * np.cos(ang) + turned * np.sin(ang)
+
+
+def _layer(cfg: DecoderConfig, x: np.ndarray, w: Mapping[str, np.ndarray], i: int
+           ) -> np.ndarray:
+    p = f"layers.{i}"
+    n, k, d = cfg.num_attention_heads, cfg.kv_heads, cfg.head_dim
+    bsz, s, _ = x.shape
+    h = _norm(cfg, x, w, f"{p}.attn_norm")
+    qkv = h @ w[f"{p}.attn.qkv"] + w.get(f"{p}.attn.qkv_bias", 0.0)
+    q = qkv[..., :n * d].reshape(bsz, s, n, d)
+    key = qkv[..., n * d:(n + k) * d].reshape(bsz, s, k, d)
+    val = qkv[..., (n + k) * d:].reshape(bsz, s, k, d)
+    if cfg.family == "llama":
+        q, key = _rope(q, cfg.rope_theta), _rope(key, cfg.rope_theta)
+    key, val = np.repeat(key, n // k, axis=2), np.repeat(val, n // k, axis=2)
+    scores = np.einsum("bqhd,bkhd->bhqk", q, key) / np.sqrt(d)
+    scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
+    probs = np.exp(scores - scores.max(-1, keepdims=True))
+    probs /= probs.sum(-1, keepdims=True)
+    ctx = np.einsum("bhqk,bkhd->bqhd", probs, val).reshape(bsz, s, n * d)
+    x = x + ctx @ w[f"{p}.attn.out"] + w.get(f"{p}.attn.out_bias", 0.0)
+    h = _norm(cfg, x, w, f"{p}.mlp_norm")
+    if cfg.family == "gpt":
+        u = h @ w[f"{p}.mlp.up"] + w[f"{p}.mlp.up_bias"]
+        u = 0.5 * u * (1 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u ** 3)))
+    else:
+        gu = h @ w[f"{p}.mlp.gate_up"]
+        f = gu.shape[-1] // 2
+        gate = gu[..., :f]
+        u = gate / (1 + np.exp(-gate)) * gu[..., f:]
+    return x + u @ w[f"{p}.mlp.down"] + w.get(f"{p}.mlp.down_bias", 0.0)
+
+
+def reference_loss(cfg: DecoderConfig, weights: Mapping[str, np.ndarray], tokens: np.ndarray,
+                   labels: np.ndarray) -> tuple[float, float]:
+    """(sum of the cross-entropy over positions whose label is not -100, their count), in
+    float64."""
+    w = {k: v.astype(np.float64) for k, v in weights.items()}
+    x = w["embed.tokens"][tokens]
+    if cfg.family == "gpt":
+        x = x + w["embed.positions"][:tokens.shape[1]]
+    for i in range(cfg.num_layers):
+        x = _layer(cfg, x, w, i)
+    logits = _norm(cfg, x, w, "final_norm") @ w["head"]
+    top = logits.max(-1, keepdims=True)
+    lse = np.log(np.exp(logits - top).sum(-1)) + top[..., 0]
+    keep = labels != -100
+    picked = np.take_along_axis(logits, np.where(keep, labels, 0)[..., None], -1)[..., 0]
+    return float(((lse - picked) * keep).sum()), float(keep.sum())
+
+
+# ---- running stage programs on TP ranks ----------------------------------------------------
+
+class RankContext(IRContext):
+    """The interpreter with collectives through one rank's endpoint."""
+
+    def __init__(self, module: Module, endpoint: Endpoint) -> None:
+        super().__init__(module, partition_id=endpoint.rank)
+        self.endpoint = endpoint
+
+    def collective(self, opcode: str, args: Sequence[np.ndarray],
+                   attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
+        return self.endpoint.collective(opcode, args, attrs)
+
+
+def plans(plan: StagePlan) -> list[StagePlan]:
+    from dataclasses import replace
+
+    return [replace(plan, tp_rank=r) for r in range(plan.tp_size)]
+
+
+def run_tp(cfg: DecoderConfig, plan: StagePlan, fn: str,
+           per_rank_args: Sequence[Sequence[np.ndarray]]) -> list[list[np.ndarray]]:
+    """Function `fn` of every TP rank's stage module, run as threads; each rank's
+    outputs."""
+    ranks = plans(plan)
+    programs = [program(build_stage(cfg, p), fn) for p in ranks]
+    if plan.tp_size == 1:
+        return [IRContext(programs[0]).call(fn, list(per_rank_args[0]))]
+    comm = Communicator(plan.tp_size)
+
+    def work(r: int):
+        return lambda: RankContext(programs[r], comm.endpoint(r)).call(fn,
+                                                                       list(per_rank_args[r]))
+
+    return run_cores([work(r) for r in range(plan.tp_size)], comm)
+
+
+def shards(full: Mapping[str, np.ndarray], cfg: DecoderConfig, plan: StagePlan
+           ) -> list[list[np.ndarray]]:
+    """Each rank's parameter arrays in program order."""
+    out = []
+    for p in plans(plan):
+        mine = shard_weights(dict(full), cfg, p)
+        out.append([mine[s.name] for s in stage_specs(cfg, p)])
+    return out
+
+
+def gather_grads(outs: Sequence[Sequence[np.ndarray]], first: int, cfg: DecoderConfig,
+                 plan: StagePlan) -> dict[str, np.ndarray]:
+    """The full gradients from every rank's outputs (gradients from index `first`)."""
+    specs = stage_specs(cfg, plan)
+    parts = [{s.name: o[first + j] for j, s in enumerate(specs)} for o in outs]
+    return unshard_weights(parts, cfg, plan)
+
+
+def single_stage(cfg: DecoderConfig, full: Mapping[str, np.ndarray], tokens: np.ndarray,
+                 labels: np.ndarray, **plan_kw) -> tuple[float, float, dict[str, np.ndarray]]:
+    """(loss_sum, token_count, full gradients) of one stage holding the whole model."""
+    plan = StagePlan(last_layer=cfg.num_layers, micro_batch=tokens.shape[0],
+                     seq_length=tokens.shape[1], **plan_kw)
+    args = [[*w, tokens, labels] for w in shards(full, cfg, plan)]
+    outs = run_tp(cfg, plan, "forward_backward", args)
+    for o in outs[1:]:  # the loss is replicated over the TP group
+        np.testing.assert_allclose(o[0], outs[0][0], rtol=1e-6)
+    return float(outs[0][0]), float(outs[0][1]), gather_grads(outs, 2, cfg, plan)
