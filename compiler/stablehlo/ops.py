@@ -175,6 +175,10 @@ def convolution(b: CompBuilder, op: Op, a: AttrReader) -> None:
     win = a.get("window")
     win = win if isinstance(win, dict) else {}
     kernel = b.shape_of(op.operands[1], op.offset)
+    rank = len(dims.kernel_spatial) + 2  # and its input and output feature dimensions
+    if not isinstance(kernel, ArrayShape) or len(kernel.dims) != rank:
+        raise a.error(f"the kernel's type {kernel} does not have the {rank} dimensions "
+                      "dim_numbers names", "dim_numbers")
 
     def field(pretty: str, generic: str, default: int) -> tuple[int, ...]:
         v = win.get(pretty, op.attrs.get(generic))

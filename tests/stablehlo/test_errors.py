@@ -87,3 +87,36 @@ def test_unclosed_brackets_fail_at_once() -> None:
                    GOOD + "#x = #stablehlo.thing<" + "a, " * 40 + "\n"):
         with pytest.raises(HloError):
             import_xla(broken)
+
+
+CONV = """module @m {
+  func.func public @main(%arg0: tensor<1x4x4x1xf32>, %arg1: KERNEL) -> tensor<1x4x4x1xf32> {
+    %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x1xf32>, KERNEL) -> tensor<1x4x4x1xf32>
+    return %0 : tensor<1x4x4x1xf32>
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("kernel", ["tensor<3x3x1x1xf32>", "tensor<2xf32>",
+                                    "tuple<tensor<3x3x1x1xf32>>"],
+                         ids=["right", "rank-1", "tuple"])
+def test_convolution_kernel_of_the_wrong_rank(kernel: str) -> None:
+    """(Found by the fuzzer: an IndexError, an AttributeError.) A kernel whose type lacks
+    the dimensions dim_numbers names is an error at the op."""
+    text = CONV.replace("KERNEL", kernel)
+    if kernel == "tensor<3x3x1x1xf32>":
+        import_xla(text)
+        return
+    with pytest.raises(HloError) as info:
+        import_xla(text)
+    assert info.value.line == 3 and "does not have the 4 dimensions" in info.value.message
+
+
+def test_tuple_types_nested_too_deep() -> None:
+    """(Found by the fuzzer: a RecursionError.) Tuple types nest at most 64 deep."""
+    deep = "tuple<" * 3000 + "tensor<4xf32>" + ">" * 3000
+    with pytest.raises(HloError) as info:
+        import_xla(GOOD.replace("-> tensor<4xf32>", f"-> {deep}"))
+    assert "tuples nest at most 64 deep" in info.value.message
+    assert import_xla(GOOD.replace("-> tensor<4xf32>", "-> tuple<tuple<tensor<4xf32>>>"))
