@@ -98,19 +98,52 @@ CONV = """module @m {
 """
 
 
-@pytest.mark.parametrize("kernel", ["tensor<3x3x1x1xf32>", "tensor<2xf32>",
-                                    "tuple<tensor<3x3x1x1xf32>>"],
-                         ids=["right", "rank-1", "tuple"])
-def test_convolution_kernel_of_the_wrong_rank(kernel: str) -> None:
+KERNELS = [("tensor<3x3x1x1xf32>", None), ("tensor<2xf32>", "does not have the 4 dimensions"),
+           ("tuple<tensor<3x3x1x1xf32>>", "expected a tensor as operand 1")]
+
+
+@pytest.mark.parametrize(("kernel", "words"), KERNELS, ids=["right", "rank-1", "tuple"])
+def test_convolution_kernel_of_the_wrong_rank(kernel: str, words: str | None) -> None:
     """(Found by the fuzzer: an IndexError, an AttributeError.) A kernel whose type lacks
     the dimensions dim_numbers names is an error at the op."""
     text = CONV.replace("KERNEL", kernel)
-    if kernel == "tensor<3x3x1x1xf32>":
+    if words is None:
         import_xla(text)
         return
     with pytest.raises(HloError) as info:
         import_xla(text)
-    assert info.value.line == 3 and "does not have the 4 dimensions" in info.value.message
+    assert info.value.line == 3 and words in info.value.message
+
+
+OPERANDS = """module @m {
+  func.func public @main(%arg0: tuple<tensor<4xf32>>) -> tensor<4xf32> {
+    OP
+  }
+}
+"""
+TUPLE_OPERAND = [  # (found by the fuzzer: AttributeError 'TupleShape' has no 'dims')
+    '%0 = "stablehlo.sort"(%arg0) ({\n ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n'
+    '  %c = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n'
+    '  stablehlo.return %c : tensor<i1>\n }) {dimension = 0 : i64} : '
+    '(tuple<tensor<4xf32>>) -> tensor<4xf32>',
+    '%0 = "stablehlo.dot"(%arg0, %arg0) : (tuple<tensor<4xf32>>, tuple<tensor<4xf32>>) '
+    '-> tensor<4xf32>',
+]
+
+
+@pytest.mark.parametrize("line", TUPLE_OPERAND, ids=["sort", "dot"])
+def test_an_op_given_a_tuple_where_it_takes_a_tensor(line: str) -> None:
+    with pytest.raises(HloError) as info:
+        import_xla(OPERANDS.replace("OP", line + "\n    return %0 : tensor<4xf32>"))
+    assert "expected a tensor as operand 0" in info.value.message
+
+
+def test_result_count_is_bounded() -> None:
+    """(Found by the fuzzer: `%0:2147483648 = ...` built a list of 2^31 names, a hang.)"""
+    text = GOOD.replace("%0 = stablehlo.add", "%0:2147483648 = stablehlo.add")
+    with pytest.raises(HloError) as info:
+        import_xla(text)
+    assert "a number of results from 1 to 65536" in info.value.message
 
 
 def test_tuple_types_nested_too_deep() -> None:
