@@ -161,7 +161,9 @@ NOT_REMEMBERED = ("NCC_EARG001", WRITE_FAILED)
 
 def _publish_failure(cache: CompileCache, key: CacheKey, staged: str,
                      exc: CompileError) -> None:
-    with open(os.path.join(staged, "error.json"), "w", encoding="utf-8") as f:
-        json.dump({"code": exc.code, "message": exc.args[0]}, f)
+    raw = json.dumps({"code": exc.code, "message": exc.args[0]}).encode("utf-8")
+    with open(os.path.join(staged, "error.json"), "wb") as f:
+        f.write(raw)
     pause_point("error")
-    cache.publish(key, staged, {"status": "failed", "error_code": exc.code})
+    cache.publish(key, staged, {"status": "failed", "error_code": exc.code,
+                                "error_sha256": hashlib.sha256(raw).hexdigest()})

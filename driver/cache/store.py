@@ -97,10 +97,14 @@ class CacheEntry:
 
     def error(self) -> CompileError | None:
         """The remembered failure as the error it was, or None if `error.json` is missing,
-        unreadable or not a compile error's code and message (a damaged entry)."""
+        unreadable, not its recorded SHA-256 or not a compile error's code and message (a
+        damaged entry)."""
         try:
-            with open(os.path.join(self.path, ERROR), encoding="utf-8") as f:
-                err = json.load(f)
+            with open(os.path.join(self.path, ERROR), "rb") as f:
+                raw = f.read()
+            if hashlib.sha256(raw).hexdigest() != self.meta.get("error_sha256"):
+                return None
+            err = json.loads(raw)
         except (OSError, ValueError, RecursionError):
             return None
         if not isinstance(err, dict) or not isinstance(err.get("message"), str) \

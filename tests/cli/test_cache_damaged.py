@@ -44,6 +44,8 @@ FAILED_DAMAGE = {  # a remembered failure whose error cannot be read back
     "error-message-a-list": _json("error.json", {"code": "NCC_EUOC002", "message": ["x"]}),
     "error-missing": lambda e: (e / "error.json").unlink(),
     "meta-code-not-a-code": _meta(error_code=""),
+    "error-message-changed": _json("error.json", {"code": "NCC_EUOC002", "message": "x"}),
+    "meta-sha-missing": _meta(error_sha256=None),
 }
 OK_DAMAGE = {  # a compiled entry
     "neff-missing": lambda e: (e / "model.neff").unlink(),
