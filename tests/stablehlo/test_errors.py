@@ -153,3 +153,18 @@ def test_tuple_types_nested_too_deep() -> None:
         import_xla(GOOD.replace("-> tensor<4xf32>", f"-> {deep}"))
     assert "tuples nest at most 64 deep" in info.value.message
     assert import_xla(GOOD.replace("-> tensor<4xf32>", "-> tuple<tuple<tensor<4xf32>>>"))
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    (": tensor<4xf32>\n    return", ": tensor<" + "2x" * 20 + "f32>\n    return",
+     "rank 20 is over the limit of 16"),
+    ("%0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>",
+     "%0 = stablehlo.constant dense<1.0> : tensor<65536x65536xf32>",
+     "over the limit of 1073741824"),
+], ids=["rank-20", "16-gib-constant"])
+def test_types_over_the_size_limits(old: str, new: str, words: str) -> None:
+    """(Found by the fuzzer: MemoryError filling a constant of 2^52 elements.) Tensor types
+    are bounded where they are read, as HLO text's shapes are."""
+    with pytest.raises(HloError) as info:
+        import_xla(GOOD.replace(old, new))
+    assert words in info.value.message
