@@ -8,7 +8,7 @@ import json
 import click
 
 from nxcc.cli.errors import user_errors
-from nxcc.driver.cache import CompileCache, cache_root
+from nxcc.driver.cache.store import CompileCache, cache_root
 
 CACHE_DIR = click.option("--cache-dir", help="Cache root (default: NEURON_COMPILE_CACHE_URL, "
                          "else /var/tmp/neuron-compile-cache).")

@@ -16,7 +16,8 @@ from nxcc.cli.compile_args import PIPELINE_META, RECORDED_META, CompileCommand
 from nxcc.cli.errors import user_errors
 from nxcc.cli.logsetup import VerboseLevel, setup_logging
 from nxcc.cli.progress import ProgressLine
-from nxcc.driver.cache import CompileCache, cache_root
+from nxcc.cli.replay import PASS_LINE, remember, wrote_message
+from nxcc.driver.cache.store import CompileCache, cache_root
 from nxcc.driver.cached_compile import compile_cached
 from nxcc.driver.options import (
     AUTO_CAST,
@@ -161,12 +162,16 @@ def compile_cmd(ctx: click.Context, model: str, **kw: object) -> None:
     cache = None if kw["no_cache"] else CompileCache(cache_root(kw["cache_dir"]))  # type: ignore[arg-type]
     with ProgressLine() as progress:
         outcome = compile_cached(model, options, cache, emit=click.echo, progress=progress.stage)
-    log.info("wrote %s (%s, %.3f s)", options.output,
-             f"compile cache {outcome.status}: {outcome.entry}" if outcome.entry
-             else "compile cache off", outcome.seconds)
+    log.info("%s", wrote_message(options.output, outcome.status, outcome.entry,
+                                 outcome.seconds))
+    if outcome.key is not None:
+        argv = (ctx.find_root().obj or {}).get("argv")
+        if argv is not None:
+            remember(argv, model, options.output, outcome.key,
+                     VerboseLevel().convert(kw["verbose"], None, None), kw["logfile"])  # type: ignore[arg-type]
     if options.save_temps:
         click.echo(f"Intermediate files kept in {options.workdir}")
-    click.echo("Compiler status PASS")
+    click.echo(PASS_LINE)
 
 
 def any_training_flag(ctx: click.Context) -> bool:

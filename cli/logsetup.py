@@ -7,9 +7,9 @@ libneuronxla passes it, shows errors and critical messages only.
 
 from __future__ import annotations
 
-import logging
-
 import click
+
+from nxcc.cli.log_handlers import configure_logging
 
 VERBOSE_LEVELS = ("debug", "info", "warning", "error", "critical")
 _NAMES = {"debug": 10, "info": 20, "warning": 30, "warn": 30, "error": 40, "critical": 50,
@@ -41,34 +41,6 @@ class VerboseLevel(click.ParamType):
         return "[debug|info|warning|error|critical|N]"
 
 
-class _LogFile(logging.FileHandler):
-    """The --logfile: best effort. A record it cannot write (a full disk) closes it quietly,
-    instead of logging's default of printing a traceback on stderr; the command goes on
-    and fails in one line only if its own output cannot be written."""
-
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
-        logging.getLogger("nxcc").removeHandler(self)
-        self.close()
-
-
 def setup_logging(verbose: int | str, logfile: str | None) -> None:
     """Log `nxcc.*` to stderr at `verbose` and, when given, everything at debug to `logfile`."""
-    level = VerboseLevel().convert(verbose, None, None)
-    root = logging.getLogger("nxcc")
-    for old in root.handlers:
-        old.close()  # a command run again in one process must not leak the old logfile
-    root.handlers.clear()
-    root.setLevel(logging.DEBUG)
-    root.propagate = False
-    console = logging.StreamHandler()
-    console.setLevel(level)
-    console.setFormatter(logging.Formatter("%(levelname)s: %(message)s"))
-    root.addHandler(console)
-    if logfile:
-        try:
-            handler = _LogFile(logfile, mode="w")
-        except OSError as exc:
-            raise OSError(f"cannot open --logfile {logfile!r}: {exc.strerror}") from None
-        handler.setLevel(logging.DEBUG)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
-        root.addHandler(handler)
+    configure_logging(VerboseLevel().convert(verbose, None, None), logfile)

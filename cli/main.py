@@ -33,6 +33,7 @@ COMMANDS = {
     "ls": ("nxcc.cli.ls_cmd", "ls_cmd"),
     "cache": ("nxcc.cli.cache_cmd", "cache_cmd"),
     "benchmark": ("nxcc.cli.benchmark_cmd", "benchmark_cmd"),
+    "train": ("nxcc.cli.train_cmd", "train_cmd"),
 }
 
 VERSION_LINE = f"NeuronX Compiler version {COMPILER_VERSION}"
@@ -70,9 +71,10 @@ def main(argv: list[str] | None = None) -> None:
     command as Ctrl-C does (temporary files removed, cores released, exit 130)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _terminate)
-    args = move_after_command(list(sys.argv[1:] if argv is None else argv), COMMANDS)
+    raw = list(sys.argv[1:] if argv is None else argv)
+    args = move_after_command(raw, COMMANDS)
     try:
-        cli.main(args=args, prog_name="neuronx-cc", standalone_mode=False)
+        cli.main(args=args, prog_name="neuronx-cc", standalone_mode=False, obj={"argv": raw})
     except click.exceptions.NoArgsIsHelpError as exc:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(0)

@@ -3,9 +3,9 @@
 `ProgressLine` shows, once a compile has run `delay` seconds and only when stderr is a
 terminal, one line that is rewritten in place: the stage running (import, a pass name,
 shard, write) and the seconds since the start. Once the delay has passed, a new stage is
-drawn as it starts (not at the next tick), so no stage that runs is missed. The line is erased when the compile ends.
-Nothing is written when stderr is not a terminal (logs, pipes, CI). `NXCC_PROGRESS_DELAY`
-sets the delay (seconds, default 2).
+drawn as it starts (not at the next tick), so no stage that runs is missed. The line is
+erased when the compile ends. Nothing is written when stderr is not a terminal (logs,
+pipes, CI). `NXCC_PROGRESS_DELAY` sets the delay (seconds, default 2).
 """
 
 from __future__ import annotations

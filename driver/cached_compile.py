@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from nxcc.driver.cache import CacheKey, CompileCache, make_key
-from nxcc.driver.cache.store import NEFF, pause_point
+from nxcc.driver.cache.key import CacheKey, make_key
+from nxcc.driver.cache.store import NEFF, CompileCache, pause_point
 from nxcc.driver.errors import WRITE_FAILED, CompileError, write_error
 from nxcc.driver.frontends import choose_framework
 from nxcc.driver.options import CompileOptions
@@ -36,11 +36,13 @@ HIT, MISS, WAITED, BYPASS = "hit", "miss", "waited", "bypass"
 @dataclass(frozen=True)
 class CachedCompile:
     """What happened: `status` (hit, miss, waited: another process compiled it, bypass:
-    the cache was off or not applicable), the entry's name, the seconds spent."""
+    the cache was off or not applicable), the entry's name, the seconds spent and the key
+    (None on a bypass)."""
 
     status: str
     entry: str | None
     seconds: float
+    key: CacheKey | None = None
 
 
 def compile_key(path: str, options: CompileOptions) -> CacheKey:
@@ -68,7 +70,7 @@ def compile_cached(path: str, options: CompileOptions, cache: CompileCache | Non
     key = compile_key(path, options)
     if _use_entry(cache, key, options.output):
         log.info("compile cache hit: %s", key.entry)
-        return CachedCompile(HIT, key.entry, time.perf_counter() - start)
+        return CachedCompile(HIT, key.entry, time.perf_counter() - start, key)
 
     def waiting() -> None:
         log.info("waiting for another process compiling %s", key.entry)
@@ -78,13 +80,13 @@ def compile_cached(path: str, options: CompileOptions, cache: CompileCache | Non
     with cache.locked(key, on_wait=waiting):
         if _use_entry(cache, key, options.output):
             log.info("compile cache hit after waiting: %s", key.entry)
-            return CachedCompile(WAITED, key.entry, time.perf_counter() - start)
+            return CachedCompile(WAITED, key.entry, time.perf_counter() - start, key)
         log.info("compile cache miss: compiling %s", key.entry)
         _compile_into_cache(path, options, cache, key, emit, progress)
     if not _use_entry(cache, key, options.output):
         raise CompileError("NCC_EARG001", f"compile cache entry {key.entry} vanished after "
                            "being written (is another process cleaning the cache?)")
-    return CachedCompile(MISS, key.entry, time.perf_counter() - start)
+    return CachedCompile(MISS, key.entry, time.perf_counter() - start, key)
 
 
 def _compile(path: str, options: CompileOptions, emit: Callable[[str], None],

@@ -1,6 +1,6 @@
 """`python -m nxcc`: the `neuronx-cc` command."""
 
-from nxcc.cli.main import main
+from nxcc.cli.entry import main
 
 if __name__ == "__main__":
     main()

@@ -1,8 +1,6 @@
-"""The compile cache, kept as the Neuron tools keep theirs (see `store` for the layout)."""
+"""The compile cache, kept as the Neuron tools keep theirs.
 
-from __future__ import annotations
-
-from nxcc.driver.cache.key import CacheKey, make_key
-from nxcc.driver.cache.store import CacheEntry, CompileCache, cache_root
-
-__all__ = ["CacheEntry", "CacheKey", "CompileCache", "cache_root", "make_key"]
+`layout` (where things live, reading a published entry's NEFF), `digest` (content hashes),
+`key` (a compile's key), `store` (lookup, locking, publishing, cleaning). The package itself
+imports nothing, so a replayed hit (`cli.replay`) loads only `layout` and `digest`.
+"""

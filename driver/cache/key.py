@@ -11,11 +11,12 @@ order and spelling do not split the cache, and `--verbose`, `--logfile`, `--outp
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 
-_CHUNK = 1 << 20
+from nxcc.driver.cache.digest import canonical_json, file_sha256
+from nxcc.driver.cache.layout import entry_name
 
+__all__ = ["CacheKey", "canonical_json", "file_sha256", "make_key"]
 
 @dataclass(frozen=True)
 class CacheKey:
@@ -27,20 +28,7 @@ class CacheKey:
 
     @property
     def entry(self) -> str:
-        return f"MODULE_{self.module_sha256[:20]}+{self.flags_sha256[:8]}"
-
-
-def file_sha256(path: str) -> str:
-    """The SHA-256 of the file at `path`, hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def canonical_json(value: object) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+        return entry_name(self.module_sha256, self.flags_sha256)
 
 
 def make_key(path: str, flags: dict[str, object]) -> CacheKey:

@@ -31,7 +31,6 @@ import fcntl
 import hashlib
 import json
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -39,32 +38,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nxcc.driver.cache.key import CacheKey
+from nxcc.driver.cache.layout import (
+    ERROR,
+    FLAGS,
+    META,
+    NEFF,
+    STAGING_PREFIX,
+    cache_root,
+    read_meta,
+    verified_neff,
+    version_dir,
+)
 from nxcc.driver.errors import CompileError
 from nxcc.version import COMPILER_VERSION
 
-DEFAULT_ROOT = "/var/tmp/neuron-compile-cache"
-ENV_VAR = "NEURON_COMPILE_CACHE_URL"
-META = "meta.json"
-NEFF = "model.neff"
-ERROR = "error.json"
-FLAGS = "compile_flags.json"
-STAGING_PREFIX = ".tmp-"
-ERROR_CODE = re.compile(r"NCC_[A-Z]{4}[0-9]{3}")
-"""The code of a remembered failure (never NCC_EARG001: argument errors are not kept)."""
-MAX_CREATED = 1e11
-"""A bound on `meta.json`'s creation time (seconds since 1970; the year 5138)."""
-
-
-def cache_root(cache_dir: str | None = None) -> str:
-    """The cache's root: `cache_dir`, else `NEURON_COMPILE_CACHE_URL`, else the default.
-    Only local paths (optionally `file://`) are supported: NCC_EARG001 for any other URL."""
-    root = cache_dir or os.environ.get(ENV_VAR) or DEFAULT_ROOT
-    if root.startswith("file://"):
-        root = root[len("file://"):]
-    if "://" in root:
-        raise CompileError("NCC_EARG001", f"compile cache {root!r}: only local paths are "
-                           f"supported (set {ENV_VAR} or --cache-dir to a directory)")
-    return root
+__all__ = ["FLAGS", "NEFF", "CacheEntry", "CompileCache", "cache_root", "read_entry",
+           "remove_entry"]
 
 
 PAUSE_ENV = "NXCC_TEST_CACHE_PAUSE"
@@ -115,14 +104,7 @@ class CacheEntry:
     def neff_bytes(self) -> bytes | None:
         """The NEFF, or None if it is missing or does not match its recorded SHA-256 (a
         damaged entry)."""
-        try:
-            with open(os.path.join(self.path, NEFF), "rb") as f:
-                data = f.read()
-        except OSError:
-            return None
-        if hashlib.sha256(data).hexdigest() != self.meta.get("neff_sha256"):
-            return None
-        return data
+        return verified_neff(self.path, self.meta)
 
     def size(self) -> int:
         return sum(e.stat().st_size for e in os.scandir(self.path) if e.is_file())
@@ -136,7 +118,7 @@ class CompileCache:
 
     @property
     def version_dir(self) -> str:
-        return os.path.join(self.root, f"neuronxcc-{COMPILER_VERSION}")
+        return version_dir(self.root)
 
     def lookup(self, key: CacheKey) -> CacheEntry | None:
         """The published entry of `key`, or None."""
@@ -194,10 +176,10 @@ class CompileCache:
     def entries(self, all_versions: bool = False) -> list[CacheEntry]:
         """Every published entry (of this version, or of every version)."""
         found = []
-        for version_dir in self._version_dirs(all_versions):
-            for name in sorted(os.listdir(version_dir)):
+        for directory in self._version_dirs(all_versions):
+            for name in sorted(os.listdir(directory)):
                 if name.startswith("MODULE_") and not name.endswith(".lock"):
-                    entry = read_entry(os.path.join(version_dir, name))
+                    entry = read_entry(os.path.join(directory, name))
                     if entry is not None:
                         found.append(entry)
         return found
@@ -227,32 +209,9 @@ class CompileCache:
 
 
 def read_entry(path: str) -> CacheEntry | None:
-    """The entry at `path`, or None if there is none (or it is not a complete entry: its
-    `meta.json` unreadable or not of the form `publish` writes)."""
-    try:
-        with open(os.path.join(path, META), encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError, RecursionError):
-        return None
-    return CacheEntry(path, meta) if _valid_meta(meta) else None
-
-
-def _valid_meta(meta: object) -> bool:
-    """`meta` has the fields and types `publish` writes (what `cache list` and a hit read)."""
-    if not isinstance(meta, dict):
-        return False
-    created = meta.get("created")
-    if isinstance(created, bool) or not isinstance(created, int | float) \
-            or not 0 <= created < MAX_CREATED or not isinstance(meta.get("compiler_version"), str):
-        return False
-    if meta.get("status") == "ok":
-        size = meta.get("neff_bytes")
-        return isinstance(meta.get("neff_sha256"), str) and isinstance(size, int) \
-            and not isinstance(size, bool) and size >= 0
-    if meta.get("status") == "failed":
-        return isinstance(meta.get("error_code"), str) and ERROR_CODE.fullmatch(
-            meta["error_code"]) is not None
-    return False
+    """The entry at `path`, or None if there is none (or it is not a complete entry)."""
+    meta = read_meta(path)
+    return None if meta is None else CacheEntry(path, meta)
 
 
 def remove_entry(path: str) -> None:

@@ -1,0 +1,25 @@
+"""The `neuronx-cc` console entry point: a replayed compile-cache hit, else the full CLI.
+
+`cli.replay` serves a command line that already resolved to a cache entry without importing
+click or the driver; everything else goes to `cli.main`, imported only then.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from nxcc.cli.replay import replay
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run `neuronx-cc` with `argv` (default: the process's arguments)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if replay(args):
+        return
+    from nxcc.cli.main import main as full_command_line
+
+    full_command_line(args)
+
+
+if __name__ == "__main__":
+    main()

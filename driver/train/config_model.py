@@ -1,0 +1,129 @@
+"""The `model` block: which decoder nxcc builds, or the ONNX file that stands in for it.
+
+NxD Training picks the model by `model_source`. `megatron`: the architecture is spelled in
+the YAML (`position_embedding_type`, `normalization`, `activation`, `has_bias`...); nxcc
+builds two families from it, GPT (learned positions, LayerNorm, GELU, biases, tied
+embeddings by default) and Llama (rotary positions, RMSNorm, SwiGLU, no biases). `hf`: a
+Llama whose sizes come from the Hugging Face `config.json` named by `model.model_config`
+(`vocab_size`, `num_attention_heads`, `num_key_value_heads`, `intermediate_size`,
+`rms_norm_eps`...), the YAML's own keys overriding it as NxD's do. nxcc also reads
+`model.vocab_size`, `num_attention_heads`, `num_kv_heads`, `intermediate_size` straight from
+the YAML, so a file needs no `config.json`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+from nxcc.driver.train.errors import TrainConfigError
+
+#: (position_embedding_type, normalization, activation) of each built-in family.
+FAMILIES = {
+    "gpt": ("learned_absolute", "layernorm", "gelu"),
+    "llama": ("rope", "rmsnorm", "swiglu"),
+}
+
+#: Hugging Face config.json name -> the `model.` key it fills.
+HF_KEYS = {
+    "num_hidden_layers": "num_layers", "hidden_size": "hidden_size",
+    "num_attention_heads": "num_attention_heads", "num_key_value_heads": "num_kv_heads",
+    "intermediate_size": "intermediate_size", "vocab_size": "vocab_size",
+    "max_position_embeddings": "max_position_embeddings", "rope_theta": "rope_theta",
+    "rms_norm_eps": "layernorm_epsilon", "tie_word_embeddings":
+        "share_embeddings_and_output_weights", "initializer_range": "init_method_std",
+}
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """A built-in decoder: `family` gpt or llama, its sizes, and how it is trained.
+
+    `num_kv_heads` equals `num_attention_heads` without grouped-query attention.
+    `pipeline_cuts` are NxD's layer names; `cut_after` the index of the last layer of each
+    stage but the last (`model.layers.10` ends a stage with layer 10).
+    """
+
+    family: str
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    ffn_hidden_size: int
+    vocab_size: int
+    max_position_embeddings: int
+    rope_theta: float
+    layernorm_epsilon: float
+    has_bias: bool
+    share_embeddings_and_output_weights: bool
+    init_method_std: float
+    activations_checkpoint_granularity: str | None
+    pipeline_cuts: tuple[str, ...] = ()
+    cut_after: tuple[int, ...] = ()
+
+    @property
+    def head_dim(self) -> int:
+        return self.hidden_size // self.num_attention_heads
+
+
+@dataclass(frozen=True)
+class OnnxModelConfig:
+    """An ONNX model trained in place of the built-in decoder: cross-entropy on its output
+    `loss_input` against the new input `label_input` (as `compile --training` does)."""
+
+    path: str
+    loss_input: str
+    label_input: str
+    activations_checkpoint_granularity: str | None = None
+
+
+def model_values(acted: dict[str, object], base_dir: str) -> dict[str, object]:
+    """The `model.` keys (without the prefix) after the HF config.json, if any, is read
+    under them: the YAML's values win."""
+    given = {k[len("model."):]: v for k, v in acted.items()
+             if k.startswith("model.") and not k.startswith("model.optim.") and v is not None}
+    json_path = given.get("model_config")
+    if acted.get("model_source") != "hf" or json_path is None:
+        return given
+    return {**read_hf_config(resolve_path(str(json_path), base_dir)), **given}
+
+
+def read_hf_config(path: str) -> dict[str, object]:
+    """The `model.` keys a Hugging Face Llama config.json gives."""
+    where = "model.model_config"
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise TrainConfigError(where, f"cannot read {path} ({exc.strerror})") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise TrainConfigError(where, f"{path} is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise TrainConfigError(where, f"{path} does not hold a JSON object")
+    act = data.get("hidden_act", "silu")
+    if act != "silu":
+        raise TrainConfigError(where, f"{path}: hidden_act {act!r} is not Llama's 'silu'")
+    return {key: data[name] for name, key in HF_KEYS.items() if data.get(name) is not None}
+
+
+def resolve_path(path: str, base_dir: str) -> str:
+    """An input path of the YAML: relative ones are taken from the YAML file's folder."""
+    path = os.path.expanduser(path)
+    return path if os.path.isabs(path) else os.path.normpath(os.path.join(base_dir, path))
+
+
+def family_of(source: str, values: dict[str, object]) -> str:
+    """gpt or llama, from NxD's architecture keys (defaults: NeMo's, which are GPT's)."""
+    if source == "hf":
+        return "llama"
+    keys = ("position_embedding_type", "normalization", "activation")
+    chosen = tuple(values.get(k, FAMILIES["gpt"][i]) for i, k in enumerate(keys))
+    for family, spelled in FAMILIES.items():
+        if chosen == spelled:
+            return family
+    described = "; ".join(f"{f}: {', '.join(s)}" for f, s in FAMILIES.items())
+    raise TrainConfigError(
+        "model.position_embedding_type",
+        f"{', '.join(f'{k}={v}' for k, v in zip(keys, chosen, strict=True))} is neither of "
+        f"nxcc's built-in decoder families ({described})")
