@@ -11,6 +11,7 @@ from tests.fuzz import (
     kind_onnx,
     kind_stablehlo,
     kind_state,
+    kind_yaml,
 )
 from tests.fuzz.harness import Kind
 
@@ -23,4 +24,5 @@ KINDS: dict[str, Kind] = {
     "npz": kind_npz.KIND,
     "state": kind_state.KIND,
     "cache": kind_cache.KIND,
+    "yaml": kind_yaml.KIND,
 }
