@@ -24,6 +24,7 @@ TRAIN = EXAMPLES / "train"
 NUMBER = re.compile(rb"(?<=: )-?\d+(?:\.\d+)?(?:e-?\d+)?\b")
 INTERPOLATION = re.compile(rb"\$\{[^}\n]*\}")
 KEY = re.compile(rb"^( *)([\w.]+):", re.M)
+ALIAS = re.compile(rb"(?:^|[\s\[{,:])[&*][\w-]", re.M)
 BOMB = (b"a: &a [x, x, x, x, x, x, x, x, x]\n" + b"".join(
     f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n".encode()
     for i in range(8)))
@@ -55,6 +56,8 @@ def seeds(work: Path) -> list[bytes]:
 
 
 def _tree(raw: bytes, data: st.DataObject) -> bytes:
+    if ALIAS.search(raw):  # an alias bomb expands when the mutator copies its tree
+        return mutate_bytes(raw, data)
     try:
         tree = yaml.safe_load(raw)
     except (yaml.YAMLError, RecursionError, ValueError):
