@@ -5,12 +5,14 @@ Every error reads `ERROR: [CODE] what is wrong`. Codes: the compiler's (`NCC_E..
 `inspect-neff` (`NRT_INVALID` for a NEFF that cannot be read or used,
 `NRT_UNSUPPORTED_NEFF_VERSION`, the status of an `NrtError`), and for a NEFF whose contents
 fail validation the NeffError's own code (`NRT_ENEFF002` schema, `NRT_ENEFF003` reference,
-`NRT_ENEFF004` size; `backend.neff.errors`), also when the runtime refused it. Exit
-statuses: 2 for a bad command line (usage errors and `NCC_EARG001`), 1 for everything else.
+`NRT_ENEFF004` size; `backend.neff.errors`), also when the runtime refused it; a result
+the compiler cannot write (a full disk) is `NCC_EIO001`. Exit statuses: 2 for a bad command
+line (usage errors and `NCC_EARG001`), 1 for everything else.
 """
 
 from __future__ import annotations
 
+import errno
 import functools
 import logging
 import sys
@@ -19,10 +21,12 @@ from typing import TypeVar
 
 import click
 
-from nxcc.driver.errors import CompileError
+from nxcc.driver.errors import CompileError, write_error
 
 F = TypeVar("F", bound=Callable[..., object])
 
+DISK_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO)
+"""An OSError of these is the disk's (NCC_EIO001), not the command line's."""
 ARGUMENT_ERROR = 2
 FAILURE = 1
 INTERRUPTED = 130
@@ -68,6 +72,8 @@ def coded(exc: BaseException, family: str) -> tuple[str, int]:
         return f"[{name}] {exc}", FAILURE
     if isinstance(exc, ConfigError):
         return f"[NRT_INVALID] {exc}", FAILURE
+    if family == "NCC" and isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
+        return str(write_error(str(exc.filename or "a file"), exc)), FAILURE
     code = "NCC_EARG001" if family == "NCC" else "NRT_INVALID"
     return f"[{code}] {exc}", ARGUMENT_ERROR if family == "NCC" else FAILURE
 

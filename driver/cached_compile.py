@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from nxcc.driver.cache.key import CacheKey, make_key
-from nxcc.driver.cache.store import NEFF, CompileCache
-from nxcc.driver.errors import CompileError
+from nxcc.driver.cache.store import NEFF, CompileCache, pause_point
+from nxcc.driver.errors import WRITE_FAILED, CompileError, write_error
 from nxcc.driver.frontends import choose_framework
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.output import write_bytes_atomically
@@ -103,37 +103,69 @@ def _use_entry(cache: CompileCache, key: CacheKey, output: str) -> bool:
     if entry is None:
         return False
     if entry.failed:
-        log.info("compile cache: %s failed before; not compiling again", key.entry)
-        raise entry.error()
-    data = entry.neff_bytes()
+        error = entry.error()
+        if error is not None:
+            log.info("compile cache: %s failed before; not compiling again", key.entry)
+            raise error
+    data = None if entry.failed else entry.neff_bytes()
     if data is None:
         log.warning("compile cache entry %s is damaged; compiling again", key.entry)
         return False
+    pause_point("hit")
     try:
         write_bytes_atomically(output, data)
     except OSError as exc:
-        raise CompileError("NCC_EARG001", f"cannot write {output!r}: "
-                           f"{exc.strerror or exc}") from None
+        raise write_error(output, exc) from None
     return True
 
 
 def _compile_into_cache(path: str, options: CompileOptions, cache: CompileCache,
                         key: CacheKey, emit: Callable[[str], None],
                         progress: Callable[[str], None] | None) -> None:
-    """Compile into a staging directory and publish it, a failure included."""
-    with cache.staging(key) as staged:
-        neff = os.path.join(staged, NEFF)
-        shutil.copyfile(path, os.path.join(staged, "model" + os.path.splitext(path)[1]))
-        try:
-            _compile(path, replace(options, output=neff), emit, progress)
-        except CompileError as exc:
-            if exc.code == "NCC_EARG001":
-                raise  # the command line or the build, not the module: not remembered
-            with open(os.path.join(staged, "error.json"), "w", encoding="utf-8") as f:
-                json.dump({"code": exc.code, "message": exc.args[0]}, f)
-            cache.publish(key, staged, {"status": "failed", "error_code": exc.code})
-            raise
-        with open(neff, "rb") as f:
-            data = f.read()
-        cache.publish(key, staged, {"status": "ok", "neff_bytes": len(data),
-                                    "neff_sha256": hashlib.sha256(data).hexdigest()})
+    """Compile into a staging directory and publish it, a failure included (but not an
+    argument error or a failed write: those are not the module's). A write into the cache
+    that fails (a full disk) is NCC_EIO001 naming the entry; the staging directory goes."""
+    try:
+        with cache.staging(key) as staged:
+            neff = os.path.join(staged, NEFF)
+            shutil.copyfile(path, os.path.join(staged, "model" + os.path.splitext(path)[1]))
+            pause_point("model")
+            try:
+                _compile(path, replace(options, output=neff), emit, progress)
+            except CompileError as exc:
+                if exc.code in NOT_REMEMBERED:
+                    raise
+                _publish_failure(cache, key, staged, exc)
+                raise
+            pause_point("neff")
+            with open(neff, "rb") as f:
+                data = f.read()
+            cache.publish(key, staged, {"status": "ok", "neff_bytes": len(data),
+                                        "neff_sha256": hashlib.sha256(data).hexdigest()})
+    except OSError as exc:
+        raise _cache_write_error(cache, key, exc.strerror or str(exc)) from None
+    except CompileError as exc:
+        if exc.code == WRITE_FAILED:
+            reason = exc.args[0].rsplit(": ", 1)[-1]  # "cannot write 'staged': REASON"
+            raise _cache_write_error(cache, key, reason) from None
+        raise
+
+
+def _cache_write_error(cache: CompileCache, key: CacheKey, reason: str) -> CompileError:
+    what = f"compile cache entry {key.entry} in {cache.version_dir!r}"
+    return CompileError(WRITE_FAILED, f"{write_error(what, reason, what).args[0]} "
+                        "(--no-cache compiles without the cache)")
+
+
+NOT_REMEMBERED = ("NCC_EARG001", WRITE_FAILED)
+"""Failures that are the command line's or the disk's, not the module's."""
+
+
+def _publish_failure(cache: CompileCache, key: CacheKey, staged: str,
+                     exc: CompileError) -> None:
+    raw = json.dumps({"code": exc.code, "message": exc.args[0]}).encode("utf-8")
+    with open(os.path.join(staged, "error.json"), "wb") as f:
+        f.write(raw)
+    pause_point("error")
+    cache.publish(key, staged, {"status": "failed", "error_code": exc.code,
+                                "error_sha256": hashlib.sha256(raw).hexdigest()})

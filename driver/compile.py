@@ -16,7 +16,7 @@ from nxcc.backend.neff import NeffError, NeffHeader
 from nxcc.backend.neff.constants import NXCC_VERSION
 from nxcc.backend.program.package import NeffSpec, write_program_neff
 from nxcc.backend.program.state import StateBuffer
-from nxcc.driver.errors import CompileError
+from nxcc.driver.errors import CompileError, write_error
 from nxcc.driver.frontends import choose_framework, import_xla
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.save_temps import SavedTemps, make_workdir
@@ -161,7 +161,9 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
         progress("write")
     try:
         header = write_program_neff(options.output, cores, spec)
-    except (NeffError, OSError) as exc:
+    except OSError as exc:
+        raise write_error(options.output, exc) from None
+    except NeffError as exc:
         raise CompileError("NCC_EARG001", f"cannot write {options.output!r}: {exc}") from None
     if temps is not None:
         temps.finish(cores, options.output, {"framework": framework, **flags})

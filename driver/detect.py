@@ -35,9 +35,12 @@ DESCRIPTIONS = {
     UNKNOWN_BINARY: "binary data that is neither an ONNX model nor an HloModuleProto",
 }
 
+# Leading blanks are matched as [ \t] (never \s, which also takes newlines): a file of
+# newlines must not make the search quadratic or exponential.
 _MLIR_MARKERS = re.compile(
-    r"\bfunc\.func\b|\bstablehlo\.|\bmhlo\.|^\s*module\s+@\S+\s+attributes\b", re.MULTILINE)
-_HLO_START = re.compile(r"\A(?:\s*//[^\n]*\n|\s*\n)*\s*HloModule\s")
+    r"\bfunc\.func\b|\bstablehlo\.|\bmhlo\.|^[ \t]*module[ \t]+@\S+\s+attributes\b",
+    re.MULTILINE)
+_ENTRY = re.compile(r"^[ \t]*ENTRY\s", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -66,14 +69,23 @@ def detect_bytes(head: bytes) -> str:
     """The kind of a file that starts with `head`."""
     text = _as_text(head)
     if text is not None:
-        if _HLO_START.match(text):
+        if _starts_hlo_module(text):
             return HLO_TEXT
         if _MLIR_MARKERS.search(text):
             return STABLEHLO
-        if re.search(r"^\s*ENTRY\s", text, re.MULTILINE):
+        if _ENTRY.search(text):
             return HLO_TEXT
         return UNKNOWN_TEXT
     return _protobuf_kind(head)
+
+
+def _starts_hlo_module(text: str) -> bool:
+    """The first line that is neither blank nor a `//` comment starts with `HloModule `."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("//"):
+            return stripped == "HloModule" or stripped.startswith(("HloModule ", "HloModule\t"))
+    return False
 
 
 def _as_text(head: bytes) -> str | None:

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError
-from nxcc.compiler.hlo.nodes import Attribute, Computation, Instruction, Shape, TupleShape
+from nxcc.compiler.hlo.nodes import (
+    ArrayShape,
+    Attribute,
+    Computation,
+    Instruction,
+    Shape,
+    TupleShape,
+)
 from nxcc.compiler.stablehlo.syntax import Block, Op
 
 if TYPE_CHECKING:
@@ -62,6 +69,18 @@ class CompBuilder:
 
     def shape_of(self, mlir: str, offset: int) -> Shape:
         return self.shapes[self.ref(mlir, offset)]
+
+    def operand_array(self, op: Op, index: int) -> ArrayShape:
+        """The array type of `op`'s operand `index` (HloError if it has no such operand or
+        it is a tuple or token)."""
+        if index >= len(op.operands):
+            raise HloError(f"expected at least {index + 1} operand(s) of {op.name}, found "
+                           f"{len(op.operands)}", self.conv.source, op.offset, E.SEMANTIC)
+        shape = self.shape_of(op.operands[index], op.offset)
+        if not isinstance(shape, ArrayShape):
+            raise HloError(f"expected a tensor as operand {index} of {op.name}, found {shape}",
+                           self.conv.source, op.offset, E.SEMANTIC)
+        return shape
 
     def bind(self, mlir: str, hlo: str) -> None:
         self.names[mlir] = hlo

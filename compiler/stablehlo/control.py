@@ -55,14 +55,14 @@ def _window(a: AttrReader, rank: int) -> Window:
 def reduce_window(b: CompBuilder, op: Op, a: AttrReader) -> None:
     n = len(op.operands) // 2
     shapes = [b.shape_of(o, op.offset) for o in op.operands[n:]]
-    rank = len(b.shape_of(op.operands[0], op.offset).dims)  # type: ignore[union-attr]
+    rank = len(b.operand_array(op, 0).dims)
     b.emit(op, "reduce-window", op.operands, {
         "window": _window(a, rank), "to_apply": _body(b, op, a, "reducer", shapes)})
 
 
 @converts("stablehlo.select_and_scatter")
 def select_and_scatter(b: CompBuilder, op: Op, a: AttrReader) -> None:
-    rank = len(b.shape_of(op.operands[0], op.offset).dims)  # type: ignore[union-attr]
+    rank = len(b.operand_array(op, 0).dims)
     b.emit(op, "select-and-scatter", op.operands, {
         "window": _window(a, rank), "select": b.conv.region(b, op, 0, "select"),
         "scatter": b.conv.region(b, op, 1, "scatter")})
@@ -70,7 +70,7 @@ def select_and_scatter(b: CompBuilder, op: Op, a: AttrReader) -> None:
 
 @converts("stablehlo.sort")
 def sort(b: CompBuilder, op: Op, a: AttrReader) -> None:
-    rank = len(b.shape_of(op.operands[0], op.offset).dims)  # type: ignore[union-attr]
+    rank = len(b.operand_array(op, 0).dims)
     dim = a.int_("dimension", default=-1)
     b.emit(op, "sort", op.operands, {
         "dimensions": (dim % rank if rank else 0,), "is_stable": a.bool_("is_stable"),

@@ -14,6 +14,7 @@ import numpy as np
 
 from nxcc.compiler.hlo.dtypes import numpy_dtype_of
 from nxcc.compiler.hlo.nodes import ArrayShape
+from nxcc.ir.limits import oversize
 from nxcc.ir.sharding_notation.cursor import PieceError
 
 _VALUES = re.compile(r"[^\s\[\],]+")
@@ -26,6 +27,9 @@ def dense_array(body: str, shape: ArrayShape) -> np.ndarray:
         dtype = numpy_dtype_of(shape.dtype)
     except ValueError as exc:
         raise PieceError(str(exc), 0) from None
+    problem = oversize(shape.dims, dtype.itemsize)  # before numpy allocates it
+    if problem is not None:
+        raise PieceError(f"a constant of {problem}", 0)
     n = math.prod(shape.dims)
     text = body.strip()
     if text.startswith('"'):

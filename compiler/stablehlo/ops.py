@@ -152,7 +152,7 @@ def dot_general(b: CompBuilder, op: Op, a: AttrReader) -> None:
 
 @converts("stablehlo.dot")
 def dot(b: CompBuilder, op: Op, a: AttrReader) -> None:
-    lhs = b.shape_of(op.operands[0], op.offset)
+    lhs = b.operand_array(op, 0)
     b.emit(op, "dot", op.operands, {"lhs_contracting_dims": (len(lhs.dims) - 1,),
                                     "rhs_contracting_dims": (0,)})
 
@@ -176,7 +176,11 @@ def convolution(b: CompBuilder, op: Op, a: AttrReader) -> None:
     n = len(dims.input_spatial)
     win = a.get("window")
     win = win if isinstance(win, dict) else {}
-    kernel = b.shape_of(op.operands[1], op.offset)
+    kernel = b.operand_array(op, 1)
+    rank = len(dims.kernel_spatial) + 2  # and its input and output feature dimensions
+    if len(kernel.dims) != rank:
+        raise a.error(f"the kernel's type {kernel} does not have the {rank} dimensions "
+                      "dim_numbers names", "dim_numbers")
 
     def field(pretty: str, generic: str, default: int) -> tuple[int, ...]:
         v = win.get(pretty, op.attrs.get(generic))
@@ -257,7 +261,11 @@ def custom_call(b: CompBuilder, op: Op, a: AttrReader) -> None:
     if target in ("mhlo.topk", "TopK"):
         fields = a.get("mhlo.attributes")
         fields = fields if isinstance(fields, dict) else {}
-        k = fields.get("k", op.out_types[0].dims[-1])  # type: ignore[union-attr]
+        out = op.out_types[0] if op.out_types else None
+        if "k" not in fields and not (isinstance(out, ArrayShape) and out.dims):
+            raise a.error("expected mhlo.attributes = {k = ...} or a result tensor whose last "
+                          "dimension is k")
+        k = fields["k"] if "k" in fields else out.dims[-1]  # type: ignore[union-attr]
         b.emit(op, "topk", op.operands, {"k": k, "largest": fields.get("largest", True)})
         return
     b.emit(op, "custom-call", op.operands, {"custom_call_target": target})

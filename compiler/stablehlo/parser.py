@@ -25,6 +25,8 @@ from nxcc.compiler.stablehlo.syntax import (
 )
 from nxcc.ir.sharding_notation.cursor import unquote
 
+MAX_RESULTS = 1 << 16
+"""The most results one op may declare (`%0:N`): a mutated N must not build a huge list."""
 _RETURNS = frozenset({"return", "func.return", "stablehlo.return", "mhlo.return"})
 _TRAILING_REGIONS = frozenset({"reducer", "cond", "do"})
 #: Ops whose pretty form is `%r = OP %a, ... : T` or `: (T, ...) -> T` (see `fast_op`).
@@ -206,6 +208,9 @@ class Parser(Reader):
                 name = self.take("VALUE", "a result name")
                 if self.eat(":"):
                     n = int(self.take("NUM", "the number of results"))
+                    if not 0 < n <= MAX_RESULTS:
+                        self.i -= 1
+                        raise self.error(f"a number of results from 1 to {MAX_RESULTS}")
                     results.extend(f"{name}#{k}" for k in range(n))
                 else:
                     results.append(name)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError, describe
 from nxcc.compiler.hlo.nodes import Shape, TupleShape
+from nxcc.compiler.hlo.shape_parser import MAX_TUPLE_DEPTH
 from nxcc.compiler.stablehlo.lexer import TokenList
 from nxcc.compiler.stablehlo.syntax import Chain, DenseAttr, FunctionType, HashAttr, Sym, Word
 from nxcc.compiler.stablehlo.types import ELEMENT_TYPES, parse_type
@@ -85,16 +86,19 @@ class Reader:
                     return
 
     # -- types -------------------------------------------------------------------------
-    def type_(self) -> Shape:
-        """One type: a tensor, a token, a tuple, or a scalar element type."""
+    def type_(self, depth: int = 0) -> Shape:
+        """One type: a tensor, a token, a tuple (nested at most MAX_TUPLE_DEPTH deep, as in
+        HLO text), or a scalar element type."""
         k, t = self.kinds[self.i], self.texts[self.i]
         if k == "IDENT" and t == "tuple" and self.text(1) == "<":
+            if depth >= MAX_TUPLE_DEPTH:
+                raise self.error(f"a type: tuples nest at most {MAX_TUPLE_DEPTH} deep")
             self.i += 2
             elements: list[Shape] = []
             if not self.eat(">"):
-                elements.append(self.type_())
+                elements.append(self.type_(depth + 1))
                 while self.eat(","):
-                    elements.append(self.type_())
+                    elements.append(self.type_(depth + 1))
                 self.expect(">", "'>' to close the tuple type")
             return TupleShape(tuple(elements))
         if k == "TYPE" or (k == "IDENT" and t in ELEMENT_TYPES):

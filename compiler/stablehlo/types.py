@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from nxcc.compiler.hlo.dtypes import ir_dtype
 from nxcc.compiler.hlo.nodes import ArrayShape
+from nxcc.ir.limits import oversize
 from nxcc.ir.sharding_notation.cursor import PieceError
 
 #: MLIR element type -> HLO element type name.
@@ -52,4 +54,8 @@ def parse_type(text: str) -> ArrayShape:
     except ValueError:
         raise PieceError(f"expected static dimensions (dynamic shapes are not supported), "
                          f"found {text!r}", 7) from None
+    ir = ir_dtype(dtype)
+    problem = oversize(shape, ir.itemsize if ir is not None else 16)  # as HLO text's shapes
+    if problem is not None:
+        raise PieceError(f"{text}: {problem}", 7)
     return ArrayShape(dtype, shape)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 
 from nxcc.driver.errors import CompileError
 from nxcc.version import COMPILER_VERSION
@@ -18,6 +19,10 @@ NEFF = "model.neff"
 ERROR = "error.json"
 FLAGS = "compile_flags.json"
 STAGING_PREFIX = ".tmp-"
+ERROR_CODE = re.compile(r"NCC_[A-Z]{4}[0-9]{3}")
+"""The code of a remembered failure (never NCC_EARG001: argument errors are not kept)."""
+MAX_CREATED = 1e11
+"""A bound on `meta.json`'s creation time (seconds since 1970; the year 5138)."""
 
 
 def cache_root(cache_dir: str | None = None) -> str:
@@ -44,22 +49,42 @@ def entry_name(module_sha256: str, flags_sha256: str) -> str:
 
 def read_meta(path: str) -> dict | None:
     """The `meta.json` of the published entry at `path`, or None if there is no complete
-    entry there."""
+    entry there (none, unreadable, or not of the form `CompileCache.publish` writes: a
+    damaged entry is a miss)."""
     try:
         with open(os.path.join(path, META), encoding="utf-8") as f:
             meta = json.load(f)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return None
-    if not isinstance(meta, dict) or meta.get("status") not in ("ok", "failed"):
-        return None
-    return meta
+    return meta if _valid_meta(meta) else None
+
+
+def _valid_meta(meta: object) -> bool:
+    """`meta` has the fields and types `publish` writes (what `cache list` and a hit read)."""
+    if not isinstance(meta, dict):
+        return False
+    created = meta.get("created")
+    if isinstance(created, bool) or not isinstance(created, int | float) \
+            or not 0 <= created < MAX_CREATED or not isinstance(meta.get("compiler_version"), str):
+        return False
+    if meta.get("status") == "ok":
+        size = meta.get("neff_bytes")
+        return isinstance(meta.get("neff_sha256"), str) and isinstance(size, int) \
+            and not isinstance(size, bool) and size >= 0
+    if meta.get("status") == "failed":
+        return isinstance(meta.get("error_code"), str) and ERROR_CODE.fullmatch(
+            meta["error_code"]) is not None
+    return False
 
 
 def verified_neff(path: str, meta: dict) -> bytes | None:
-    """The NEFF of the entry at `path`, or None if it does not match the SHA-256 its `meta`
-    records (a damaged entry)."""
-    with open(os.path.join(path, NEFF), "rb") as f:
-        data = f.read()
+    """The NEFF of the entry at `path`, or None if it is missing or does not match the
+    SHA-256 its `meta` records (a damaged entry)."""
+    try:
+        with open(os.path.join(path, NEFF), "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
     if hashlib.sha256(data).hexdigest() != meta.get("neff_sha256"):
         return None
     return data

@@ -15,7 +15,12 @@ Layout (as the Neuron tools lay theirs out)::
 
 An entry is written in a `.tmp-` directory and published by one `rename`, so a process
 killed while writing leaves only a `.tmp-` directory, which nothing reads (`clean` removes
-it). Concurrent compiles of one key serialise on the entry's lock file: the first compiles
+it). An entry whose `meta.json` is not of the form `publish` writes, or whose NEFF or error
+does not match it, is damaged: a lookup treats it as a miss and the compile replaces it.
+
+Test hook: ``NXCC_TEST_CACHE_PAUSE=POINT:FILE`` makes a writer create FILE and sleep when it
+reaches POINT (`pause_point`; the points are named where they are), so a test can kill it
+exactly there. Concurrent compiles of one key serialise on the entry's lock file: the first compiles
 and publishes, the others wait for the lock, then find the entry.
 """
 
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -50,6 +56,19 @@ __all__ = ["FLAGS", "NEFF", "CacheEntry", "CompileCache", "cache_root", "read_en
            "remove_entry"]
 
 
+PAUSE_ENV = "NXCC_TEST_CACHE_PAUSE"
+
+
+def pause_point(name: str) -> None:
+    """The test hook (module docstring): at point `name`, signal FILE and sleep."""
+    spec = os.environ.get(PAUSE_ENV, "")
+    point, _, marker = spec.partition(":")
+    if point == name and marker:
+        with open(marker, "w", encoding="utf-8"):
+            pass
+        time.sleep(3600)
+
+
 @dataclass(frozen=True)
 class CacheEntry:
     """A published entry: its directory and what `meta.json` says."""
@@ -65,14 +84,26 @@ class CacheEntry:
     def name(self) -> str:
         return os.path.basename(self.path)
 
-    def error(self) -> CompileError:
-        """The remembered failure as the error it was."""
-        with open(os.path.join(self.path, ERROR), encoding="utf-8") as f:
-            err = json.load(f)
+    def error(self) -> CompileError | None:
+        """The remembered failure as the error it was, or None if `error.json` is missing,
+        unreadable, not its recorded SHA-256 or not a compile error's code and message (a
+        damaged entry)."""
+        try:
+            with open(os.path.join(self.path, ERROR), "rb") as f:
+                raw = f.read()
+            if hashlib.sha256(raw).hexdigest() != self.meta.get("error_sha256"):
+                return None
+            err = json.loads(raw)
+        except (OSError, ValueError, RecursionError):
+            return None
+        if not isinstance(err, dict) or not isinstance(err.get("message"), str) \
+                or not err["message"].strip() or err.get("code") != self.meta["error_code"]:
+            return None
         return CompileError(err["code"], err["message"])
 
     def neff_bytes(self) -> bytes | None:
-        """The NEFF, or None if it does not match its recorded SHA-256 (a damaged entry)."""
+        """The NEFF, or None if it is missing or does not match its recorded SHA-256 (a
+        damaged entry)."""
         return verified_neff(self.path, self.meta)
 
     def size(self) -> int:
@@ -117,6 +148,7 @@ class CompileCache:
         path = tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{key.entry}-{os.getpid()}-",
                                 dir=self.version_dir)
         try:
+            pause_point("staging")
             yield path
         finally:
             shutil.rmtree(path, ignore_errors=True)
@@ -127,13 +159,18 @@ class CompileCache:
                 "compiler_version": COMPILER_VERSION, "created": time.time()}
         with open(os.path.join(staged, FLAGS), "w", encoding="utf-8") as f:
             json.dump(key.flags, f, indent=1, sort_keys=True)
+        pause_point("flags")
         with open(os.path.join(staged, META), "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1, sort_keys=True)
+        pause_point("meta")
         for name in os.listdir(staged):
             _fsync_file(os.path.join(staged, name))
+        pause_point("synced")
         target = os.path.join(self.version_dir, key.entry)
         remove_entry(target)  # a damaged entry being replaced (under the lock)
+        pause_point("removed")
         os.rename(staged, target)
+        pause_point("published")
         return CacheEntry(target, meta)
 
     def entries(self, all_versions: bool = False) -> list[CacheEntry]:
@@ -148,8 +185,8 @@ class CompileCache:
         return found
 
     def clean(self, failed_only: bool = False, all_versions: bool = False) -> tuple[int, int]:
-        """Remove entries (only failed ones with `failed_only`), leftovers of killed writers
-        and free lock files; (entries removed, bytes freed)."""
+        """Remove entries (only failed ones with `failed_only`), leftovers of killed writers,
+        damaged entries and free lock files; (entries removed, bytes freed)."""
         count = freed = 0
         for entry in self.entries(all_versions):
             if failed_only and not entry.failed:
@@ -184,14 +221,21 @@ def remove_entry(path: str) -> None:
     aside = f"{os.path.dirname(path)}/{STAGING_PREFIX}removed-{os.path.basename(path)}-" \
             f"{os.getpid()}-{time.monotonic_ns()}"
     os.rename(path, aside)
-    shutil.rmtree(aside, ignore_errors=True)
+    if os.path.isdir(aside) and not os.path.islink(aside):
+        shutil.rmtree(aside, ignore_errors=True)
+    else:
+        os.unlink(aside)
 
 
 def _remove_leftovers(version_dir: str) -> None:
-    """Staging directories of writers that are gone and lock files nobody holds."""
+    """Staging directories of writers that are gone, lock files nobody holds, and damaged
+    entries (a `MODULE_` name that does not read as an entry)."""
     for name in os.listdir(version_dir):
         path = os.path.join(version_dir, name)
-        if name.startswith(STAGING_PREFIX):
+        if name.startswith("MODULE_") and not name.endswith(".lock"):
+            if read_entry(path) is None:
+                remove_entry(path)
+        elif name.startswith(STAGING_PREFIX):
             pid = name.removeprefix(STAGING_PREFIX).split("-")[-2:-1]
             if not pid or not pid[0].isdigit() or not _alive(int(pid[0])):
                 shutil.rmtree(path, ignore_errors=True)

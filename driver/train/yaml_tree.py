@@ -42,6 +42,8 @@ def read_tree(path: str) -> Tree:
         raise TrainConfigError(path, f"cannot read the configuration ({exc.strerror})") from None
     except UnicodeDecodeError:
         raise TrainConfigError(path, "is not UTF-8 text") from None
+    except RecursionError:  # PyYAML's scanner and composer recurse once per nesting level
+        raise TrainConfigError(path, "is nested too deep to be a configuration") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""

@@ -49,9 +49,27 @@ class ReplicaGroups:
     form: str = "list"
 
 
+MAX_DEVICES = 1 << 16
+"""The most devices a tile assignment, replica group list or mesh may span (checked before
+anything of that size is allocated)."""
+
+
+def device_count(dims: tuple[int, ...] | list[int], what: str) -> int:
+    """The product of `dims` (ValueError if a dim is negative or the product is over
+    MAX_DEVICES)."""
+    if any(d < 0 for d in dims):
+        raise ValueError(f"{what} {list(dims)} has a negative dimension")
+    n = math.prod(dims)
+    if n > MAX_DEVICES:
+        raise ValueError(f"{what} {list(dims)} spans {n} devices, over the limit of "
+                         f"{MAX_DEVICES}")
+    return n
+
+
 def iota_devices(reshape: tuple[int, ...], perm: tuple[int, ...] | None) -> np.ndarray:
-    """XLA's iota tile assignment: iota over `reshape`, transposed by `perm`, flattened."""
-    n = math.prod(reshape)
+    """XLA's iota tile assignment: iota over `reshape`, transposed by `perm`, flattened
+    (ValueError past MAX_DEVICES or for a `perm` that is not a permutation)."""
+    n = device_count(reshape, "the iota")
     arr = np.arange(n, dtype=np.int64).reshape(reshape)
     if perm is not None:
         if sorted(perm) != list(range(len(reshape))):
@@ -252,7 +270,10 @@ def _mesh_groups(cur: Cursor) -> tuple[tuple[int, ...], ...]:
         if cur.eat(close):
             break
         cur.expect(",", f"',' or '{close}' in the mesh")
-    total = math.prod(sizes)
+    try:
+        total = device_count(sizes, "the mesh")
+    except ValueError as exc:
+        raise PieceError(str(exc), 0) from None
     devices = np.arange(total, dtype=np.int64)
     cur.eat(",")  # current XLA: mesh[...], device_ids=(...) {...}
     if cur.eat("device_ids=") or cur.peek("("):

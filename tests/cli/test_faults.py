@@ -5,6 +5,7 @@ and no file. The compile is slowed with the test hook NXCC_TEST_SLOW_PASS."""
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
 import signal
@@ -18,6 +19,7 @@ import pytest
 
 from nxcc.backend.neff import read_neff
 from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
+from tests.inprocess import assert_clean_error, run_cli
 from tests.runtime.neffs import spin_neff
 
 MODEL = REPO / "examples" / "cnn.onnx"
@@ -82,12 +84,17 @@ def test_compile_killed_at_any_point(tmp_path: Path, outputs: tuple[bytes, float
         assert err.strip().splitlines() == ["ERROR: interrupted"], err
 
 
-@pytest.mark.parametrize("limit", [100, 4096], ids=["log-fills-first", "neff-fills"])
+FULL_DISK = [(100, False), (4096, False), (4096, True)]
+
+
+@pytest.mark.parametrize(("limit", "cache"), FULL_DISK,
+                         ids=["log-fills-first", "neff-fills", "cache-entry-fills"])
 def test_full_disk_during_compile(tmp_path: Path, outputs: tuple[bytes, float],
-                                  limit: int) -> None:
+                                  limit: int, cache: bool) -> None:
     """RLIMIT_FSIZE (SIGXFSZ ignored, so a write fails with EFBIG as on a full disk)
-    below the log's or the NEFF's size: one line, the previous NEFF untouched, nothing
-    else left."""
+    below the log's or the NEFF's size, the NEFF written directly or into the compile
+    cache first: one NCC_EIO001 line (a disk error, exit 1, not an argument error), the
+    previous NEFF untouched, nothing else left, no cache entry."""
     previous, _ = outputs
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -98,11 +105,34 @@ def test_full_disk_during_compile(tmp_path: Path, outputs: tuple[bytes, float],
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    result = subprocess.run(_compile_argv(target, out_dir / "log.txt"), env=_env(),
+    cache_dir = tmp_path / "cache"
+    flags = ["--cache-dir", str(cache_dir)] if cache else ["--no-cache"]
+    result = subprocess.run(_compile_argv(target, out_dir / "log.txt") + flags, env=_env(),
                             preexec_fn=small_disk, capture_output=True, text=True, timeout=120)
-    assert_one_line_error(result, "File too large")
+    line = assert_one_line_error(result, "[NCC_EIO001] cannot write", "File too large")
+    assert result.returncode == 1
+    assert ("compile cache entry" in line) == cache, line
     assert target.read_bytes() == previous
     assert _leftovers(out_dir, {"model.neff", "log.txt"}) == []
+    assert [p for p in cache_dir.glob("neuronxcc-*/MODULE_*") if p.is_dir()] == []
+    assert list(cache_dir.glob("neuronxcc-*/.tmp-*")) == []
+
+
+def test_no_space_left_is_a_disk_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                       ) -> None:
+    """ENOSPC when the NEFF is flushed to disk (fsync reports a full disk on file systems
+    that allocate late): NCC_EIO001 naming the output and the reason, exit 1, no temporary
+    file."""
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    target = tmp_path / "m.neff"
+    outcome = run_cli("compile", str(PREVIOUS), "--target", "trn1", "--output", str(target),
+                      "--no-cache", "--logfile", str(tmp_path / "log.txt"))
+    assert_clean_error(outcome, "[NCC_EIO001]", repr(str(target)), "No space left on device")
+    assert outcome.status == 1
+    assert _leftovers(tmp_path, {"log.txt"}) == []
 
 
 def _as_in_a_terminal() -> None:

@@ -79,3 +79,19 @@ def test_binary_data_given_as_xla_is_refused_without_a_codec_message(tmp_path: P
     with pytest.raises(CompileError, match="is binary data that is neither") as info:
         choose_framework(str(junk), "XLA")
     assert "codec" not in str(info.value)
+
+
+@pytest.mark.parametrize("head", [b"\n" * 65536, b" \n" * 32768, b"\n" * 49,
+                                  b"// c\n" * 10000 + b"\n" * 10000],
+                         ids=["64k-newlines", "blank-lines", "49-newlines", "comments"])
+def test_blank_text_is_told_at_once(head: bytes) -> None:
+    """(Found by the hlo_pb fuzz kind: 49 newline bytes hung `compile` in a backtracking
+    regular expression; 64 KiB of them took minutes.) Blank lines are scanned linearly."""
+    import time
+
+    start = time.perf_counter()
+    assert detect_bytes(head) == UNKNOWN_TEXT
+    assert detect_bytes(head + b"HloModule m\n") == HLO_TEXT
+    assert detect_bytes(head + b"  ENTRY e {\n") == HLO_TEXT
+    assert detect_bytes(head + b"module @m attributes {x}\n") == STABLEHLO
+    assert time.perf_counter() - start < 2.0

@@ -36,6 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-limit", type=float, default=20.0, help="seconds per case")
     parser.add_argument("--memory-gib", type=float, default=2.0,
                         help="address space a run may add (GiB)")
+    parser.add_argument("--refusals", type=int, default=0,
+                        help="list the N most common refusals (code and first words)")
     parser.add_argument("--failures", type=Path, default=Path("fuzz-failures"),
                         help="where failing inputs are saved")
     args = parser.parse_args(argv)
@@ -43,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     with tempfile.TemporaryDirectory(prefix="nxcc-fuzz-") as tmp:
         os.environ["NXCC_RUNTIME_DIR"] = str(Path(tmp) / "runtime")
+        os.environ["NEURON_COMPILE_CACHE_URL"] = str(Path(tmp) / "compile-cache")
         os.chdir(tmp)  # a compile's default log file lands here, not in the repository
         kinds = args.kind or sorted(KINDS)
         cap_memory(args.memory_gib)
@@ -54,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
             print(report.line(), flush=True)
             for first, count in report.uncoded.most_common(5):
                 print(f"  uncoded x{count}: {first}", flush=True)
+            if args.refusals:
+                for first, count in report.refused.most_common(args.refusals):
+                    print(f"  refused x{count}: {first}", flush=True)
             for reason, path in report.failures.items():
                 print(f"  FAIL {path}: {reason}", flush=True)
             bad += len(report.failures)

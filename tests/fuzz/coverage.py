@@ -40,6 +40,7 @@ def main(argv: list[str]) -> None:
     kind = KINDS[args.kind]
     work = Path(tempfile.mkdtemp(prefix=f"nxcc-atheris-{kind.name}-"))
     os.environ["NXCC_RUNTIME_DIR"] = str(work / "runtime")
+    os.environ["NEURON_COMPILE_CACHE_URL"] = str(work / "compile-cache")
     os.environ.setdefault("NEURON_RT_EXEC_TIMEOUT", "5")
     corpus = work / "corpus"
     corpus.mkdir()
@@ -54,6 +55,9 @@ def main(argv: list[str]) -> None:
             status, reason = verdict(run_cli(*command))
             if status in FAILING:
                 raise FuzzFailure(f"{command[0]}: {status}: {reason}")
+        wrong = kind.check(work) if kind.check is not None else None
+        if wrong is not None:
+            raise FuzzFailure(f"wrong: {wrong}")
 
     defaults = [f for f in ("-timeout=20", "-rss_limit_mb=2048")
                 if not any(x.startswith(f.split("=")[0] + "=") for x in flags)]

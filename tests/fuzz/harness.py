@@ -12,7 +12,9 @@ A case passes when every command either succeeds or ends in one `ERROR: [CODE] .
   without a code;
 - ``hang``: a command ran past the per-case time limit (SIGALRM, raised as a BaseException
   so no ``except Exception`` in the code under test can swallow it);
-- ``memory``: a MemoryError (the long run caps the address space, see `__main__`).
+- ``memory``: a MemoryError (the long run caps the address space, see `__main__`);
+- ``wrong``: every command ended cleanly but the kind's own `check` found a wrong result
+  (e.g. a compile cache handing out a NEFF that is not the module's).
 
 One error line without a code (``ERROR: x.neff takes inputs ...``) is counted as
 ``uncoded`` and listed, not failed: it is clean, and codes for every `run` error are
@@ -46,14 +48,16 @@ Commands = Callable[[Path, Path], list[list[str]]]
 
 @dataclass(frozen=True)
 class Kind:
-    """One input kind: its file suffix, seed corpus, mutator and the commands a mutant
-    goes through (`commands(input_path, work_dir)`)."""
+    """One input kind: its file suffix, seed corpus, mutator, the commands a mutant goes
+    through (`commands(input_path, work_dir)`), and optionally a `check(work_dir)` run after
+    them that returns why the result is wrong (None: right)."""
 
     name: str
     suffix: str
     seeds: Callable[[Path], list[bytes]]
     mutate: Mutator
     commands: Commands
+    check: Callable[[Path], str | None] | None = None
 
 
 class CaseTimeout(BaseException):
@@ -96,7 +100,7 @@ def verdict(outcome: Outcome) -> tuple[str, str | None]:
         return "crash", f"not one error line: {outcome.stderr.strip()[:200]!r}"
     if not CODED.match(lines[0]):
         return "uncoded", lines[0][:200]
-    return "refused", None
+    return "refused", lines[0][:200]
 
 
 @dataclass
@@ -108,6 +112,7 @@ class Report:
     counts: Counter = field(default_factory=Counter)
     failures: dict[str, Path] = field(default_factory=dict)
     uncoded: Counter = field(default_factory=Counter)
+    refused: Counter = field(default_factory=Counter)
     seconds: float = 0.0
     slowest: float = 0.0
 
@@ -115,10 +120,16 @@ class Report:
         c = self.counts
         return (f"{self.kind}: {self.cases} cases in {self.seconds:.1f} s (slowest "
                 f"{self.slowest:.2f} s): {c['ok']} ran, {c['refused']} refused cleanly, "
-                f"{c['uncoded']} refused without a code, {c['crash']} crashes, {c['hang']} hangs, {c['memory']} over memory")
+                f"{c['uncoded']} refused without a code, {c['crash']} crashes, {c['hang']} hangs, "
+                f"{c['memory']} over memory, {c['wrong']} wrong results")
 
 
-FAILING = ("crash", "hang", "memory")
+FAILING = ("crash", "hang", "memory", "wrong")
+
+
+def _refusal(line: str) -> str:
+    """An error line's code and first words (what a long run lists, most common first)."""
+    return " ".join(line.split()[:6])[:90]
 
 
 def run_case(kind: Kind, data: bytes, work: Path, limit: float) -> tuple[str, str | None]:
@@ -143,6 +154,9 @@ def run_case(kind: Kind, data: bytes, work: Path, limit: float) -> tuple[str, st
         if status != "ok":
             worst = status if worst in ("ok", "refused") else worst
             note = note or reason
+    wrong = kind.check(work) if kind.check is not None else None
+    if wrong is not None:
+        return "wrong", f"wrong: {wrong}"
     return worst, note
 
 
@@ -179,6 +193,8 @@ def campaign(kind: Kind, cases: int, work: Path, failures: Path, *, limit: float
             progress(report)
         if status == "uncoded" and reason is not None:
             report.uncoded[reason.split(": ")[0][:80]] += 1
+        if status == "refused" and reason is not None:
+            report.refused[_refusal(reason)] += 1
         if status in FAILING:
             name = hashlib.sha256(mutant).hexdigest()[:16] + ".bin"
             target = failures / kind.name / name

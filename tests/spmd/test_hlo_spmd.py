@@ -98,3 +98,20 @@ def test_spmd_program_is_not_sharded_again(tmp_path) -> None:
     with pytest.raises(CompileError, match="SPMD program .* compile it with -lnc 1") as info:
         compile_hlo(FIXTURES / "row_sum.compiled.hlo", tmp_path / "r.neff", "trn2", 2)
     assert info.value.code == "NCC_EARG001"
+
+
+@pytest.mark.parametrize("text", [
+    "{devices=[4,2]<=[2,2147483648]T(1,0) last_tile_dim_replicate}",
+    "{devices=[2]<=[-2]}",
+])
+def test_an_iota_over_too_many_devices_is_refused_before_it_is_built(text: str) -> None:
+    """(Found by the stablehlo fuzz kind: an iota of 2^32 devices, a 32 GiB arange.)"""
+    from nxcc.ir.sharding_notation.cursor import PieceError
+    from nxcc.ir.sharding_notation.hlo_sharding import parse_replica_groups
+
+    with pytest.raises(PieceError, match="over the limit of 65536|negative"):
+        parse_sharding(text)
+    with pytest.raises(PieceError, match="over the limit of 65536"):
+        parse_replica_groups("[2,2]<=[65536,2]")
+    with pytest.raises(PieceError, match="over the limit of 65536"):
+        parse_replica_groups("@mesh<x=65536,y=2> {x}")

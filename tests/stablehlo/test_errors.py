@@ -87,3 +87,84 @@ def test_unclosed_brackets_fail_at_once() -> None:
                    GOOD + "#x = #stablehlo.thing<" + "a, " * 40 + "\n"):
         with pytest.raises(HloError):
             import_xla(broken)
+
+
+CONV = """module @m {
+  func.func public @main(%arg0: tensor<1x4x4x1xf32>, %arg1: KERNEL) -> tensor<1x4x4x1xf32> {
+    %0 = stablehlo.convolution(%arg0, %arg1) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {stride = [1, 1], pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x4x1xf32>, KERNEL) -> tensor<1x4x4x1xf32>
+    return %0 : tensor<1x4x4x1xf32>
+  }
+}
+"""
+
+
+KERNELS = [("tensor<3x3x1x1xf32>", None), ("tensor<2xf32>", "does not have the 4 dimensions"),
+           ("tuple<tensor<3x3x1x1xf32>>", "expected a tensor as operand 1")]
+
+
+@pytest.mark.parametrize(("kernel", "words"), KERNELS, ids=["right", "rank-1", "tuple"])
+def test_convolution_kernel_of_the_wrong_rank(kernel: str, words: str | None) -> None:
+    """(Found by the fuzzer: an IndexError, an AttributeError.) A kernel whose type lacks
+    the dimensions dim_numbers names is an error at the op."""
+    text = CONV.replace("KERNEL", kernel)
+    if words is None:
+        import_xla(text)
+        return
+    with pytest.raises(HloError) as info:
+        import_xla(text)
+    assert info.value.line == 3 and words in info.value.message
+
+
+OPERANDS = """module @m {
+  func.func public @main(%arg0: tuple<tensor<4xf32>>) -> tensor<4xf32> {
+    OP
+  }
+}
+"""
+TUPLE_OPERAND = [  # (found by the fuzzer: AttributeError 'TupleShape' has no 'dims')
+    '%0 = "stablehlo.sort"(%arg0) ({\n ^bb0(%a: tensor<f32>, %b: tensor<f32>):\n'
+    '  %c = stablehlo.compare GT, %a, %b : (tensor<f32>, tensor<f32>) -> tensor<i1>\n'
+    '  stablehlo.return %c : tensor<i1>\n }) {dimension = 0 : i64} : '
+    '(tuple<tensor<4xf32>>) -> tensor<4xf32>',
+    '%0 = "stablehlo.dot"(%arg0, %arg0) : (tuple<tensor<4xf32>>, tuple<tensor<4xf32>>) '
+    '-> tensor<4xf32>',
+]
+
+
+@pytest.mark.parametrize("line", TUPLE_OPERAND, ids=["sort", "dot"])
+def test_an_op_given_a_tuple_where_it_takes_a_tensor(line: str) -> None:
+    with pytest.raises(HloError) as info:
+        import_xla(OPERANDS.replace("OP", line + "\n    return %0 : tensor<4xf32>"))
+    assert "expected a tensor as operand 0" in info.value.message
+
+
+def test_result_count_is_bounded() -> None:
+    """(Found by the fuzzer: `%0:2147483648 = ...` built a list of 2^31 names, a hang.)"""
+    text = GOOD.replace("%0 = stablehlo.add", "%0:2147483648 = stablehlo.add")
+    with pytest.raises(HloError) as info:
+        import_xla(text)
+    assert "a number of results from 1 to 65536" in info.value.message
+
+
+def test_tuple_types_nested_too_deep() -> None:
+    """(Found by the fuzzer: a RecursionError.) Tuple types nest at most 64 deep."""
+    deep = "tuple<" * 3000 + "tensor<4xf32>" + ">" * 3000
+    with pytest.raises(HloError) as info:
+        import_xla(GOOD.replace("-> tensor<4xf32>", f"-> {deep}"))
+    assert "tuples nest at most 64 deep" in info.value.message
+    assert import_xla(GOOD.replace("-> tensor<4xf32>", "-> tuple<tuple<tensor<4xf32>>>"))
+
+
+@pytest.mark.parametrize(("old", "new", "words"), [
+    (": tensor<4xf32>\n    return", ": tensor<" + "2x" * 20 + "f32>\n    return",
+     "rank 20 is over the limit of 16"),
+    ("%0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>",
+     "%0 = stablehlo.constant dense<1.0> : tensor<65536x65536xf32>",
+     "over the limit of 1073741824"),
+], ids=["rank-20", "16-gib-constant"])
+def test_types_over_the_size_limits(old: str, new: str, words: str) -> None:
+    """(Found by the fuzzer: MemoryError filling a constant of 2^52 elements.) Tensor types
+    are bounded where they are read, as HLO text's shapes are."""
+    with pytest.raises(HloError) as info:
+        import_xla(GOOD.replace(old, new))
+    assert words in info.value.message

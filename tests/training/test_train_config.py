@@ -275,3 +275,14 @@ def test_linear_schedule_is_the_compiled_one() -> None:
     assert compiled is not None
     for k in range(25):
         assert lr * compiled.factor(k) == pytest.approx(s.lr_at(lr, k))
+
+
+@pytest.mark.parametrize("text", ["seed: " + "[" * 5000 + "]" * 5000 + "\n",
+                                  "model: {" + "a: {" * 3000 + "}" * 3001 + "\n"],
+                         ids=["flow-sequences", "flow-mappings"])
+def test_yaml_nested_too_deep_is_one_error(tmp_path: Path, text: str) -> None:
+    """(Found by the yaml fuzz kind: PyYAML recursing once per level ended in a
+    RecursionError traceback.)"""
+    path = tmp_path / "deep.yaml"
+    path.write_text(text)
+    refused(path, "is nested too deep")
