@@ -38,8 +38,9 @@ def write_neff(
     """Write a NEFF to ``path`` and return its header.
 
     The payload holds ``manifest`` as ``neff.json`` plus ``files`` (payload path ->
-    bytes, or a tuple of bytes-like parts: see `payload.Contents`). ``FeatureBits.UNCOMPRESSED_PAYLOAD`` is set exactly when ``compress`` is
-    False, whatever ``feature_bits`` says. ``requested_tpb_count`` is ``num_tpb``;
+    bytes, or a tuple of bytes-like parts: see `payload.Contents`).
+    ``FeatureBits.UNCOMPRESSED_PAYLOAD`` is set exactly when ``compress`` is False,
+    whatever ``feature_bits`` says. ``requested_tpb_count`` is ``num_tpb``;
     ``tpb_per_node`` is written as zeros. The uuid is derived from the payload's
     SHA-256 and the header fields (:func:`content_uuid`), so the same inputs always give
     byte-identical files (the payload itself is deterministic: see ``build_payload``).

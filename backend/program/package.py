@@ -74,8 +74,9 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
     All core modules share one weight table, so weights common to several cores are stored
     once. With several cores each subgraph also lists the block of every input and output
     it reads and writes, and the manifest every collective placeholder. The payload is
-    gzipped when `spec.compress` and the weights take at most `COMPRESS_WEIGHTS_UP_TO` bytes. `spec.state` adds
-    the ``input_output_alias`` and ``state`` sections (`program.state`). An SPMD module
+    gzipped when `spec.compress` and the weights take at most `COMPRESS_WEIGHTS_UP_TO`
+    bytes. `spec.state` adds the ``input_output_alias`` and ``state`` sections
+    (`program.state`). An SPMD module
     (`Module.spmd`) gets the manifest's ``spmd`` section (`spmd_manifest`). The header's
     COLLECTIVES bit is set when there are collectives, SPMD with the ``spmd`` section. The
     write is atomic.
