@@ -28,6 +28,9 @@ class MappedMembers(Mapping[str, bytes]):
         offset, size = self._spans[name]
         return self._buffer[offset:offset + size]
 
+    def __contains__(self, name: object) -> bool:  # Mapping's would read the member
+        return name in self._spans
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._spans)
 
