@@ -136,3 +136,11 @@ def test_streamed_payload_is_the_tar_tarfile_writes() -> None:
             info.size, info.mode, info.uname, info.gname = len(data), 0o644, "", ""
             tar.addfile(info, io.BytesIO(data))
     assert b"".join(bytes(c) for c in payload_chunks(files)) == buf.getvalue()
+
+
+def test_only_large_weights_that_do_not_compress_skip_gzip() -> None:
+    rng = np.random.default_rng(0)
+    noise = rng.standard_normal(2_000_000).astype(np.float32)  # 8 MB
+    assert not package.weights_compress([noise])
+    assert package.weights_compress([np.zeros(2_000_000, np.float32)])
+    assert package.weights_compress([noise[:1000]])
