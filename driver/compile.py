@@ -18,6 +18,7 @@ from nxcc.backend.program.package import NeffSpec, write_program_neff
 from nxcc.backend.program.state import StateBuffer
 from nxcc.driver.errors import CompileError, write_error
 from nxcc.driver.frontends import choose_framework, import_xla
+from nxcc.driver.gc_threshold import compile_gc
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.save_temps import SavedTemps, make_workdir
 from nxcc.driver.sharding_stage import core_programs, mesh_passes
@@ -67,9 +68,10 @@ def compile_model(path: str, options: CompileOptions,
     """Compile the model at `path` to the NEFF `options.output`; `progress(stage)` is told
     each stage (import, each pass, shard, write) as it starts."""
     check_print_ir_after(options)
-    module, framework = import_model(path, options, progress)
-    name = os.path.splitext(os.path.basename(path))[0]
-    return compile_module(module, name, framework, options, emit, progress)
+    with compile_gc():
+        module, framework = import_model(path, options, progress)
+        name = os.path.splitext(os.path.basename(path))[0]
+        return compile_module(module, name, framework, options, emit, progress)
 
 
 def compile_onnx_model(proto: onnx.ModelProto, options: CompileOptions, name: str = "model",
@@ -78,11 +80,12 @@ def compile_onnx_model(proto: onnx.ModelProto, options: CompileOptions, name: st
     from nxcc.compiler.onnx import FrontendError, import_onnx
 
     check_print_ir_after(options)
-    try:
-        module = import_onnx(proto, options.input_shapes)
-    except FrontendError as exc:
-        raise CompileError(exc.code, str(exc), exc.value) from None
-    return compile_module(module, name, "ONNX", options, emit)
+    with compile_gc():
+        try:
+            module = import_onnx(proto, options.input_shapes)
+        except FrontendError as exc:
+            raise CompileError(exc.code, str(exc), exc.value) from None
+        return compile_module(module, name, "ONNX", options, emit)
 
 
 def check_print_ir_after(options: CompileOptions) -> None:

@@ -59,7 +59,8 @@ class Dense:
         arr = arr.astype(dt.numpy, copy=False)
         if arr.size > 1 and _all_equal(arr):
             return Dense.splat(TensorType(dt, arr.shape), arr.reshape(-1)[0])
-        return Dense(TensorType(dt, arr.shape), np.array(arr, copy=True))
+        return Dense(TensorType(dt, arr.shape), np.array(arr, copy=True) if arr.flags.writeable
+                     else arr)
 
     @staticmethod
     def splat(type_: TensorType, value: float | int | bool | np.generic) -> Dense:

@@ -50,12 +50,13 @@ def atomic_file(target: str) -> Iterator[BinaryIO]:
     _fsync_directory(directory)
 
 
-def write_chunks(target: str, chunks: Iterable[bytes]) -> None:
-    """`chunks` written, in order, as the new contents of `target` (atomically)."""
+def write_chunks(target: str, chunks: Iterable[bytes | memoryview]) -> None:
+    """`chunks` written, in order, as the new contents of `target` (atomically); the test
+    pause (NXCC_TEST_SLOW_PASS) comes once, after the first chunk (the header)."""
     pause = float(os.environ.get("NXCC_TEST_SLOW_PASS", "0") or 0)
     with atomic_file(target) as out:
         for i, chunk in enumerate(chunks):
-            if i and pause > 0:
+            if i == 1 and pause > 0:
                 time.sleep(pause)
             out.write(chunk)
 

@@ -6,6 +6,7 @@ import io
 import tokenize
 
 import numpy as np
+from numpy.lib import format as npy_format
 
 from nxcc.backend.neff.errors import NeffError
 
@@ -17,6 +18,21 @@ def dump_npy(arr: np.ndarray) -> bytes:
     buf = io.BytesIO()
     np.save(buf, np.asarray(arr), allow_pickle=False)
     return buf.getvalue()
+
+
+def npy_parts(arr: np.ndarray) -> tuple[bytes, memoryview]:
+    """``arr`` as ``.npy`` contents in two parts, the header and a view of the data (C
+    order; nothing copied when ``arr`` is C-contiguous). numpy pads the header to a multiple
+    of 64 bytes, so in a NEFF's tar, where a member's data starts on a 512-byte block, the
+    array's data is 64-byte aligned and a reader can map it. ValueError for object arrays."""
+    arr = np.asarray(arr)
+    if arr.dtype.hasobject:
+        raise ValueError("object arrays cannot be saved without pickling")
+    if not arr.flags.c_contiguous:
+        arr = np.ascontiguousarray(arr)
+    head = io.BytesIO()
+    npy_format.write_array_header_1_0(head, npy_format.header_data_from_array_1_0(arr))
+    return head.getvalue(), memoryview(arr.reshape(-1).view(np.uint8))
 
 
 def load_npy(data: bytes, source: str = "<npy>") -> np.ndarray:

@@ -12,7 +12,7 @@ from typing import Any
 from nxcc.backend.neff.atomic import write_chunks
 from nxcc.backend.neff.constants import DEFAULT_BUILD_VERSION, MANIFEST_NAME, FeatureBits
 from nxcc.backend.neff.header import NeffHeader
-from nxcc.backend.neff.payload import build_payload
+from nxcc.backend.neff.payload import Contents, build_payload, payload_chunks
 
 #: The namespace of NEFF uuids (a fixed, arbitrary uuid: uuid5 needs one).
 _NEFF_NAMESPACE = uuid.UUID("6e786363-6e65-4646-8000-6e6566667575")
@@ -27,7 +27,7 @@ def write_neff(
     path: str | os.PathLike[str],
     *,
     manifest: Mapping[str, Any],
-    files: Mapping[str, bytes],
+    files: Mapping[str, Contents],
     name: str,
     num_tpb: int,
     lnc_size: int,
@@ -38,13 +38,15 @@ def write_neff(
     """Write a NEFF to ``path`` and return its header.
 
     The payload holds ``manifest`` as ``neff.json`` plus ``files`` (payload path ->
-    bytes). ``FeatureBits.UNCOMPRESSED_PAYLOAD`` is set exactly when ``compress`` is
-    False, whatever ``feature_bits`` says. ``requested_tpb_count`` is ``num_tpb``;
+    bytes, or a tuple of bytes-like parts: see `payload.Contents`).
+    ``FeatureBits.UNCOMPRESSED_PAYLOAD`` is set exactly when ``compress`` is False,
+    whatever ``feature_bits`` says. ``requested_tpb_count`` is ``num_tpb``;
     ``tpb_per_node`` is written as zeros. The uuid is derived from the payload's
     SHA-256 and the header fields (:func:`content_uuid`), so the same inputs always give
     byte-identical files (the payload itself is deterministic: see ``build_payload``).
 
-    Everything is serialized in memory first; the bytes then go to a temp file in
+    A compressed payload is serialized in memory first, an uncompressed one is written
+    chunk by chunk from the members' own buffers; the bytes go to a temp file in
     the target's directory which is fsynced and ``os.replace``d onto ``path``. On
     any exception (KeyboardInterrupt included) the temp file is removed, the
     exception propagates, and a pre-existing file at ``path`` is left untouched.
@@ -59,9 +61,16 @@ def write_neff(
         raise ValueError(f"files must not contain {MANIFEST_NAME!r}; pass it as manifest")
     if num_tpb < 1:
         raise ValueError(f"num_tpb must be >= 1, got {num_tpb}")
-    payload = build_payload({**files, MANIFEST_NAME: encode_manifest(manifest)}, compress)
-
-    payload_hash = hashlib.sha256(payload).digest()
+    members = {**files, MANIFEST_NAME: encode_manifest(manifest)}
+    chunks: list[bytes | memoryview]
+    if compress:
+        chunks = [build_payload(members, True)]
+    else:  # written as it is built: the weights' data is never copied
+        chunks = payload_chunks(members)
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk)
+    payload_hash = digest.digest()
     bits = int(feature_bits) & ~int(FeatureBits.UNCOMPRESSED_PAYLOAD)
     if not compress:
         bits |= int(FeatureBits.UNCOMPRESSED_PAYLOAD)
@@ -69,7 +78,7 @@ def write_neff(
         hash=payload_hash,
         uuid=content_uuid(payload_hash, name, num_tpb, lnc_size, bits, build_version),
         name=name,
-        data_size=len(payload),
+        data_size=sum(memoryview(c).nbytes for c in chunks),
         num_tpb=num_tpb,
         requested_tpb_count=num_tpb,
         lnc_size=lnc_size,
@@ -77,7 +86,7 @@ def write_neff(
         build_version=build_version,
     )
     header_bytes = header.pack(source=target)
-    _atomic_write(target, (header_bytes, payload))
+    _atomic_write(target, (header_bytes, *chunks))
     return header
 
 
@@ -89,6 +98,6 @@ def content_uuid(payload_hash: bytes, name: str, num_tpb: int, lnc_size: int,
     return uuid.uuid5(_NEFF_NAMESPACE, text)
 
 
-def _atomic_write(target: str, chunks: tuple[bytes, ...]) -> None:
+def _atomic_write(target: str, chunks: tuple[bytes | memoryview, ...]) -> None:
     """Write ``chunks`` to ``target`` atomically (`atomic.write_chunks`)."""
     write_chunks(target, chunks)

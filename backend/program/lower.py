@@ -38,7 +38,9 @@ class WeightTable:
 
     def store(self, d: Dense) -> str:
         arr = np.ascontiguousarray(d.array)
-        digest = hashlib.sha256(str(d.type).encode() + arr.tobytes()).hexdigest()
+        hasher = hashlib.sha256(str(d.type).encode())
+        hasher.update(arr.reshape(-1).view(np.uint8))  # hashed in place, not copied
+        digest = hasher.hexdigest()
         name = self.by_digest.get(digest)
         if name is None:
             name = f"w{len(self.arrays)}"

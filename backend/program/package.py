@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import dataclass, field
 
-from nxcc.backend.neff import FeatureBits, NeffHeader, dump_npy, write_neff
+import numpy as np
+
+from nxcc.backend.neff import FeatureBits, NeffHeader, write_neff
+from nxcc.backend.neff.weights import npy_parts
 from nxcc.backend.program.collectives import block_entry, global_shape, manifest_collectives
 from nxcc.backend.program.lower import WeightTable, lower_module
 from nxcc.backend.program.spmd_manifest import spmd_section
@@ -15,6 +19,25 @@ from nxcc.ir.flops import module_flops
 from nxcc.ir.printer import print_module
 
 IR_TEXT_ELIDE_OVER = 16
+#: Weights of more bytes than this leave the payload uncompressed (as
+#: --enable-fast-loading-neuron-binaries does) unless a sample shows they compress: float
+#: weights barely do (random or trained, gzip saves a few percent at the cost of seconds per
+#: 100 MB), and a plain tar lets the runtime map them instead of reading and copying them.
+COMPRESS_WEIGHTS_UP_TO = 4 << 20
+#: Bytes sampled from the start of each weight, and the compressed share of the sample under
+#: which gzip is worth it (constants such as materialised splats compress to almost nothing).
+SAMPLE_BYTES, COMPRESSES_UNDER = 1 << 16, 0.5
+
+
+def weights_compress(arrays: list[np.ndarray]) -> bool:
+    """Whether to gzip a payload holding `arrays`: yes when they take at most
+    `COMPRESS_WEIGHTS_UP_TO` bytes, or when zlib (level 1) shrinks a sample of their first
+    bytes below `COMPRESSES_UNDER` of its size (deterministic: it depends on the data only)."""
+    if sum(a.nbytes for a in arrays) <= COMPRESS_WEIGHTS_UP_TO:
+        return True
+    sample = b"".join(np.ascontiguousarray(a).reshape(-1).view(np.uint8)[:SAMPLE_BYTES].tobytes()
+                      for a in arrays)
+    return len(zlib.compress(sample, 1)) < COMPRESSES_UNDER * len(sample)
 
 
 @dataclass(frozen=True)
@@ -67,8 +90,10 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
 
     All core modules share one weight table, so weights common to several cores are stored
     once. With several cores each subgraph also lists the block of every input and output
-    it reads and writes, and the manifest every collective placeholder. `spec.state` adds
-    the ``input_output_alias`` and ``state`` sections (`program.state`). An SPMD module
+    it reads and writes, and the manifest every collective placeholder. The payload is
+    gzipped when `spec.compress` and `weights_compress` says the weights are small or
+    compress. `spec.state` adds the ``input_output_alias`` and ``state`` sections
+    (`program.state`). An SPMD module
     (`Module.spmd`) gets the manifest's ``spmd`` section (`spmd_manifest`). The header's
     COLLECTIVES bit is set when there are collectives, SPMD with the ``spmd`` section. The
     write is atomic.
@@ -91,7 +116,7 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
     aliases = state_manifest(inputs, outputs, spec.state, weights.store) if spec.state else {}
     weight_files = {}
     for name, arr in weights.arrays.items():
-        files[f"weights/{name}.npy"] = dump_npy(arr)
+        files[f"weights/{name}.npy"] = npy_parts(arr)
         weight_files[name] = f"weights/{name}.npy"
     manifest = {
         "format": "nxcc-neff",
@@ -113,4 +138,4 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
         bits |= FeatureBits.SPMD
     return write_neff(path, manifest=manifest, files=files, name=spec.name,
                       num_tpb=len(core_modules), lnc_size=spec.lnc, feature_bits=int(bits),
-                      compress=spec.compress)
+                      compress=spec.compress and weights_compress(list(weights.arrays.values())))

@@ -8,7 +8,8 @@
    subgraph names unique; each subgraph's blocks one per input and output, of the same rank
    and inside the whole tensor; an ``spmd`` section with as many inputs and outputs;
 3. every weight: its ``.npy`` header read first, its declared shape x dtype equal to the
-   bytes it holds and within the limit, then loaded (never unpickled);
+   bytes it holds and within the limit, then loaded (never unpickled): from an
+   uncompressed payload, a read-only view of the mapped file, not a copy;
 4. every program: parsed with its nesting bounded, its schema
    (`backend.neff.neff_schema.PROGRAM`), then its references, sizes and types
    (`validate_program.check_program`); all arenas together within MAX_ARENA_BYTES.
@@ -31,11 +32,15 @@ from numpy.lib import format as npy_format
 from nxcc.backend.neff import NeffError, NeffFile, load_npy
 from nxcc.backend.neff.errors import REFERENCE, SCHEMA, SIZE
 from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_TENSOR_BYTES
+from nxcc.backend.neff.mapped import MappedMembers, member_span
 from nxcc.backend.neff.neff_schema import MANIFEST, PAIRED_KINDS, PROGRAM
 from nxcc.backend.neff.schema import conform, load_json
 from nxcc.backend.runtime.validate_program import check_program
 from nxcc.ir.dtypes import DType
 from nxcc.ir.limits import oversize
+
+#: Bytes read to parse a mapped weight's `.npy` header (a version 1 header is at most 64 KiB).
+_NPY_HEAD_MAX = (1 << 16) + 16
 
 
 @dataclass(frozen=True)
@@ -85,10 +90,24 @@ def read_checked_weights(neff: NeffFile) -> dict[str, np.ndarray]:
     source = str(neff.path)
     out = {}
     for name, member in neff.manifest["weights"]["files"].items():
-        data = neff.files[member]
-        _check_npy_header(data, f"{source}:{member}")
-        out[name] = load_npy(data, f"{source}:{member}")
+        out[name] = _read_weight(neff.files, member, f"{source}:{member}")
     return out
+
+
+def _read_weight(files: Mapping[str, bytes], member: str, source: str) -> np.ndarray:
+    """One weight: viewed in place (read-only, not owning its data) when `files` maps an
+    uncompressed payload and the data is aligned for its dtype, else read and copied."""
+    span = member_span(files, member)
+    if span is None:
+        data = files[member]
+        _check_npy_header(data, source, len(data))
+        return load_npy(data, source)
+    assert isinstance(files, MappedMembers)
+    shape, fortran, dtype, start = _check_npy_header(files.prefix(member, _NPY_HEAD_MAX),
+                                                     source, span[1])
+    if (span[0] + start) % max(dtype.alignment, 1):
+        return load_npy(files[member], source)
+    return files.array(member, start, shape, dtype, fortran)
 
 
 def check_neff(neff: NeffFile, weights: Mapping[str, np.ndarray] | None = None
@@ -157,16 +176,18 @@ _NPY_HEADER_READERS = {(1, 0): npy_format.read_array_header_1_0,
                        (2, 0): npy_format.read_array_header_2_0}
 
 
-def _check_npy_header(data: bytes, source: str) -> None:
+def _check_npy_header(data: bytes, source: str, total: int
+                      ) -> tuple[tuple[int, ...], bool, np.dtype, int]:
     """The `.npy` header's shape x dtype, within the limit and equal to the bytes after
-    the header (read without allocating the array)."""
+    the header (read without allocating the array) in a member of `total` bytes whose
+    first bytes are `data`; returns (shape, fortran order, dtype, header length)."""
     f = io.BytesIO(data)
     try:
         version = npy_format.read_magic(f)
         read = _NPY_HEADER_READERS.get(version)
         if read is None:
             raise ValueError(f"unsupported .npy version {version}")
-        shape, _, dtype = read(f)
+        shape, fortran, dtype = read(f)
     except (ValueError, TypeError, SyntaxError, EOFError, RecursionError,
             tokenize.TokenError) as exc:  # numpy tokenizes the header's Python literal
         raise NeffError(source, f"malformed .npy header: {type(exc).__name__}: {exc}"
@@ -177,6 +198,7 @@ def _check_npy_header(data: bytes, source: str) -> None:
     if problem is not None:
         raise NeffError(source, f"weight: {problem}", code=SIZE)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes != len(data) - f.tell():
+    if nbytes != total - f.tell():
         raise NeffError(source, f"weight declares {dtype}{list(shape)} ({nbytes} bytes) but "
-                        f"holds {len(data) - f.tell()}", code=SIZE)
+                        f"holds {total - f.tell()}", code=SIZE)
+    return shape, fortran, dtype, f.tell()

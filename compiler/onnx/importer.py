@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,8 @@ def import_onnx(model: onnx.ModelProto | str | Path,
         name = name.decode("utf-8", "replace")
     module = Module(re.sub(r"\W+", "_", name).strip("_") or "model")
     fn = module.add_function(Function("main", [Value(t, n) for n, t in types]))
-    return _Importer(module, fn, inferred.graph, model_opsets(proto)).run()
+    return _Importer(module, fn, inferred.graph, model_opsets(proto),
+                     initializers=proto.graph.initializer).run()
 
 
 def attribute_values(node: onnx.NodeProto) -> dict[str, Any]:
@@ -87,12 +88,14 @@ class _Importer:
     to an outer value becomes a new parameter of its function (`captures` records the
     outer values, in parameter order), unless `inline` (the subgraph is converted into
     the parent's own function, as a constant If condition allows), or the outer value is a
-    constant (copied in, so it still folds).
+    constant (copied in, so it still folds). `initializers` replaces the graph's own (the
+    model's, when `graph` is the weightless copy shape inference saw).
     """
 
     def __init__(self, module: Module, fn: Function, graph: onnx.GraphProto,
                  opsets: dict[str, int], parent: _Importer | None = None,
-                 inline: bool = False) -> None:
+                 inline: bool = False,
+                 initializers: Iterable[onnx.TensorProto] | None = None) -> None:
         self.graph = graph
         self.opsets = opsets
         self.module = module
@@ -104,7 +107,8 @@ class _Importer:
         self.captures: list[Value] = []
         self.values: dict[str, Value] = {p.name: p for p in fn.params  # type: ignore[misc]
                                          if p.name is not None}
-        self.initializers = {t.name: t for t in self.graph.initializer}
+        inits = self.graph.initializer if initializers is None else initializers
+        self.initializers: dict[str, Any] = {t.name: t for t in inits}
         for sparse in self.graph.sparse_initializer:
             self.initializers.setdefault(sparse.values.name, sparse)
         # ONNX's view of each value's type: intermediate values as shape inference has them;

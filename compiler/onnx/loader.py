@@ -71,9 +71,8 @@ def load_model(model: onnx.ModelProto | str | Path) -> tuple[onnx.ModelProto, st
             proto = onnx.ModelProto.FromString(proto.SerializeToString())
         del proto.graph.node[:]
         proto.graph.node.extend(nodes)
-    try:
-        big = path is not None and proto.ByteSize() >= TWO_GB
-        onnx.checker.check_model(str(path) if big else proto)
+    try:  # the weights' bytes were checked by validate_graph; the copy is far under 2 GB
+        onnx.checker.check_model(weightless(proto))
     except Exception as exc:  # noqa: BLE001 - ValidationError and C++ errors alike
         raise FrontendError(
             f"'{source}' is not a valid ONNX model: {_first_line(exc)}", MALFORMED) from None
@@ -244,15 +243,52 @@ def input_types(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
     return out
 
 
+#: Initializers of more elements than this are left out of the copy that shape inference and
+#: the checker see (`weightless`): no shape depends on such a tensor's values, and copying the
+#: weights into onnx's C++ code and back took most of a large model's compile time.
+INFER_MAX_ELEMENTS = 1024
+
+
+def weightless(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of `proto` without its large initializers (over `INFER_MAX_ELEMENTS`): each
+    becomes a graph input of its type and shape (unless it already is one, as before IR
+    version 4). Nodes, inputs, outputs, value infos, small initializers, opsets and
+    functions are copied; the weights' bytes are not."""
+    light = onnx.ModelProto(ir_version=proto.ir_version, producer_name=proto.producer_name,
+                            producer_version=proto.producer_version, domain=proto.domain,
+                            model_version=proto.model_version)
+    light.opset_import.extend(proto.opset_import)
+    light.functions.extend(proto.functions)
+    src, graph = proto.graph, light.graph
+    graph.name = src.name
+    graph.node.extend(src.node)
+    graph.input.extend(src.input)
+    graph.output.extend(src.output)
+    graph.value_info.extend(src.value_info)
+    graph.sparse_initializer.extend(src.sparse_initializer)
+    inputs = {v.name for v in src.input}
+    for t in src.initializer:
+        count = 1
+        for d in t.dims:
+            count *= d
+        if count <= INFER_MAX_ELEMENTS:
+            graph.initializer.append(t)
+        elif t.name not in inputs:
+            graph.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type,
+                                                                  list(t.dims)))
+    return light
+
+
 def infer_shapes(proto: onnx.ModelProto, types: Sequence[tuple[str, TensorType]]
                  ) -> onnx.ModelProto:
-    """A copy of `proto` whose parameters have the static `types`, shape-inferred.
+    """`weightless(proto)` with its parameters given the static `types`, shape-inferred:
+    its value infos are ONNX's view of each value's type; its large initializers are
+    missing (take them from `proto`).
 
-    Inference is best effort: when it fails (models over 2 GB...), the copy is returned
-    without inferred value infos.
+    Inference is best effort: when it fails, the copy is returned without inferred value
+    infos.
     """
-    fixed = onnx.ModelProto()
-    fixed.CopyFrom(proto)
+    fixed = weightless(proto)
     static = dict(types)
     for info in fixed.graph.input:
         if info.name in static:
