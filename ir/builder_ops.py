@@ -286,6 +286,10 @@ class BuilderOps:
         """The dynamic_update_slice op."""
         return self.op(ops.dynamic_update_slice, operands, {})
 
+    def fused_elementwise(self, *operands: Value, program: str, shape: Sequence[int]) -> Value:
+        """A chain of elementwise ops evaluated in one pass, block by block (ir/fused_program)."""
+        return self.op(ops.fused_elementwise, operands, {"program": program, "shape": shape})
+
     def gather(self, lhs: Value, rhs: Value, /, *, offset_dims: Sequence[int],
             collapsed_slice_dims: Sequence[int], operand_batching_dims: Sequence[int] = (),
             start_indices_batching_dims: Sequence[int] = (), start_index_map: Sequence[int],

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op
+from nxcc.ir.fused_program import parse_program
 from nxcc.ir.opdef import all_opdefs
 from nxcc.ir.registry import OpTable
 
@@ -85,6 +86,13 @@ def _sort(op: Op) -> int:
 )
 def no_flops(op: Op) -> int:
     return 0
+
+
+@flops(ops.fused_elementwise)
+def _fused_elementwise(op: Op) -> int:
+    """One FLOP per result element per step that is not a conversion."""
+    from_program = parse_program(str(op.attrs["program"])).steps
+    return op.result.type.size * sum(s.opcode != "convert" for s in from_program)
 
 
 def per_element(op: Op) -> int:

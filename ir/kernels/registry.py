@@ -10,6 +10,7 @@ from nxcc.ir.kernels import (  # noqa: F401
     convolution,
     elementwise,
     from_defs,
+    fused,
     gather,
     indexing,
     linalg,

@@ -77,6 +77,9 @@ from nxcc.ir.ops.elementwise import (
     tanh,
     xor,
 )
+from nxcc.ir.ops.fused import (
+    fused_elementwise,
+)
 from nxcc.ir.ops.indexing import (
     dynamic_slice,
     dynamic_update_slice,
@@ -144,6 +147,7 @@ __all__ = [
     "exp",
     "expm1",
     "floor",
+    "fused_elementwise",
     "gather",
     "iota",
     "is_finite",

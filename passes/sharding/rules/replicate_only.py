@@ -8,7 +8,8 @@ the whole result. Correct for any op, and the documented choice for:
   replicated random tensor holds the same numbers everywhere;
 - the collectives already in a program (all_reduce, all_gather, reduce_scatter,
   all_to_all, collective_permute) and point-to-point transfers (send, recv and their done
-  halves): they keep their own replica groups and pairs.
+  halves): they keep their own replica groups and pairs;
+- fused_elementwise: made by the fusion pass after partitioning, on each core's own shapes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ REPLICATE_ONLY = (ops.gather, ops.scatter, ops.call, ops.while_, ops.conditional
                   ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather,
                   ops.reduce_scatter, ops.all_to_all, ops.collective_permute, ops.send,
                   ops.send_done, ops.recv, ops.recv_done, ops.all_reduce_start,
-                  ops.all_reduce_done, ops.random_bits)
+                  ops.all_reduce_done, ops.random_bits, ops.fused_elementwise)
 
 
 @rule(*REPLICATE_ONLY)
