@@ -3,7 +3,9 @@
 A result that is one value repeated stays a splat (one element of memory), so folding the
 `ConstantOfShape` weights of a model never bloats it. Folding stops where it would
 materialise a big tensor from small ones (a broadcast of a vector, an iota...): the result
-must fit in `max(sum of operand bytes, SMALL_RESULT_BYTES)` unless it is a splat.
+must fit in `max(sum of operand bytes, SMALL_RESULT_BYTES)` unless it is a splat, and a
+broadcast of a non-splat constant (a bias) is never folded: it is read at use, as a
+broadcast view, by the fused op that consumes it (`passes/fusion`).
 """
 
 from __future__ import annotations
@@ -88,6 +90,8 @@ def fold_op(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:
         if outs is not None:
             return [Dense.splat(r.type, o.reshape(-1)[0]) for r, o in zip(op.results, outs,
                                                                           strict=True)]
+    if opdef is ops.broadcast_in_dim:
+        return None  # a bias stays small: broadcast at use, never materialised
     limit = max(sum(v.type.nbytes for v in values if not v.is_splat), SMALL_RESULT_BYTES)
     if sum(r.type.nbytes for r in op.results) > limit:
         return None

@@ -6,7 +6,8 @@ the group reads are its operands. A `broadcast_in_dim` that only inserts dimensi
 `broadcast_dimensions` increasing) is read through: its operand becomes the group's operand,
 broadcast at use, and the full-size broadcast is never made. A value used outside the group
 (by another op or as a function result) is computed by the group that produces it and read
-by the others, never computed twice. Ops with side effects are never fused. A group of one
+by the others, never computed twice. Ops with side effects are never fused, nor the ops of
+scalar computations (reducers, comparators), which kernels call on arrays of any shape. A group of one
 op without a broadcast to absorb is left as it is.
 
 The kernel (`ir/kernels/fused.py`) evaluates a group block by block in place, with the ops'
@@ -35,10 +36,17 @@ class FuseElementwise:
     def run(self, module: Module) -> bool:
         changed = False
         for fn in module.functions.values():
-            changed |= fuse_function(fn)
+            if not _scalar_computation(fn):
+                changed |= fuse_function(fn)
         if changed:
             DeadCodeElimination().run(module)
         return changed
+
+
+def _scalar_computation(fn: Function) -> bool:
+    """A function of scalars only (a reducer, a comparator): kernels apply it elementwise
+    to whole arrays of other shapes, which a fused op's fixed shape would not allow."""
+    return all(v.type.rank == 0 for v in (*fn.params, *fn.results))
 
 
 def fusible(op: Op) -> bool:
