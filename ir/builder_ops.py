@@ -311,6 +311,10 @@ class BuilderOps:
         """The is_finite op."""
         return self.op(ops.is_finite, [x], {})
 
+    def layer_norm(self, x: Value, /, *, dimension: int, epsilon: float) -> Value:
+        """(x - mean) * rsqrt(mean((x - mean)^2) + epsilon) along `dimension`."""
+        return self.op(ops.layer_norm, [x], {"dimension": dimension, "epsilon": epsilon})
+
     def pad(self, lhs: Value, rhs: Value, /, *, low: Sequence[int], high: Sequence[int],
             interior: Sequence[int]) -> Value:
         """pad(x, value): low/high may be negative (cropping), as in HLO."""
@@ -407,6 +411,10 @@ class BuilderOps:
         """The slice op."""
         return self.op(ops.slice, [x], {"start_indices": start_indices,
                 "limit_indices": limit_indices, "strides": strides})
+
+    def softmax(self, x: Value, /, *, dimension: int) -> Value:
+        """exp(x - max) / sum(exp(x - max)) along `dimension` (made by the fusion pass)."""
+        return self.op(ops.softmax, [x], {"dimension": dimension})
 
     def sort(self, *operands: Value, dimension: int, is_stable: bool = False,
             comparator: Symbol | str) -> Value:

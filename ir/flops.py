@@ -95,6 +95,13 @@ def _fused_elementwise(op: Op) -> int:
     return op.result.type.size * sum(s.opcode != "convert" for s in from_program)
 
 
+@flops(ops.softmax, ops.layer_norm)
+def _row_normalize(op: Op) -> int:
+    """About five FLOPs per element (two reductions, a difference, a scaling, exp or a
+    square)."""
+    return 5 * op.result.type.size
+
+
 def per_element(op: Op) -> int:
     """One FLOP per result element: every elementwise op without a count of its own."""
     return sum(r.type.size for r in op.results)

@@ -14,6 +14,7 @@ from nxcc.ir.kernels import (  # noqa: F401
     gather,
     indexing,
     linalg,
+    normalize,
     random,
     reduction,
     scatter,

@@ -79,6 +79,8 @@ from nxcc.ir.ops.elementwise import (
 )
 from nxcc.ir.ops.fused import (
     fused_elementwise,
+    layer_norm,
+    softmax,
 )
 from nxcc.ir.ops.indexing import (
     dynamic_slice,
@@ -151,6 +153,7 @@ __all__ = [
     "gather",
     "iota",
     "is_finite",
+    "layer_norm",
     "log",
     "log1p",
     "logistic",
@@ -188,6 +191,7 @@ __all__ = [
     "sign",
     "sin",
     "slice",
+    "softmax",
     "sort",
     "sqrt",
     "subtract",

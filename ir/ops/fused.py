@@ -45,3 +45,26 @@ fused_elementwise = define(OpDef(
     attrs={"program": AttrSpec(AttrKind.STR), "shape": AttrSpec(AttrKind.INTS)},
     min_operands=1,
     doc="A chain of elementwise ops evaluated in one pass, block by block (ir/fused_program)."))
+
+
+def _row_op(name: str):
+    def rule(ts, attrs, module):
+        x = ts[0]
+        if not x.dtype.is_float or x.rank == 0:
+            raise fail(f"{name}: operand {x} must be a float tensor of rank >= 1")
+        if not 0 <= int(attrs["dimension"]) < x.rank:  # type: ignore[call-overload]
+            raise fail(f"{name}: dimension {attrs['dimension']} is not one of {x}")
+        return [x]
+
+    return rule
+
+
+softmax = define(OpDef(
+    "softmax", _row_op("softmax"), attrs={"dimension": AttrSpec(AttrKind.INT)}, operands=1,
+    doc="exp(x - max) / sum(exp(x - max)) along `dimension` (made by the fusion pass)."))
+
+layer_norm = define(OpDef(
+    "layer_norm", _row_op("layer_norm"),
+    attrs={"dimension": AttrSpec(AttrKind.INT), "epsilon": AttrSpec(AttrKind.FLOAT)},
+    operands=1,
+    doc="(x - mean) * rsqrt(mean((x - mean)^2) + epsilon) along `dimension`."))

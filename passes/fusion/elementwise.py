@@ -7,8 +7,8 @@ the group reads are its operands. A `broadcast_in_dim` that only inserts dimensi
 broadcast at use, and the full-size broadcast is never made. A value used outside the group
 (by another op or as a function result) is computed by the group that produces it and read
 by the others, never computed twice. Ops with side effects are never fused, nor the ops of
-scalar computations (reducers, comparators), which kernels call on arrays of any shape. A group of one
-op without a broadcast to absorb is left as it is.
+scalar computations (reducers, comparators), which kernels call on arrays of any shape. A
+group of one op without a broadcast to absorb is left as it is.
 
 The kernel (`ir/kernels/fused.py`) evaluates a group block by block in place, with the ops'
 own numerics, so fusion changes no result.
@@ -24,17 +24,22 @@ from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.fused_program import format_program
 from nxcc.ir.opdef import get_opdef
+from nxcc.ir.patterns import apply_patterns
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
+from nxcc.passes.fusion.normalize import FuseLayerNorm, FuseSoftmax
 
 
 @dataclass(frozen=True)
 class FuseElementwise:
-    """Replaces each group of elementwise ops by one `fused_elementwise` op."""
+    """Replaces softmax and layer norm chains by their fused row ops (`normalize`), then
+    each group of elementwise ops by one `fused_elementwise` op."""
 
     name: ClassVar[str] = "fuse"
 
     def run(self, module: Module) -> bool:
-        changed = False
+        changed = apply_patterns(module, [FuseSoftmax(module), FuseLayerNorm(module)])
+        if changed:
+            DeadCodeElimination().run(module)
         for fn in module.functions.values():
             if not _scalar_computation(fn):
                 changed |= fuse_function(fn)

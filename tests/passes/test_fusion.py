@@ -13,7 +13,7 @@ from nxcc.ir.parser import parse_module
 from nxcc.ir.printer import print_module
 from nxcc.ir.verifier import verify_module
 from nxcc.passes.fusion.elementwise import FuseElementwise
-from tests.passes.pass_check import check
+from tests.passes.pass_check import check, run_passes
 
 
 def test_a_chain_with_a_broadcast_bias_becomes_one_op() -> None:
@@ -192,3 +192,76 @@ def test_fused_programs_compute_exactly_the_unfused_ops(shape: tuple[int, ...]) 
         got = IRContext(fused).call("main", args)
     for g, w in zip(got, want, strict=True):
         np.testing.assert_array_equal(g, w)
+
+
+NORMALIZE = """\
+    module @m {
+      func @main(%x: f32[3,40]) -> (f32[3,40], f32[3,40]) {
+        %ninf = constant() {value = splat<f32[]: -inf>} : f32[]
+        %zero = constant() {value = splat<f32[]: 0.0>} : f32[]
+        %mx = reduce(%x, %ninf) {dimensions = [1], computation = @maximum_f32} : f32[3]
+        %mx1 = reshape(%mx) {shape = [3, 1]} : f32[3,1]
+        %mxb = broadcast_in_dim(%mx1) {shape = [3, 40], broadcast_dimensions = [0, 1]} : f32[3,40]
+        %d = subtract(%x, %mxb) : f32[3,40]
+        %e = exp(%d) : f32[3,40]
+        %s = reduce(%e, %zero) {dimensions = [1], computation = @add_f32} : f32[3]
+        %s1 = reshape(%s) {shape = [3, 1]} : f32[3,1]
+        %sb = broadcast_in_dim(%s1) {shape = [3, 40], broadcast_dimensions = [0, 1]} : f32[3,40]
+        %sm = divide(%e, %sb) : f32[3,40]
+        %n = constant() {value = splat<f32[3,1]: 40.0>} : f32[3,1]
+        %t = reduce(%x, %zero) {dimensions = [1], computation = @add_f32} : f32[3]
+        %t1 = reshape(%t) {shape = [3, 1]} : f32[3,1]
+        %mean = divide(%t1, %n) : f32[3,1]
+        %meanb = broadcast_in_dim(%mean) {shape = [3, 40], broadcast_dimensions = [0, 1]} : f32[3,40]
+        %c = subtract(%x, %meanb) : f32[3,40]
+        %cc = multiply(%c, %c) : f32[3,40]
+        %v = reduce(%cc, %zero) {dimensions = [1], computation = @add_f32} : f32[3]
+        %v1 = reshape(%v) {shape = [3, 1]} : f32[3,1]
+        %var = divide(%v1, %n) : f32[3,1]
+        %eps = constant() {value = splat<f32[3,1]: 1e-05>} : f32[3,1]
+        %ve = add(%var, %eps) : f32[3,1]
+        %r = rsqrt(%ve) : f32[3,1]
+        %rb = broadcast_in_dim(%r) {shape = [3, 40], broadcast_dimensions = [0, 1]} : f32[3,40]
+        %ln = multiply(%c, %rb) : f32[3,40]
+        %g = constant() {value = splat<f32[3,40]: 2.0>} : f32[3,40]
+        %y = multiply(%ln, %g) : f32[3,40]
+        return %sm, %y
+      }
+      func @maximum_f32(%a: f32[], %b: f32[]) -> (f32[]) {
+        %0 = maximum(%a, %b) : f32[]
+        return %0
+      }
+      func @add_f32(%a: f32[], %b: f32[]) -> (f32[]) {
+        %0 = add(%a, %b) : f32[]
+        return %0
+      }
+    }
+    """
+
+
+def test_softmax_and_layer_norm_chains_become_row_ops() -> None:
+    got = run_passes(NORMALIZE, "fuse")
+    body = [line.strip() for line in got.splitlines() if " = " in line and "@m" not in line]
+    assert "%sm = softmax(%x) {dimension = 1} : f32[3,40]" in body, got
+    assert any(line.startswith("%ln = layer_norm(%x) {dimension = 1, epsilon = 9.99999")
+               for line in body), got
+    # the scale multiply is fused after the layer norm; nothing of the old chains is left
+    assert not any(op in got for op in ("reduce(", "exp(", "rsqrt(")), got
+
+
+def test_a_softmax_whose_max_is_of_another_value_is_not_matched() -> None:
+    text = NORMALIZE.replace("%d = subtract(%x, %mxb)", "%d = subtract(%e0, %mxb)").replace(
+        "%mx = reduce(%x,", "%e0 = negate(%x) : f32[3,40]\n        %mx = reduce(%x,")
+    got = run_passes(text, "fuse")
+    assert "softmax(" not in got and "layer_norm(" in got, got
+
+
+def test_row_ops_compute_what_their_chains_do() -> None:
+    plain = parse_module(textwrap.dedent(NORMALIZE))
+    fused = parse_module(textwrap.dedent(NORMALIZE))
+    FuseElementwise().run(fused)
+    x = np.random.default_rng(2).standard_normal((3, 40)).astype(np.float32) * 5
+    want = IRContext(plain).call("main", [x])
+    got = IRContext(fused).call("main", [x])
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-7)
