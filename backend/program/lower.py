@@ -11,7 +11,8 @@ The program of one physical core is a JSON object::
 A slot is where a value lives at run time: ``{"kind": "param", "index": i}``,
 ``{"kind": "buffer", "offset": o}`` in the function's arena, ``{"kind": "weight",
 "name": "w3"}`` (a weight file), or ``{"kind": "splat", "value": v}``; each with "dtype"
-(IR name) and "shape". Constant ops become weight or splat slots and no instruction.
+(IR name) and "shape". Constant ops become weight or splat slots and no instruction, and so
+does a reshape the memory plan makes a view (a buffer slot at its operand's offset).
 """
 
 from __future__ import annotations
@@ -88,6 +89,8 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
             continue
         outs = [add_slot(id(r), typed({"kind": "buffer", "offset": plan.offsets[id(r)]}, r.type))
                 for r in op.results]
+        if id(op.results[0]) in plan.views:
+            continue  # a reshape viewing its operand's buffer: nothing to run
         instructions.append({
             "op": op.opcode,
             "args": [slot_of[id(v)] for v in op.operands],
