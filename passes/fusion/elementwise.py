@@ -11,7 +11,8 @@ scalar computations (reducers, comparators), which kernels call on arrays of any
 group of one op without a broadcast to absorb is left as it is.
 
 The kernel (`ir/kernels/fused.py`) evaluates a group block by block in place, with the ops'
-own numerics, so fusion changes no result.
+own numerics, so fusion changes no result; the one rewrite is `power(x, 2 or 3)` of floats
+narrower than f64, computed as float64 products rounded once (`_small_power`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from typing import ClassVar
 
 from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import format_program
 from nxcc.ir.opdef import get_opdef
 from nxcc.ir.patterns import apply_patterns
+from nxcc.ir.rewrite import constant_value
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.fusion.normalize import FuseLayerNorm, FuseSoftmax
 
@@ -150,12 +153,39 @@ def _operand_ref(v: Value, group: Group, index: dict[int, int],
     return True, len(group.leaves) - 1
 
 
+def _small_power(op: Op) -> int:
+    """2 or 3 when `op` is power(x, constant 2 or 3) of a float narrower than f64: then x^n
+    is computed as products in float64 (x^2 is exact there, x^3 rounded once, as the power
+    kernel's float64 pow is) and rounded once to x's type, at a fraction of pow's cost.
+    0 otherwise."""
+    if op.opcode != ops.power.name or not op.result.type.dtype.is_float:
+        return 0
+    if op.result.type.dtype.itemsize >= 8:
+        return 0
+    d = constant_value(op.operands[1])
+    if d is None or not d.is_splat or float(d.splat_value) not in (2.0, 3.0):
+        return 0
+    return int(float(d.splat_value))
+
+
 def _fused_op(group: Group, position: dict[int, int]) -> Op:
     members = sorted(group.members.values(), key=lambda op: position[id(op)])
     shape = group.root.result.type.shape
-    index = {id(op): n for n, op in enumerate(members)}
-    steps = []
+    index: dict[int, int] = {}
+    steps: list[tuple[str, str, list[tuple[bool, int]]]] = []
     for op in members:
+        power = _small_power(op)
+        if power:
+            base = _operand_ref(op.operands[0], group, index, shape)
+            steps.append((ops.convert.name, DType.F64.value, [base]))
+            wide = (False, len(steps) - 1)
+            steps.append((ops.multiply.name, "", [wide, wide]))
+            if power == 3:
+                steps.append((ops.multiply.name, "", [(False, len(steps) - 1), wide]))
+            steps.append((ops.convert.name, op.result.type.dtype.value,
+                          [(False, len(steps) - 1)]))
+            index[id(op)] = len(steps) - 1
+            continue
         args = [_operand_ref(v, group, index, shape) for v in op.operands]
         qualifier = ""
         if op.opcode == ops.compare.name:
@@ -163,6 +193,7 @@ def _fused_op(group: Group, position: dict[int, int]) -> Op:
         elif op.opcode == ops.convert.name:
             qualifier = op.attrs["dtype"].value  # type: ignore[union-attr]
         steps.append((op.opcode, qualifier, args))
+        index[id(op)] = len(steps) - 1
     program = format_program([d for _, d in group.leaves], steps)
     fused = Op(ops.fused_elementwise, [v for v, _ in group.leaves], [group.root.result.type],
                {"program": program, "shape": shape}, [group.root.result.name])

@@ -265,3 +265,24 @@ def test_row_ops_compute_what_their_chains_do() -> None:
     got = IRContext(fused).call("main", [x])
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-7)
+
+
+def test_a_cube_by_a_constant_becomes_float64_products() -> None:
+    text = """\
+        module @m {
+          func @main(%x: f32[5000]) -> (f32[5000]) {
+            %three = constant() {value = splat<f32[5000]: 3.0>} : f32[5000]
+            %c = power(%x, %three) : f32[5000]
+            %t = tanh(%c) : f32[5000]
+            return %t
+          }
+        }
+        """
+    got = run_passes(text, "fuse")
+    assert ('program = "a0[0]; t0 = convert.f64(a0); t1 = multiply(t0, t0); '
+            't2 = multiply(t1, t0); t3 = convert.f32(t2); t4 = tanh(t3)"') in got, got
+    plain, fused = parse_module(textwrap.dedent(text)), parse_module(got)
+    x = np.random.default_rng(3).standard_normal(5000).astype(np.float32) * 3
+    want, = IRContext(plain).call("main", [x])
+    have, = IRContext(fused).call("main", [x])
+    np.testing.assert_array_max_ulp(have, want, maxulp=1)
