@@ -3,11 +3,15 @@ onnxruntime, interleaved in one process so that a loaded machine affects all ali
 
     python bench/compare_neffs.py MODEL.onnx BEFORE.neff AFTER.neff [--rounds N] [--threads T]
     python bench/compare_neffs.py --make bert_base:2 OUT.onnx      (a 2-layer BERT-base)
+    python bench/compare_neffs.py --steps MODEL.onnx A.neff B.neff   (per-step profile)
 
 Each round times one execution of each side in turn (after one warm-up each); prints the
 median milliseconds of each, the ratios to onnxruntime, and the largest output difference
 of each NEFF from onnxruntime. `--make NAME:LAYERS` writes a `bench/make_models.py` model
 with fewer layers (the same per-layer shapes), to profile without the full model's compile.
+`--steps` runs each NEFF's bound instructions one by one instead, interleaved, and prints
+its instruction count and the median (best) milliseconds of the matrix products and of
+everything else.
 """
 
 from __future__ import annotations
@@ -33,12 +37,38 @@ def make(spec: str, out: Path) -> None:
     onnx.save(make_models.GENERATORS[name](), str(out))
 
 
+def profile_steps(models: list, names: list[Path], inputs: dict, rounds: int) -> None:
+    """Per NEFF: instructions, and matmul / other milliseconds of the bound steps."""
+    bounds = []
+    for model, name in zip(models, names, strict=True):
+        model.execute(inputs)
+        executor = model.executors[0]
+        bound = executor.functions[executor.entry].bound(executor)
+        bounds.append(bound)
+        print(f"{name}: {len(bound.steps)} instructions")
+    times = [([], []) for _ in bounds]
+    with np.errstate(all="ignore"):
+        for _ in range(rounds):
+            for bound, (mm, other) in zip(bounds, times, strict=True):
+                spent = [0.0, 0.0]
+                for step, op in zip(bound.steps, bound.names, strict=True):
+                    start = time.perf_counter()
+                    step()
+                    spent[op != "dot_general"] += time.perf_counter() - start
+                mm.append(spent[0])
+                other.append(spent[1])
+    for name, (mm, other) in zip(names, times, strict=True):
+        print(f"{str(name):40} matmul {statistics.median(mm) * 1e3:8.1f} ms  everything else "
+              f"{statistics.median(other) * 1e3:7.1f} ms (best {min(other) * 1e3:6.1f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("paths", nargs="+", type=Path)
     parser.add_argument("--make", metavar="NAME:LAYERS")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--steps", action="store_true")
     args = parser.parse_args()
     if args.make:
         make(args.make, args.paths[0])
@@ -58,6 +88,10 @@ def main() -> None:
               for i in session.get_inputs()}
     ref = session.run(None, inputs)
     sides = {"onnxruntime": lambda: session.run(None, inputs)}
+    if args.steps:
+        profile_steps([LoadedModel(read_neff(str(p))) for p in neffs], neffs, inputs,
+                      args.rounds)
+        return
     for path in neffs:
         model = LoadedModel(read_neff(str(path)))
         ours = list(model.execute(inputs).values())

@@ -28,8 +28,9 @@ def _owner(v: Value, opcode: str) -> Op | None:
 
 
 def _named(v: Value, op: Op) -> Value:
-    """`v`, named as the result of the op it replaces."""
+    """`v`, named (and sharded) as the result of the op it replaces."""
     v.name = op.result.name
+    v.sharding = op.result.sharding
     return v
 
 
