@@ -1,13 +1,15 @@
-"""GPT-2's GELU (tanh form, with its bias broadcast) on f32[1,128,3072]: the ops one by one
-in fresh arrays (the interpreter, as the executor ran them before fusion) against the
-`fused_elementwise` op the fuse pass makes of them, interleaved in one process.
+"""GPT-2's GELU (tanh form, with its bias broadcast) on f32[1,128,3072], or BERT's (erf
+form, `--erf`): the ops one by one, each into a fresh array (the interpreter; the executor
+ran them in planned buffers, a little cheaper) against the `fused_elementwise` op the fuse
+pass makes of them, interleaved in one process.
 
-    PYTHONPATH=. python bench/fused_gelu.py
+    PYTHONPATH=. python bench/fused_gelu.py [--erf]
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
 import numpy as np
@@ -40,9 +42,28 @@ module @m {{
   }}
 }}"""
 
+ERF_TEXT = f"""
+module @m {{
+  func @main(%x: f32[{S}], %b: f32[3072]) -> (f32[{S}]) {{
+    %bb = broadcast_in_dim(%b) {{shape = [1, 128, 3072], broadcast_dimensions = [2]}} : f32[{S}]
+    %h = add(%x, %bb) : f32[{S}]
+    %r2 = constant() {{value = splat<f32[{S}]: 1.4142135>}} : f32[{S}]
+    %d = divide(%h, %r2) : f32[{S}]
+    %e = erf(%d) : f32[{S}]
+    %one = constant() {{value = splat<f32[{S}]: 1.0>}} : f32[{S}]
+    %a = add(%e, %one) : f32[{S}]
+    %m = multiply(%h, %a) : f32[{S}]
+    %half = constant() {{value = splat<f32[{S}]: 0.5>}} : f32[{S}]
+    %y = multiply(%m, %half) : f32[{S}]
+    return %y
+  }}
+}}"""
+
 
 def main() -> None:
-    plain, fused = parse_module(TEXT), parse_module(TEXT)
+    text = ERF_TEXT if "--erf" in sys.argv[1:] else TEXT
+    form = "erf" if text is ERF_TEXT else "tanh"
+    plain, fused = parse_module(text), parse_module(text)
     FuseElementwise().run(fused)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((1, 128, 3072)).astype(np.float32)
@@ -64,7 +85,7 @@ def main() -> None:
                 times[name].append(time.perf_counter() - start)
         want = IRContext(plain).call("main", [x, b])[0]
     for name, ts in times.items():
-        print(f"GELU(tanh) f32[1,128,3072] {name:12} median {statistics.median(ts) * 1e3:7.2f} "
+        print(f"GELU({form}) f32[1,128,3072] {name:12} median {statistics.median(ts) * 1e3:7.2f} "
               f"ms  best {min(ts) * 1e3:7.2f} ms")
     print("largest difference in ulps:",
           int(np.max(np.abs(out.view(np.int32) - want.view(np.int32)))))
