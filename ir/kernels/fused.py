@@ -91,9 +91,8 @@ def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], ob
     return functools.partial(get_kernel(opdef), args, [out], attrs, None)
 
 
-def _registers(program: FusedProgram) -> tuple[list[int], int]:
-    """A scratch register per step but the last (-1), reused once a value is dead; and the
-    number of registers."""
+def _registers(program: FusedProgram) -> list[int]:
+    """A scratch register per step but the last (-1), reused once a value is dead."""
     last = program.last_uses()
     n = len(program.steps)
     reg = [-1] * n
@@ -108,7 +107,7 @@ def _registers(program: FusedProgram) -> tuple[list[int], int]:
         for is_op, i in set(s.args):
             if not is_op and last[i] == j and reg[i] >= 0:
                 free.append(reg[i])
-    return reg, count
+    return reg
 
 
 def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
@@ -120,7 +119,7 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
     rank = out.ndim
     views = [operand_view(a, d, rank) for a, d in zip(args, program.operand_dims, strict=True)]
     dtypes = program.step_dtypes([DType.from_numpy(a.dtype) for a in args])
-    reg, count = _registers(program)
+    reg = _registers(program)
     index_list = list(blocks(out.shape))
     first = _sub(out, index_list[0]).shape
     # one scratch buffer per register and dtype it is used with
@@ -128,7 +127,6 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
     for j, r in enumerate(reg):
         if r >= 0 and (r, dtypes[j]) not in scratch:
             scratch[(r, dtypes[j])] = np.empty(first, dtypes[j].numpy)
-    del count
     calls: list[Callable[[], object]] = []
     for index in index_list:
         where = _scratch_index(index, out.shape)
