@@ -204,6 +204,9 @@ def _type_check(where: str, ins: dict, attrs: dict, types: list[TensorType],
     except Exception as exc:  # a type rule given hostile attributes may fail in any way
         raise ProgramProblem(SCHEMA, f"{where} does not type-check: "
                              f"{type(exc).__name__}: {exc}") from None
+    missing = sorted(k for k in set(checked) - set(attrs) if checked[k] is not None)
+    if missing:  # kernels read attributes as written; the writer omits only None values
+        raise ProgramProblem(SCHEMA, f"{where} lacks attribute {', '.join(missing)}")
     declared = [types[i] for i in ins["outs"]]
     if list(inferred) != declared:
         raise ProgramProblem(SCHEMA, f"{where} writes ({', '.join(map(str, declared))}), its "
