@@ -25,7 +25,7 @@ from nxcc.driver.sharding_stage import core_programs, mesh_passes
 from nxcc.ir.core import Module
 from nxcc.passes.base import Pass
 from nxcc.passes.manager import PassFailure, PassManager
-from nxcc.passes.registry import PASSES, pipeline, precision_passes
+from nxcc.passes.registry import PASSES, core_pipeline, pipeline, precision_passes
 
 if TYPE_CHECKING:
     import onnx
@@ -144,6 +144,9 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
             progress("shard")
         cores, shard_timings = core_programs(module, options.logical_nc_config,
                                              options.print_ir_after, emit)
+        for core in cores:  # fusion, on each core's own program
+            shard_timings += PassManager(core_pipeline(), print_after=options.print_ir_after,
+                                         emit=emit).run_timed(core)
     except PassFailure as exc:
         raise CompileError("NCC_EVRF064", str(exc).splitlines()[0]) from exc
     timings = manager.timings + shard_timings

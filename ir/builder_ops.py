@@ -325,6 +325,10 @@ class BuilderOps:
         """The dynamic_update_slice op."""
         return self.op(ops.dynamic_update_slice, operands, {})
 
+    def fused_elementwise(self, *operands: Value, program: str, shape: Sequence[int]) -> Value:
+        """A chain of elementwise ops evaluated in one pass, block by block (ir/fused_program)."""
+        return self.op(ops.fused_elementwise, operands, {"program": program, "shape": shape})
+
     def gather(self, lhs: Value, rhs: Value, /, *, offset_dims: Sequence[int],
             collapsed_slice_dims: Sequence[int], operand_batching_dims: Sequence[int] = (),
             start_indices_batching_dims: Sequence[int] = (), start_index_map: Sequence[int],
@@ -345,6 +349,10 @@ class BuilderOps:
     def is_finite(self, x: Value, /) -> Value:
         """The is_finite op."""
         return self.op(ops.is_finite, [x], {})
+
+    def layer_norm(self, x: Value, /, *, dimension: int, epsilon: float) -> Value:
+        """(x - mean) * rsqrt(mean((x - mean)^2) + epsilon) along `dimension`."""
+        return self.op(ops.layer_norm, [x], {"dimension": dimension, "epsilon": epsilon})
 
     def optimization_barrier(self, *operands: Value) -> Value:
         """Identity; recomputation reads through one so CSE keeps the copy apart."""
@@ -460,6 +468,10 @@ class BuilderOps:
         """The slice op."""
         return self.op(ops.slice, [x], {"start_indices": start_indices,
                 "limit_indices": limit_indices, "strides": strides})
+
+    def softmax(self, x: Value, /, *, dimension: int) -> Value:
+        """exp(x - max) / sum(exp(x - max)) along `dimension` (made by the fusion pass)."""
+        return self.op(ops.softmax, [x], {"dimension": dimension})
 
     def sort(self, *operands: Value, dimension: int, is_stable: bool = False,
             comparator: Symbol | str) -> Value:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op
+from nxcc.ir.fused_program import parse_program
 from nxcc.ir.opdef import all_opdefs
 from nxcc.ir.ops.collective import ASYNC_OPS
 from nxcc.ir.registry import OpTable
@@ -87,6 +88,20 @@ def _sort(op: Op) -> int:
 )
 def no_flops(op: Op) -> int:
     return 0
+
+
+@flops(ops.fused_elementwise)
+def _fused_elementwise(op: Op) -> int:
+    """One FLOP per result element per step that is not a conversion."""
+    from_program = parse_program(str(op.attrs["program"])).steps
+    return op.result.type.size * sum(s.opcode != "convert" for s in from_program)
+
+
+@flops(ops.softmax, ops.layer_norm)
+def _row_normalize(op: Op) -> int:
+    """About five FLOPs per element (two reductions, a difference, a scaling, exp or a
+    square)."""
+    return 5 * op.result.type.size
 
 
 def per_element(op: Op) -> int:

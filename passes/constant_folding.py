@@ -3,7 +3,9 @@
 A result that is one value repeated stays a splat (one element of memory), so folding the
 `ConstantOfShape` weights of a model never bloats it. Folding stops where it would
 materialise a big tensor from small ones (a broadcast of a vector, an iota...): the result
-must fit in `max(sum of operand bytes, SMALL_RESULT_BYTES)` unless it is a splat.
+must fit in `max(sum of operand bytes, SMALL_RESULT_BYTES)` unless it is a splat, and a
+broadcast of a non-splat constant (a bias) to more than `BROADCAST_FOLD_BYTES` is not folded:
+it is read at use, as a broadcast view, by the fused op that consumes it (`passes/fusion`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from nxcc.ir.patterns import RewritePattern, Rewriter, apply_patterns, rewrite_f
 from nxcc.ir.rewrite import constant_value
 
 SMALL_RESULT_BYTES = 1 << 20
+BROADCAST_FOLD_BYTES = 4096  # tiny broadcasts still fold (index tables, masks of tests)
 NEVER_FOLD = frozenset({
     ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather, ops.reduce_scatter,
     ops.all_to_all, ops.collective_permute, ops.while_, ops.constant, ops.send, ops.send_done,
@@ -89,6 +92,8 @@ def fold_op(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:
         if outs is not None:
             return [Dense.splat(r.type, o.reshape(-1)[0]) for r, o in zip(op.results, outs,
                                                                           strict=True)]
+    if opdef is ops.broadcast_in_dim and op.result.type.nbytes > BROADCAST_FOLD_BYTES:
+        return None  # a bias stays small: broadcast at use, never materialised
     limit = max(sum(v.type.nbytes for v in values if not v.is_splat), SMALL_RESULT_BYTES)
     if sum(r.type.nbytes for r in op.results) > limit:
         return None

@@ -83,6 +83,11 @@ class PassManager:
                           + print_module(module, PRINT_ELIDE_OVER))
         return module
 
+    def run_timed(self, module: Module) -> list[tuple[str, float, bool]]:
+        """Run the passes on `module`; their timings."""
+        self.run(module)
+        return self.timings
+
     def _verify(self, module: Module, where: str) -> None:
         try:
             verify_module(module)

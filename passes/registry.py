@@ -3,6 +3,8 @@
 With `-lnc N` (N > 1) the driver then runs `SHARDING_PIPELINE` (`sharding_pipeline(N)`):
 choose shardings with the cost model, propagate them, partition into the SPMD program.
 Last in each, `latency-hiding` splits collectives into start/done pairs scheduled apart.
+Then `CORE_PIPELINE` runs on each core's program (`fuse`: elementwise fusion), so autodiff,
+the -O pipeline and sharding all work on unfused IR.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from nxcc.passes.base import Pass
 from nxcc.passes.common_subexpression_elimination import CommonSubexpressionElimination
 from nxcc.passes.constant_folding import ConstantFolding
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
+from nxcc.passes.fusion.elementwise import FuseElementwise
 from nxcc.passes.latency_hiding import LatencyHiding
 from nxcc.passes.mesh_partition.partition import MeshPartition
 from nxcc.passes.saturate_infinity import SaturateInfinity
@@ -24,7 +27,7 @@ PASSES: dict[str, type] = {
     cls.name: cls
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
                 ShardChoose, ShardPropagate, ShardPartition, AutoCast, SaturateInfinity,
-                LatencyHiding, Differentiate, MeshPartition)
+                LatencyHiding, Differentiate, MeshPartition, FuseElementwise)
 }
 
 PIPELINES: dict[int, list[str]] = {
@@ -35,6 +38,13 @@ PIPELINES: dict[int, list[str]] = {
 
 SHARDING_PIPELINE: list[str] = ["shard-choose", "shard-propagate", "shard-partition", "cse",
                                  "latency-hiding"]
+
+CORE_PIPELINE: list[str] = ["fuse"]
+
+
+def core_pipeline() -> list[Pass]:
+    """Fresh instances of the passes run on each core's program, last."""
+    return [PASSES[name]() for name in CORE_PIPELINE]
 
 
 def pipeline(optlevel: int) -> list[Pass]:

@@ -11,7 +11,9 @@ The program of one physical core is a JSON object::
 A slot is where a value lives at run time: ``{"kind": "param", "index": i}``,
 ``{"kind": "buffer", "offset": o}`` in the function's arena, ``{"kind": "weight",
 "name": "w3"}`` (a weight file), or ``{"kind": "splat", "value": v}``; each with "dtype"
-(IR name) and "shape". Constant ops become weight or splat slots and no instruction.
+(IR name) and "shape". Constant ops become weight or splat slots and no instruction, and so
+does a reshape the memory plan makes a view: a buffer slot at its operand's offset, with
+``"view_of": slot`` (written when that slot is).
 """
 
 from __future__ import annotations
@@ -87,6 +89,10 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
             else:
                 entry = {"kind": "weight", "name": weights.store(d)}
             add_slot(id(op.result), typed(entry, d.type))
+            continue
+        if id(op.results[0]) in plan.views:  # a reshape viewing its operand's buffer
+            add_slot(id(op.result), typed({"kind": "buffer", "offset": plan.offsets[id(op.result)],
+                                           "view_of": slot_of[id(op.operands[0])]}, op.result.type))
             continue
         outs = [add_slot(id(r), typed({"kind": "buffer", "offset": plan.offsets[id(r)]}, r.type))
                 for r in op.results]

@@ -3,6 +3,10 @@
 Values live from the op that defines them to their last use (returned values to the end).
 Offsets are chosen first-fit over the free space, aligned to `ALIGNMENT`. An op's results
 are placed before the operands it last uses are freed, so outputs never overlap inputs.
+
+A `reshape` of a planned value is a view: its result gets its operand's offset (row-major
+order is kept, so the bytes are the same) and no instruction (`views`); the shared buffer
+lives until the last use of any of its views.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ class MemoryPlan:
 
     offsets: dict[int, int]
     arena_bytes: int
+    views: frozenset[int] = frozenset()
 
 
 def _align(n: int) -> int:
@@ -56,27 +61,34 @@ class _FreeList:
 def plan_memory(fn: Function, planned: set[int]) -> MemoryPlan:
     """Offsets for the values of `fn` whose ids are in `planned` (op results needing a
     buffer; constants and parameters are not planned)."""
+    root: dict[int, int] = {}  # a view's id -> the id of the value owning its buffer
+    for op in fn.body:
+        if op.opcode == "reshape" and id(op.operands[0]) in planned and id(op.result) in planned:
+            source = id(op.operands[0])
+            root[id(op.result)] = root.get(source, source)
     last_use: dict[int, int] = {}
     for index, op in enumerate(fn.body):
         for v in op.operands:
-            last_use[id(v)] = index
+            last_use[root.get(id(v), id(v))] = index
     end = len(fn.body)
     for v in fn.results:
-        last_use[id(v)] = end
+        last_use[root.get(id(v), id(v))] = end
     free_at: dict[int, list[Value]] = {}
     for op_index, op in enumerate(fn.body):
         for r in op.results:
-            if id(r) in planned:
+            if id(r) in planned and id(r) not in root:
                 free_at.setdefault(last_use.get(id(r), op_index), []).append(r)
     heap = _FreeList()
     offsets: dict[int, int] = {}
     for index, op in enumerate(fn.body):
         for r in op.results:
-            if id(r) in planned:
+            if id(r) in root:
+                offsets[id(r)] = offsets[root[id(r)]]
+            elif id(r) in planned:
                 offsets[id(r)] = heap.allocate(r.type.nbytes)
         for v in free_at.get(index, []):
             heap.free(offsets[id(v)])
-    return MemoryPlan(offsets, heap.peak)
+    return MemoryPlan(offsets, heap.peak, frozenset(root))
 
 
 def peak_activation_bytes(module: Module, fn: str) -> int:

@@ -11,6 +11,7 @@ made in advance:
   negate and abs (floats), compare (floats): the ufunc with `out=`, exactly what the kernel
   calls for those dtypes (the executor ignores floating-point errors once per execution, as
   every kernel does per op);
+- fused_elementwise: its block-by-block plan, made once (`ir/kernels/fused.prepare_fused`);
 - reshape, transpose, broadcast_in_dim, copy: `np.copyto(out, view)` with the view made once;
 - dot_general into a contiguous out of the accumulation dtype: `np.matmul(a, b, out=out3)`
   with its 3-D operands made once when they are views of their slot or constants (a
@@ -29,6 +30,7 @@ import numpy as np
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import Kernel, KernelContext
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
+from nxcc.ir.kernels.fused import prepare_fused
 from nxcc.ir.kernels.linalg import matmul_operands
 
 Step = Callable[[], object]
@@ -78,6 +80,8 @@ def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarra
         return None
     if opcode == "dot_general":
         return _matmul_step(args, out, attrs, constant)
+    if opcode == "fused_elementwise":
+        return prepare_fused(args, out, attrs)
     view = _moved_view(opcode, args, out, attrs)
     if view is None:
         return None

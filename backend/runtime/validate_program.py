@@ -86,6 +86,18 @@ def _in_range(indices: list[int], types: list[TensorType]) -> list[int]:
     return [i for i in indices if i < len(types)]
 
 
+def _view_written(slots: list[dict], i: int, defined: set[int]) -> bool:
+    """Slot i is a view (a reshape the memory plan made one) of a slot already written."""
+    for _ in range(len(slots)):
+        source = slots[i].get("view_of") if 0 <= i < len(slots) else None
+        if not isinstance(source, int) or isinstance(source, bool):
+            return False
+        if source in defined:
+            return True
+        i = source
+    return False
+
+
 def _check_function(name: str, fn: dict, types: list[TensorType], signatures: _Signatures,
                     weights: Mapping[str, np.ndarray]) -> set[str]:
     """Check function `name` (its slots' `types`); the functions its instructions name."""
@@ -102,7 +114,7 @@ def _check_function(name: str, fn: dict, types: list[TensorType], signatures: _S
             raise ProgramProblem(REFERENCE, f"{where}: no kernel for op '{ins['op']}'")
         for i in ins["args"]:
             _index(where, "args", i, len(slots))
-            if i not in defined:
+            if i not in defined and not _view_written(slots, i, defined):
                 raise ProgramProblem(REFERENCE, f"{where} reads slot {i} before any "
                                      "instruction writes it")
         for i in ins["outs"]:
@@ -120,7 +132,7 @@ def _check_function(name: str, fn: dict, types: list[TensorType], signatures: _S
         calls |= refs
         _type_check(where, ins, attrs, types, signatures)
     for i in fn["results"]:
-        if i not in defined:
+        if i not in defined and not _view_written(slots, i, defined):
             raise ProgramProblem(REFERENCE, f"@{name} returns slot {i}, which nothing writes")
     return calls
 
@@ -192,6 +204,9 @@ def _type_check(where: str, ins: dict, attrs: dict, types: list[TensorType],
     except Exception as exc:  # a type rule given hostile attributes may fail in any way
         raise ProgramProblem(SCHEMA, f"{where} does not type-check: "
                              f"{type(exc).__name__}: {exc}") from None
+    missing = sorted(k for k in set(checked) - set(attrs) if checked[k] is not None)
+    if missing:  # kernels read attributes as written; the writer omits only None values
+        raise ProgramProblem(SCHEMA, f"{where} lacks attribute {', '.join(missing)}")
     declared = [types[i] for i in ins["outs"]]
     if list(inferred) != declared:
         raise ProgramProblem(SCHEMA, f"{where} writes ({', '.join(map(str, declared))}), its "

@@ -87,6 +87,11 @@ from nxcc.ir.ops.elementwise import (
     tanh,
     xor,
 )
+from nxcc.ir.ops.fused import (
+    fused_elementwise,
+    layer_norm,
+    softmax,
+)
 from nxcc.ir.ops.indexing import (
     dynamic_slice,
     dynamic_update_slice,
@@ -160,9 +165,11 @@ __all__ = [
     "exp",
     "expm1",
     "floor",
+    "fused_elementwise",
     "gather",
     "iota",
     "is_finite",
+    "layer_norm",
     "log",
     "log1p",
     "logistic",
@@ -203,6 +210,7 @@ __all__ = [
     "sign",
     "sin",
     "slice",
+    "softmax",
     "sort",
     "sqrt",
     "subtract",

@@ -73,7 +73,8 @@ PROGRAM_CASES: dict[str, tuple[Callable[[dict], object], tuple[str, ...]]] = {
                            ("[NRT_ENEFF002]", "slots[2].shape[0]")),
     "absurd slot": (lambda p: fn(p)["slots"][2].update(shape=[1 << 30, 1 << 30]),
                     ("[NRT_ENEFF004]", "over the limit")),
-    "buffer past arena": (lambda p: fn(p)["slots"][2].update(offset=1 << 20),
+    "buffer past arena": (lambda p: next(s for s in fn(p)["slots"] if s["kind"] == "buffer"
+                                         ).update(offset=1 << 20),
                           ("[NRT_ENEFF004]", "past the")),
     "slot index out of range": (lambda p: fn(p)["instructions"][0].update(args=[0, 999]),
                                 ("[NRT_ENEFF003]", "slot 999")),

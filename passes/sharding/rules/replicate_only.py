@@ -10,7 +10,9 @@ the whole result. Correct for any op, and the documented choice for:
   and where a tensor-parallel region begins (the decoder frontend's own explicit plan);
 - the collectives already in a program (all_reduce, all_gather, reduce_scatter,
   all_to_all, collective_permute) and point-to-point transfers (send, recv and their done
-  halves): they keep their own replica groups and pairs.
+  halves): they keep their own replica groups and pairs;
+- fused_elementwise, softmax, layer_norm: made by the fusion pass after partitioning, on
+  each core's own shapes.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ REPLICATE_ONLY = (ops.gather, ops.scatter, ops.call, ops.while_, ops.conditional
                   ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather,
                   ops.reduce_scatter, ops.all_to_all, ops.collective_permute, ops.send,
                   ops.send_done, ops.recv, ops.recv_done, *ASYNC_OPS, ops.random_bits,
-                  ops.tp_copy, ops.optimization_barrier)
+                  ops.tp_copy, ops.optimization_barrier, ops.fused_elementwise,
+                  ops.softmax, ops.layer_norm)
 
 
 @rule(*REPLICATE_ONLY)

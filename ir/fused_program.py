@@ -1,0 +1,123 @@
+"""The program of a `fused_elementwise` op: a chain of elementwise steps, as text.
+
+    "a0[0,1,2] a1[2] a2[]; t0 = add(a0, a1); t1 = erf(t0); t2 = compare.LT(t1, a2)"
+
+The first part maps each operand `aK` to the result dimensions its dimensions stand for
+(as `broadcast_in_dim`'s `broadcast_dimensions`, strictly increasing): an operand of the
+result's shape lists every dimension, a broadcast bias `[2]`, a scalar `[]`. Then one step
+per elementwise op, in order: `tN = OPCODE(REF, ...)`, where a reference is an operand `aK`
+or an earlier step `tM`; `compare.DIR` carries the comparison direction and `convert.DTYPE`
+the target type. Every step is computed at the result's shape (operands broadcast as
+mapped); the last step is the result.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from dataclasses import dataclass
+
+from nxcc.ir.dtypes import DType
+
+_STEP = re.compile(r"t(\d+) = ([a-z_0-9]+)(?:\.([A-Za-z0-9_]+))?\(([^)]*)\)$")
+_OPERAND = re.compile(r"a(\d+)\[([0-9,]*)\]$")
+
+
+class FusedProgramError(ValueError):
+    """A fused program's text is malformed."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: the op's text name, its qualifier (direction or dtype name, or ''), and its
+    arguments as (is_operand, index) pairs."""
+
+    opcode: str
+    qualifier: str
+    args: tuple[tuple[bool, int], ...]
+
+    def attrs(self) -> dict[str, object]:
+        """The step's op attributes (compare's direction, convert's dtype)."""
+        if self.opcode == "compare":
+            return {"direction": self.qualifier}
+        if self.opcode == "convert":
+            return {"dtype": DType.from_name(self.qualifier)}
+        return {}
+
+
+@dataclass(frozen=True)
+class FusedProgram:
+    """A parsed program: the result dimensions of each operand and the steps."""
+
+    operand_dims: tuple[tuple[int, ...], ...]
+    steps: tuple[Step, ...]
+
+    def step_dtypes(self, operand_dtypes: list[DType]) -> list[DType]:
+        """The element type of each step's result, given the operands' types."""
+        out: list[DType] = []
+        for s in self.steps:
+            arg = [operand_dtypes[i] if is_op else out[i] for is_op, i in s.args]
+            if s.opcode == "convert":
+                out.append(DType.from_name(s.qualifier))
+            elif s.opcode in ("compare", "is_finite"):
+                out.append(DType.PRED)
+            elif s.opcode in ("select", "clamp"):
+                out.append(arg[1])
+            else:
+                out.append(arg[0])
+        return out
+
+    def last_uses(self) -> list[int]:
+        """For each step, the index of the last step that reads it (itself if none)."""
+        last = list(range(len(self.steps)))
+        for j, s in enumerate(self.steps):
+            for is_op, i in s.args:
+                if not is_op:
+                    last[i] = j
+        return last
+
+
+def format_program(operand_dims: list[tuple[int, ...]],
+                   steps: list[tuple[str, str, list[tuple[bool, int]]]]) -> str:
+    """The text of a program (the inverse of `parse_program`)."""
+    head = " ".join(f"a{k}[{','.join(map(str, d))}]" for k, d in enumerate(operand_dims))
+    lines = [head]
+    for n, (opcode, qualifier, args) in enumerate(steps):
+        refs = ", ".join(f"{'a' if is_op else 't'}{i}" for is_op, i in args)
+        lines.append(f"t{n} = {opcode}{'.' + qualifier if qualifier else ''}({refs})")
+    return "; ".join(lines)
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_program(text: str) -> FusedProgram:
+    """The program `text` stands for; FusedProgramError saying what is wrong."""
+    parts = [p.strip() for p in text.split(";")]
+    if len(parts) < 2:
+        raise FusedProgramError(f"fused program {text!r} has no step")
+    dims: list[tuple[int, ...]] = []
+    for k, word in enumerate(parts[0].split()):
+        m = _OPERAND.match(word)
+        if m is None or int(m.group(1)) != k:
+            raise FusedProgramError(f"operand map {word!r} should be a{k}[DIMS]")
+        d = tuple(int(x) for x in m.group(2).split(",") if x)
+        if any(b <= a for a, b in zip(d, d[1:], strict=False)):
+            raise FusedProgramError(f"operand map {word!r} is not strictly increasing")
+        dims.append(d)
+    steps = [_parse_step(n, line, len(dims)) for n, line in enumerate(parts[1:])]
+    return FusedProgram(tuple(dims), tuple(steps))
+
+
+def _parse_step(n: int, line: str, n_operands: int) -> Step:
+    m = _STEP.match(line)
+    if m is None or int(m.group(1)) != n:
+        raise FusedProgramError(f"step {line!r} should be t{n} = OPCODE(REFS)")
+    args = []
+    for ref in (r.strip() for r in m.group(4).split(",") if r.strip()):
+        kind, index = ref[:1], ref[1:]
+        if kind not in "at" or not index.isdigit():
+            raise FusedProgramError(f"step {line!r}: {ref!r} is not aK or tN")
+        i = int(index)
+        if (kind == "a" and i >= n_operands) or (kind == "t" and i >= n):
+            raise FusedProgramError(f"step {line!r}: {ref!r} is not defined before it")
+        args.append((kind == "a", i))
+    return Step(m.group(2), m.group(3) or "", tuple(args))

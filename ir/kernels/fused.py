@@ -1,0 +1,153 @@
+"""The kernel of `fused_elementwise`: a chain of elementwise steps, block by block in place.
+
+`prepare_fused(args, out, attrs)` plans the whole evaluation once for fixed arrays: the
+result is cut into blocks of about `BLOCK` elements along its leading dimensions; each step
+writes into a block-sized scratch buffer (buffers are reused once a step's value is dead, so
+a chain needs a few of them, whatever its length) and the last step writes straight into the
+result's block. It returns one zero-argument callable that runs the planned numpy calls: the
+executor binds it at load (`backend/runtime/bound_steps.py`), the kernel plans per call.
+
+Each step is exactly the unfused op's computation on a block: the op's ufunc with `out=`
+when the op's kernel is that ufunc for these dtypes (add, multiply... on float32/float64/
+int32/int64, compare on those), otherwise the op's own kernel on the block (operands
+broadcast as views). Elementwise results do not depend on blocking, so a fused chain gives
+bit for bit the results of its ops run one by one.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir import ops
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.dtypes import DType
+from nxcc.ir.fused_program import FusedProgram, Step, parse_program
+from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
+from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
+from nxcc.ir.opdef import ElementwiseDef, get_opdef
+
+#: elements per block: a few block-sized float32 buffers stay in a 1 MB cache
+BLOCK = 16384
+
+_NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
+_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+# ops whose kernel is their ufunc for native dtypes (the others round through float64 or
+# dispatch by kind)
+_UFUNC_OPS = frozenset({"add", "subtract", "multiply", "maximum", "minimum", "negate"})
+
+
+def operand_view(arg: np.ndarray, dims: Sequence[int], rank: int) -> np.ndarray:
+    """`arg` viewed at the result's rank: its dimensions at `dims`, size 1 elsewhere."""
+    shape = [1] * rank
+    for size, d in zip(arg.shape, dims, strict=True):
+        shape[d] = size
+    return np.asarray(arg).reshape(shape)
+
+
+def blocks(shape: tuple[int, ...]) -> Iterator[tuple[slice, ...]]:
+    """Index tuples cutting `shape` into blocks of at most about BLOCK elements: whole
+    trailing dimensions, a range of one dimension, single indices of the leading ones."""
+    size = math.prod(shape)
+    if size <= BLOCK:
+        yield tuple(slice(None) for _ in shape)
+        return
+    k = next(a for a in range(len(shape)) if math.prod(shape[a + 1:]) <= BLOCK)
+    step = max(1, BLOCK // math.prod(shape[k + 1:]))
+    tail = tuple(slice(None) for _ in shape[k + 1:])
+    for lead in np.ndindex(*shape[:k]):
+        head = tuple(slice(i, i + 1) for i in lead)
+        for start in range(0, shape[k], step):
+            yield head + (slice(start, min(start + step, shape[k])),) + tail
+
+
+def _sub(view: np.ndarray, index: tuple[slice, ...]) -> np.ndarray:
+    """The part of a broadcastable `view` that meets block `index` (size-1 dims whole)."""
+    if not index:
+        return view[...]  # a 0-d view (indexing by () would give a scalar)
+    return view[tuple(slice(None) if view.shape[a] == 1 else s for a, s in enumerate(index))]
+
+
+def _scratch_index(index: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
+    """Where a block of `index` sits in a scratch buffer of the first block's shape."""
+    return tuple(slice(0, len(range(*s.indices(n)))) for s, n in zip(index, shape, strict=True))
+
+
+def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], object]:
+    """One step on one block: its ufunc with out= where that is its kernel, else its kernel."""
+    same = all(x.dtype == ins[0].dtype for x in ins)
+    if step.opcode in _UFUNC_OPS and same and ins[0].dtype == out.dtype in _NATIVE:
+        return functools.partial(get_opdef(step.opcode).fn, *ins, out=out)  # type: ignore[attr-defined]
+    if step.opcode == "divide" and same and ins[0].dtype == out.dtype in _FLOATS:
+        return functools.partial(np.divide, *ins, out=out)
+    if step.opcode == "compare" and same and ins[0].dtype in _NATIVE:
+        return functools.partial(COMPARE_UFUNCS[step.qualifier], *ins, out=out)
+    opdef = get_opdef(step.opcode)
+    args = [np.broadcast_to(x, out.shape) for x in ins]
+    attrs = step.attrs() if not isinstance(opdef, ElementwiseDef) else {}
+    return functools.partial(get_kernel(opdef), args, [out], attrs, None)
+
+
+def _registers(program: FusedProgram) -> list[int]:
+    """A scratch register per step but the last (-1), reused once a value is dead."""
+    last = program.last_uses()
+    n = len(program.steps)
+    reg = [-1] * n
+    free: list[int] = []
+    count = 0
+    for j, s in enumerate(program.steps):
+        if j < n - 1:
+            if free:
+                reg[j] = free.pop()
+            else:
+                reg[j], count = count, count + 1
+        for is_op, i in set(s.args):
+            if not is_op and last[i] == j and reg[i] >= 0:
+                free.append(reg[i])
+    return reg
+
+
+def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
+                  attrs: Mapping[str, AttrValue]) -> Callable[[], None]:
+    """A callable that computes `out` from `args` (fixed arrays) by the op's program."""
+    program = parse_program(str(attrs["program"]))
+    if out.size == 0:
+        return lambda: None
+    rank = out.ndim
+    views = [operand_view(a, d, rank) for a, d in zip(args, program.operand_dims, strict=True)]
+    dtypes = program.step_dtypes([DType.from_numpy(a.dtype) for a in args])
+    reg = _registers(program)
+    index_list = list(blocks(out.shape))
+    first = _sub(out, index_list[0]).shape
+    # one scratch buffer per register and dtype it is used with
+    scratch: dict[tuple[int, DType], np.ndarray] = {}
+    for j, r in enumerate(reg):
+        if r >= 0 and (r, dtypes[j]) not in scratch:
+            scratch[(r, dtypes[j])] = np.empty(first, dtypes[j].numpy)
+    calls: list[Callable[[], object]] = []
+    for index in index_list:
+        where = _scratch_index(index, out.shape)
+        values: list[np.ndarray] = []
+        for j, s in enumerate(program.steps):
+            target = _sub(out, index) if reg[j] < 0 else _sub(scratch[(reg[j], dtypes[j])],
+                                                               where)
+            ins = [_sub(views[i], index) if is_op else values[i] for is_op, i in s.args]
+            calls.append(_call(s, ins, target))
+            values.append(target)
+
+    def run() -> None:
+        for c in calls:
+            c()
+
+    return run
+
+
+@kernel(ops.fused_elementwise)
+def fused_elementwise(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                      attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs[0] = the program's last step, evaluated block by block."""
+    with np.errstate(all="ignore"):
+        prepare_fused(args, outs[0], attrs)()

@@ -1,0 +1,48 @@
+"""Kernels of the fused row ops `softmax` and `layer_norm` (made by `passes/fusion`).
+
+Each runs the steps of the op chain it replaces, in the same order and precision (a row
+reduction as the reduce kernel does it, `exp` and `rsqrt` by their own kernels, rounded
+once from float64), but in the result buffer and one row-statistics array instead of a
+full-size array per op.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir import ops
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
+
+
+@kernel(ops.softmax)
+def softmax(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    x, out = args[0], outs[0]
+    axis = int(attrs["dimension"])  # type: ignore[call-overload]
+    with np.errstate(all="ignore"):
+        row = np.maximum.reduce(x, axis=axis, keepdims=True)
+        np.subtract(x, row, out=out)
+        get_kernel(ops.exp)([out], [out], {}, ctx)  # elementwise: in place is safe
+        np.add.reduce(out, axis=axis, keepdims=True, out=row)
+        np.divide(out, row, out=out)
+
+
+@kernel(ops.layer_norm)
+def layer_norm(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+               attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    x, out = args[0], outs[0]
+    axis = int(attrs["dimension"])  # type: ignore[call-overload]
+    n = out.dtype.type(x.shape[axis])
+    eps = out.dtype.type(float(attrs["epsilon"]))  # type: ignore[arg-type]
+    with np.errstate(all="ignore"):
+        row = np.add.reduce(x, axis=axis, keepdims=True)
+        row /= n
+        np.subtract(x, row, out=out)
+        np.add.reduce(np.square(out), axis=axis, keepdims=True, out=row)
+        row /= n
+        row += eps
+        get_kernel(ops.rsqrt)([row], [row], {}, ctx)
+        out *= row
