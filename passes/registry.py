@@ -18,12 +18,13 @@ from nxcc.passes.saturate_infinity import SaturateInfinity
 from nxcc.passes.sharding.shard_choose import ShardChoose
 from nxcc.passes.sharding.shard_partition import ShardPartition
 from nxcc.passes.sharding.shard_propagate import ShardPropagate
+from nxcc.passes.sharding.split_fused import SplitFused
 
 PASSES: dict[str, type] = {
     cls.name: cls
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
                 ShardChoose, ShardPropagate, ShardPartition, AutoCast, SaturateInfinity,
-                LatencyHiding, Differentiate)
+                LatencyHiding, Differentiate, SplitFused)
 }
 
 PIPELINES: dict[int, list[str]] = {
@@ -32,7 +33,7 @@ PIPELINES: dict[int, list[str]] = {
     3: ["fold", "cse", "dce", "fold", "cse", "dce", "latency-hiding"],
 }
 
-SHARDING_PIPELINE: list[str] = ["shard-choose", "shard-propagate", "shard-partition", "cse",
+SHARDING_PIPELINE: list[str] = ["shard-split-fused", "fold", "dce", "shard-choose", "shard-propagate", "shard-partition", "cse",
                                  "latency-hiding"]
 
 
