@@ -1,7 +1,8 @@
 """Every pass by name, and the pipeline run at each optimisation level (-O1..-O3).
 
 With `-lnc N` (N > 1) the driver then runs `SHARDING_PIPELINE` (`sharding_pipeline(N)`):
-choose shardings with the cost model, propagate them, partition into the SPMD program.
+split fused projections that are only sliced apart, choose shardings with the cost model,
+propagate them, partition into the SPMD program.
 Last in each, `latency-hiding` splits all_reduces into start/done pairs scheduled apart.
 """
 
@@ -33,8 +34,10 @@ PIPELINES: dict[int, list[str]] = {
     3: ["fold", "cse", "dce", "fold", "cse", "dce", "latency-hiding"],
 }
 
-SHARDING_PIPELINE: list[str] = ["shard-split-fused", "fold", "dce", "shard-choose", "shard-propagate", "shard-partition", "cse",
-                                 "latency-hiding"]
+#: shard-split-fused undoes fused projections (attention's QKV) so each block can be split
+#: by heads; fold evaluates the slices of their weights.
+SHARDING_PIPELINE: list[str] = ["shard-split-fused", "fold", "dce", "shard-choose",
+                                 "shard-propagate", "shard-partition", "cse", "latency-hiding"]
 
 
 def pipeline(optlevel: int) -> list[Pass]:
