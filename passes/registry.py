@@ -1,7 +1,8 @@
 """Every pass by name, and the pipeline run at each optimisation level (-O1..-O3).
 
 With `-lnc N` (N > 1) the driver then runs `SHARDING_PIPELINE` (`sharding_pipeline(N)`):
-choose shardings with the cost model, propagate them, partition into the SPMD program.
+split fused projections that are only sliced apart, choose shardings with the cost
+model, propagate them, partition into the SPMD program.
 Last in each, `latency-hiding` splits collectives into start/done pairs scheduled apart.
 Then `CORE_PIPELINE` runs on each core's program (`fuse`: elementwise fusion), so autodiff,
 the -O pipeline and sharding all work on unfused IR.
@@ -22,12 +23,13 @@ from nxcc.passes.saturate_infinity import SaturateInfinity
 from nxcc.passes.sharding.shard_choose import ShardChoose
 from nxcc.passes.sharding.shard_partition import ShardPartition
 from nxcc.passes.sharding.shard_propagate import ShardPropagate
+from nxcc.passes.sharding.split_fused import SplitFused
 
 PASSES: dict[str, type] = {
     cls.name: cls
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
                 ShardChoose, ShardPropagate, ShardPartition, AutoCast, SaturateInfinity,
-                LatencyHiding, Differentiate, MeshPartition, FuseElementwise)
+                LatencyHiding, Differentiate, MeshPartition, FuseElementwise, SplitFused)
 }
 
 PIPELINES: dict[int, list[str]] = {
@@ -36,8 +38,10 @@ PIPELINES: dict[int, list[str]] = {
     3: ["fold", "cse", "dce", "fold", "cse", "dce", "latency-hiding"],
 }
 
-SHARDING_PIPELINE: list[str] = ["shard-choose", "shard-propagate", "shard-partition", "cse",
-                                 "latency-hiding"]
+#: shard-split-fused undoes fused projections (attention's QKV) so each block can be split
+#: by heads; fold evaluates the slices of their weights.
+SHARDING_PIPELINE: list[str] = ["shard-split-fused", "fold", "dce", "shard-choose",
+                                 "shard-propagate", "shard-partition", "cse", "latency-hiding"]
 
 CORE_PIPELINE: list[str] = ["fuse"]
 

@@ -5,9 +5,13 @@ Three counts, per core, each turned into time by one constant:
 - FLOPs of the op as that core runs it (`ir.flops.op_flops` of the global op divided by the
   device count when the strategy splits the work);
 - bytes read from HBM: every weight (a non-splat constant) an op reads, and the activations
-  that dot_general and convolution stream into the matrix engine. Elementwise, reduce and
-  data-movement chains are not charged for activations: they fuse into their producers and
-  their operands stay in on-chip memory;
+  that dot_general and convolution stream into the matrix engine (an activation that k
+  matrix ops read, the query, key and value projections of one input, is streamed once:
+  each is charged 1/k). Elementwise, reduce and data-movement chains are not charged for
+  activations: they fuse into their producers and their operands stay in on-chip memory;
+  a collective over a split that is not the outermost dimension is (a block of heads of
+  [batch, seq, hidden] is strided) and pays a relayout of its buffer, read and written once
+  (`partitioning.relayout_bytes`);
 - bytes each core moves in collectives, by the ring formulas on a group of n cores and a
   full (global) tensor of B bytes:
 

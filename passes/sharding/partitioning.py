@@ -53,23 +53,45 @@ def reshard_kind(src: Sharding, dst: Sharding) -> str | None:
     return "all_to_all"
 
 
-def reshard_cost(src: Sharding, dst: Sharding, nbytes: int, n: int) -> Cost:
-    """Per-core cost of resharding a value of `nbytes` (global) from `src` to `dst`."""
+def reshard_cost(src: Sharding, dst: Sharding, nbytes: int, n: int,
+                 shape: tuple[int, ...] | None = None) -> Cost:
+    """Per-core cost of resharding a value of `nbytes` (global) from `src` to `dst`. With
+    the value's `shape`, a collective over a split that is not the outermost dimension
+    (of size > 1) also pays a relayout (`relayout_bytes`)."""
     kind = reshard_kind(src, dst)
     if kind is None or kind in ("slice", "to_partial", "split_to_partial"):
         return Cost()
     if kind == "reduce_then_partial":
         kind = "all_reduce"
-    return Cost(collective_bytes=collective_traffic(kind, nbytes, n), collectives=1)
+    cost = Cost(collective_bytes=collective_traffic(kind, nbytes, n), collectives=1)
+    if shape is not None:
+        cost.activation_bytes = relayout_bytes(kind, src, dst, shape, nbytes, n)
+    return cost
 
 
-def best_source(available: list[Sharding], dst: Sharding, nbytes: int, n: int
-                ) -> tuple[Sharding, Cost]:
+def relayout_bytes(kind: str, src: Sharding, dst: Sharding, shape: tuple[int, ...],
+                   nbytes: int, n: int) -> float:
+    """HBM bytes one core reads and writes to rearrange a collective's buffer: collectives
+    move whole contiguous blocks, so a split on an inner dimension (a block of heads of
+    [batch, seq, hidden] is a strided set of rows) is gathered along the outermost dimension
+    and transposed after (all_gather; all_to_all from such a split) or transposed before
+    (reduce_scatter, all_to_all to such a split): the full tensor (a block of it for
+    all_to_all) read and written once more. 0 when the split is outermost."""
+    outer = next((d for d, size in enumerate(shape) if size > 1), 0)
+    inner = [x.split_dim for x in (src, dst)
+             if x.split_dim is not None and x.split_dim != outer]
+    if kind == "all_reduce" or not inner:
+        return 0.0
+    return 2.0 * (nbytes / n if kind == "all_to_all" else nbytes)
+
+
+def best_source(available: list[Sharding], dst: Sharding, nbytes: int, n: int,
+                shape: tuple[int, ...] | None = None) -> tuple[Sharding, Cost]:
     """The cheapest of a value's `available` shardings (its own first, then the reshards
     already made of it) to reshard to `dst`, and that cost; the first on a tie."""
-    best, best_cost = available[0], reshard_cost(available[0], dst, nbytes, n)
+    best, best_cost = available[0], reshard_cost(available[0], dst, nbytes, n, shape)
     for src in available[1:]:
-        c = reshard_cost(src, dst, nbytes, n)
+        c = reshard_cost(src, dst, nbytes, n, shape)
         if c.seconds < best_cost.seconds:
             best, best_cost = src, c
     return best, best_cost
@@ -85,16 +107,19 @@ def local_bytes(v: Value, s: Sharding) -> float:
     return v.type.nbytes / (s.num_devices if s.split_dim is not None else 1)
 
 
-def op_cost(op: Op, s: Strategy) -> Cost:
-    """Per-core cost of running `op` with strategy `s` (operands already resharded)."""
+def op_cost(op: Op, s: Strategy, readers: tuple[int, ...] | None = None) -> Cost:
+    """Per-core cost of running `op` with strategy `s` (operands already resharded).
+    `readers` gives, per operand, how many matrix ops read that value: an activation that
+    k of them read (the query, key and value projections of one input) is streamed once
+    and reused, so each is charged 1/k of it."""
     divided = any(x.split_dim is not None for x in (*s.operands, *s.results))
     n = max((x.num_devices for x in (*s.operands, *s.results)), default=1)
     cost = Cost(flops=op_flops(op) / (n if divided else 1))
-    for v, want in zip(op.operands, s.operands, strict=True):
+    for i, (v, want) in enumerate(zip(op.operands, s.operands, strict=True)):
         if is_weight(v):
             cost.weight_bytes += local_bytes(v, want)
         elif op.opdef in MATRIX_OPS:
-            cost.activation_bytes += local_bytes(v, want)
+            cost.activation_bytes += local_bytes(v, want) / max(readers[i] if readers else 1, 1)
     return cost
 
 
@@ -193,8 +218,9 @@ def _offer(graph: SearchGraph, v: int, dst: int, have: tuple[int, ...]) -> tuple
     shardings), and the cost."""
     if dst in have:
         return dst, Cost()
+    t = graph.values[v].type
     src, cost = best_source([graph.shardings[h] for h in have], graph.shardings[dst],
-                            graph.values[v].type.nbytes, graph.n)
+                            t.nbytes, graph.n, t.shape)
     return graph.intern(src), cost
 
 
@@ -214,7 +240,7 @@ def _plan_op(graph: SearchGraph, node: Node, want: tuple[int, ...],
     for i in match or range(len(node.choices)):
         c = node.choices[i]
         if i not in node.op_costs:
-            node.op_costs[i] = op_cost(node.op, c.strategy)
+            node.op_costs[i] = op_cost(node.op, c.strategy, node.readers)
         total = replace(node.op_costs[i])
         for v, dst in zip(node.operands, c.operands, strict=True):
             total.add(_offer(graph, v, dst, available[v])[1])

@@ -5,11 +5,13 @@ row (see `rules.linalg`). A choice of one candidate per anchor seeds its operand
 and results; `propagate` fills in every other value; `plan_function` prices the result per
 core (`cost_model`). The search keeps the cheapest choice it finds:
 
-1. two starting points: a greedy construction (anchors in program order, each taking the
+1. three starting points: a greedy construction (anchors in program order, each taking the
    candidate that prices best while the anchors after it are still free, so propagation
    carries its choice through them: a column-parallel matmul makes the next one
-   row-parallel where that pays), and every anchor split by its batch;
-2. from the cheaper, coordinate descent: for every anchor in program order try each of its
+   row-parallel where that pays), every anchor split by its batch, and Megatron-LM's
+   column- then row-parallel blocks (`tensor_parallel`; the anchors it leaves out take
+   the strategies their plan ran);
+2. from the cheapest, coordinate descent: for every anchor in program order try each of its
    other candidates and keep a change that lowers the cost; repeat until a sweep changes
    nothing (at most `MAX_SWEEPS`).
 
@@ -35,6 +37,7 @@ from nxcc.passes.sharding.partitioning import Plan, plan_graph
 from nxcc.passes.sharding.propagation import is_constant, propagate_graph
 from nxcc.passes.sharding.rules import Strategy, splittable, strategies
 from nxcc.passes.sharding.search_graph import UNKNOWN, SearchGraph
+from nxcc.passes.sharding.tensor_parallel import tensor_parallel_start
 
 log = logging.getLogger("nxcc.passes.sharding")
 
@@ -145,12 +148,14 @@ def seeds_for(anchors: list[Op | Value], chosen: Mapping[int, Strategy],
 def choose(fn: Function, n: int, module: Module | None = None) -> Choice:
     """The cheapest choice of anchor strategies the search finds for `fn` on `n` devices."""
     search = ChoiceSearch(fn, n, module)
-    starts = [search.evaluate(search.construct()), search.evaluate(search.all_batch())]
+    starts = [search.evaluate(search.construct()), search.evaluate(search.all_batch()),
+              search.tensor_parallel()]
     current = search.descend(min(starts, key=lambda c: c.plan.cost.seconds))
     best = search.complete(current)
     log.debug("sharding: %d anchors, %d plans priced, best %.3g s per core (%s)",
               len(search.anchors), len(search.cache), best.plan.cost.seconds,
-              ", ".join(best.strategies[id(op)].name for op in search.anchors))
+              ", ".join(best.strategies[id(op)].name if id(op) in best.strategies else "free"
+                        for op in search.anchors))
     return best
 
 
@@ -224,6 +229,19 @@ class ChoiceSearch:
         return {id(op): next((s for s in self.options[id(op)] if s.kind == "batch"),
                              self.options[id(op)][0]) for op in self.anchors}
 
+    def tensor_parallel(self) -> Choice:
+        """The Megatron-LM start priced, its free anchors given the strategies their plan
+        ran (when that is not dearer), so descent has a strategy for every anchor."""
+        start = self.evaluate(tensor_parallel_start(self.anchors, self.options))
+        ran = {id(p.op): p.strategy for p in self.complete(start).plan.ops}
+        filled = dict(start.strategies)
+        for op in self.anchors:
+            s = ran.get(id(op))
+            if id(op) not in filled and any(s is o for o in self.options[id(op)]):
+                filled[id(op)] = s
+        full = self.evaluate(filled)
+        return full if full.plan.cost.seconds <= start.plan.cost.seconds else start
+
     def descend(self, current: Choice) -> Choice:
         """Coordinate descent from `current`: sweeps over the anchors, each trying its other
         candidates and keeping a change that lowers the cost, until a sweep changes nothing
@@ -232,7 +250,7 @@ class ChoiceSearch:
             improved = False
             for op in self.anchors:
                 for s in self.options[id(op)]:
-                    if s is current.strategies[id(op)]:
+                    if s is current.strategies.get(id(op)):
                         continue
                     trial = self.evaluate({**current.strategies, id(op): s})
                     if trial.plan.cost.seconds < current.plan.cost.seconds * (1 - 1e-9):

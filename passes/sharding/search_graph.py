@@ -25,6 +25,7 @@ from nxcc.passes.sharding.cost_model import Cost
 from nxcc.passes.sharding.rules import Strategy
 
 UNKNOWN = -1
+MATRIX_OPCODES = ("dot_general", "convolution")
 R = Sharding.replicated()
 _PREFERENCE = {"split": 3, "batch": 3, "column": 3, "row": 2, "replicate": 2, "partial": 1}
 
@@ -59,7 +60,8 @@ class Node:
     """One op of the graph: its operand and result numbers, strategies and memos."""
 
     __slots__ = ("op", "index", "operands", "results", "values", "constant", "is_constant", "live",
-                 "nbytes", "choices", "by_results", "forward", "backward", "plans", "op_costs")
+                 "nbytes", "choices", "by_results", "forward", "backward", "plans", "op_costs",
+                 "readers")
 
     def __init__(self, graph: SearchGraph, op: Op, index: int,
                  strategies: list[Strategy]) -> None:
@@ -73,6 +75,8 @@ class Node:
         #: the non-constant operands' numbers
         self.live = tuple(v for v, c in zip(self.operands, self.constant, strict=True) if not c)
         self.nbytes = tuple(max(v.type.nbytes, 1) for v in op.operands)
+        #: per operand, how many matrix ops (dot_general, convolution) of the graph read it
+        self.readers = tuple(graph.matrix_readers.get(v, 0) for v in self.operands)
         self.choices = [Choice(graph, self, s) for s in strategies]
         self.by_results: dict[tuple[int, ...], list[int]] = {}
         for i, c in enumerate(self.choices):
@@ -98,6 +102,12 @@ class SearchGraph:
         self.constant = [constant_value(v) is not None for v in self.values]
         self.params = list(range(len(fn.params)))
         self.live = [k for k, c in enumerate(self.constant) if not c]
+        #: value number -> how many matrix ops read it (once per op)
+        self.matrix_readers: dict[int, int] = {}
+        for op in fn.body:
+            if op.opcode in MATRIX_OPCODES:
+                for k in {self.number[id(v)] for v in op.operands}:
+                    self.matrix_readers[k] = self.matrix_readers.get(k, 0) + 1
         self.nodes = [Node(self, op, i, strategies_of(op)) for i, op in enumerate(fn.body)]
         #: the nodes of the ops that are not constants
         self.computing = [node for node in self.nodes if not node.is_constant]

@@ -1,6 +1,7 @@
 """PyTorch exports of a BERT-style encoder, a GPT-style decoder and an LSTM tagger
 (TorchScript exporter at opsets 14 and 17, dynamo exporter at 18; made by
-tests/models/make_transformers.py) compile and match onnxruntime and PyTorch's outputs."""
+tests/models/make_transformers.py; with a larger GPT, `gpt64`, from the TorchScript exporter
+at opset 17 and dynamo at 18) compile and match onnxruntime and PyTorch's outputs."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ RTOL, ATOL = 1e-3, 1e-4
 def test_every_model_and_exporter_is_there() -> None:
     names = {p.stem for p in MODELS}
     assert names == {f"{m}_{e}" for m in ("bert", "gpt", "lstm")
-                     for e in ("ts14", "ts17", "dyn18")}
+                     for e in ("ts14", "ts17", "dyn18")} | {"gpt64_ts17", "gpt64_dyn18"}
 
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
