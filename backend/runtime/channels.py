@@ -132,7 +132,7 @@ class MpiChannels(LocalChannels):
                     if found is not None:
                         return found.recv()
             except Exception as exc:  # noqa: BLE001 - mpi4py's MPI.Exception, without importing it
-                self._check_peers(now=True)  # MPI's own words are long; say it as we do
+                self._name_the_lost_peer()  # MPI's own words are long; say it as we do
                 raise RankLost(f"rank {src} (process {source}) was lost: {exc}") from None
             if self._aborted.is_set():
                 raise ChannelsAborted(f"rank {dst}: the job was aborted while it waited for "
@@ -143,6 +143,13 @@ class MpiChannels(LocalChannels):
                                f"nothing from it in {self.timeout:g} s")
             time.sleep(wait)
             wait = min(wait * 2, POLL)
+
+    def _name_the_lost_peer(self) -> None:
+        """After MPI reported a failed transfer: wait up to a second for the peer's process to
+        be seen ended (it may still be exiting), then raise RankLost naming it."""
+        for _ in range(20):
+            self._check_peers(now=True)
+            time.sleep(0.05)
 
     def _check_peers(self, now: bool = False) -> None:
         lost = None if self.peers is None else self.peers.lost_message(now)
