@@ -49,6 +49,13 @@ def leaves(tree: Tree) -> list[Value]:
     return []
 
 
+def value_count(shape: Shape) -> int:
+    """How many values `rebuild` takes for `shape` (its leaves that are not tokens)."""
+    if isinstance(shape, TupleShape):
+        return sum(value_count(e) for e in shape.elements)
+    return 0 if shape.dtype == "token" else 1
+
+
 def rebuild(shape: Shape, values: Sequence[Value]) -> Tree:
     """The tree of `shape` whose leaves are `values` in order (the inverse of `leaves`)."""
     it = iter(values)

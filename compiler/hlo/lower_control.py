@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
+from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild, value_count
 from nxcc.compiler.hlo.nodes import ArrayShape, Shape
 from nxcc.compiler.hlo.registry import handles
 from nxcc.ir import ops
@@ -45,6 +45,10 @@ def lower_call(cx: InstrContext) -> Tree:
     fn = cx.computation("to_apply")
     args = [v for a in cx.args for v in leaves(a)]
     results = cx.emit(ops.call, args, {"callee": fn})
+    wanted = value_count(cx.instr.shape)
+    if wanted != len(results):
+        raise cx.error(f"the call's shape has {wanted} values but its callee returns "
+                       f"{len(results)}")
     return rebuild(cx.instr.shape, results)
 
 

@@ -79,6 +79,8 @@ def _scalar(text: str, dtype: np.dtype) -> object:
         if dtype.kind in "iu":
             return np.array(bits).astype(np.uint64).astype(dtype)[()]
         unsigned = np.dtype(f"u{dtype.itemsize}")
+        if not 0 <= bits <= np.iinfo(unsigned).max:
+            raise PieceError(f"{text} has more bits than {dtype}", 0)
         return np.array(bits, unsigned).view(dtype)[()]
     try:
         value = int(text) if dtype.kind in "iu" else float(text)
