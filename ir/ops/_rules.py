@@ -52,7 +52,12 @@ def check_scalar(op: str, what: str, t: TensorType) -> None:
 def window_output_size(
     size: int, window: int, stride: int, pad_lo: int, pad_hi: int, base_dil: int, win_dil: int
 ) -> int:
-    """Output length of a strided, padded, dilated window over one dimension (>= 0)."""
+    """Output length of a strided, padded, dilated window over one dimension (>= 0); strides
+    and dilations must be positive (a TypeError from `fail` otherwise)."""
+    if min(stride, base_dil, win_dil) < 1 or window < 0:
+        raise fail(f"window strides and dilations must be positive and the window size not "
+                   f"negative, got window {window}, stride {stride}, dilations {base_dil}, "
+                   f"{win_dil}")
     dilated_base = (size - 1) * base_dil + 1 if size > 0 else 0
     padded = dilated_base + pad_lo + pad_hi
     dilated_window = (window - 1) * win_dil + 1
