@@ -52,7 +52,7 @@ class PeerProcesses:
         if self._dead is not None or (not now and time.monotonic() < self._next_look):
             return self._dead
         self._next_look = time.monotonic() + LOOK_EVERY
-        ended = [(p, pid) for p, pid in self.local if not _alive(pid)]
+        ended = [(p, pid) for p, pid in self.local if not process_alive(pid)]
         notes = [(p, self._note(pid)) for p, pid in ended]
         silent = [p for p, note in notes if note is None]
         if silent:
@@ -91,7 +91,9 @@ class PeerProcesses:
         return f"{ranks} (process {process}, pid {self.pids[process]}) was lost: its process ended"
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Whether process `pid` of this host still runs (a zombie has ended; another user's
+    process counts as running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

@@ -37,6 +37,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from nxcc.backend.runtime.peer_liveness import process_alive
 from nxcc.driver.cache.key import CacheKey
 from nxcc.driver.cache.layout import (
     ERROR,
@@ -237,20 +238,10 @@ def _remove_leftovers(version_dir: str) -> None:
                 remove_entry(path)
         elif name.startswith(STAGING_PREFIX):
             pid = name.removeprefix(STAGING_PREFIX).split("-")[-2:-1]
-            if not pid or not pid[0].isdigit() or not _alive(int(pid[0])):
+            if not pid or not pid[0].isdigit() or not process_alive(int(pid[0])):
                 shutil.rmtree(path, ignore_errors=True)
         elif name.endswith(".lock"):
             _remove_free_lock(path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _remove_free_lock(path: str) -> None:
