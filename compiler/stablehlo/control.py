@@ -107,10 +107,14 @@ def while_(b: CompBuilder, op: Op, a: AttrReader) -> None:
     init = b.add("tuple", shape, state, {}, op)
     loop = b.add("while", shape, [init], {"condition": cname, "body": bname}, op,
                  op.results[0].split("#")[0].lstrip("%") if op.results else "while")
-    _bind_elements(b, op, loop, shape)
+    _bind_elements(b, op, a, loop, shape)
 
 
-def _bind_elements(b: CompBuilder, op: Op, name: str, shape: TupleShape) -> None:
+def _bind_elements(b: CompBuilder, op: Op, a: AttrReader, name: str, shape: TupleShape
+                   ) -> None:
+    if len(op.results) > len(shape.elements):
+        raise a.error(
+            f"{len(op.results)} results named, but the op gives {len(shape.elements)}")
     for k, res in enumerate(op.results):
         b.bind(res, b.add("get-tuple-element", shape.elements[k], [name], {"index": k}, op,
                           res.lstrip("%").replace("#", ".")))
@@ -142,7 +146,7 @@ def _conditional(b: CompBuilder, op: Op, attrs: dict[str, object], operands: lis
     if isinstance(shape, ArrayShape):
         b.bind_results(op, name, shape)
     else:
-        _bind_elements(b, op, name, shape)
+        _bind_elements(b, op, AttrReader(op, b.conv.source), name, shape)
 
 
 @converts("stablehlo.case")
