@@ -9,10 +9,8 @@ own NEFF (`check`): a damaged entry is a miss, never a wrong NEFF."""
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
-import zipfile
 from pathlib import Path
 
 from hypothesis import strategies as st
@@ -20,7 +18,7 @@ from hypothesis import strategies as st
 from nxcc.driver.cache.store import ERROR, META, NEFF
 from nxcc.version import COMPILER_VERSION
 from tests.fuzz.harness import Kind
-from tests.fuzz.mutations import mutate_bytes, mutate_json
+from tests.fuzz.mutations import mutate_bytes, mutate_json, zip_members, zip_of
 from tests.inprocess import run_cli
 from tests.neff.mutants import EXAMPLES
 
@@ -59,7 +57,7 @@ def seeds(work: Path) -> list[bytes]:
         for entry in sorted(version_dir.iterdir()):
             if entry.is_dir() and entry.name not in entries:
                 entries[entry.name] = str(model)
-                out.append(_zip({ENTRY_MEMBER: entry.name.encode(),
+                out.append(zip_of({ENTRY_MEMBER: entry.name.encode(),
                                  **{f.name: f.read_bytes() for f in entry.iterdir()}}))
     if len(out) != 2:
         raise RuntimeError(f"fuzz seed: expected two cache entries, found {sorted(entries)}")
@@ -70,20 +68,8 @@ def seeds(work: Path) -> list[bytes]:
     return out
 
 
-def _members(raw: bytes) -> dict[str, bytes] | None:
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as z:
-            return {i.filename: z.read(i) for i in z.infolist()}
-    except Exception:  # any archive zipfile cannot read (a mutant of the harness's own)
-        return None
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return buf.getvalue()
 
 
 def _json_change(text: bytes, data: st.DataObject) -> bytes:
@@ -95,7 +81,7 @@ def _json_change(text: bytes, data: st.DataObject) -> bytes:
 
 
 def mutate(raw: bytes, data: st.DataObject) -> bytes:
-    members = _members(raw)
+    members = zip_members(raw)
     how = data.draw(st.sampled_from(("meta", "meta", "error", "neff", "file", "bytes")),
                     label="how")
     if members is None or how == "bytes":
@@ -118,13 +104,13 @@ def mutate(raw: bytes, data: st.DataObject) -> bytes:
                 members.pop(name, b"")
         else:
             members[name] = data.draw(st.binary(max_size=64))
-    return _zip(members)
+    return zip_of(members)
 
 
 def _install(raw: bytes, work: Path, cache: Path) -> Path:
     """Put the mutant in a fresh cache as its module's entry; the module's path."""
     entries = _entries(work)
-    members = _members(raw)
+    members = zip_members(raw)
     name = (members or {}).get(ENTRY_MEMBER, b"").decode("utf-8", "replace")
     if name not in entries:
         name = next(iter(entries))

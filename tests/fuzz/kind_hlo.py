@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 
 from tests.fuzz.harness import Kind
-from tests.fuzz.mutations import BOUNDARY_INTS, DTYPE_NAMES, mutate_bytes
+from tests.fuzz.mutations import BOUNDARY_INTS, DTYPE_NAMES, mutate_bytes, mutate_lines
 from tests.neff.mutants import REPO
 
 FIXTURES = REPO / "tests" / "hlo" / "fixtures"
@@ -55,17 +55,7 @@ def mutate(raw: bytes, data: st.DataObject) -> bytes:
         m = _pick(CALL, raw, data)
         return _splice(raw, m, m.group(1) + b"=" + target if m else b"")
     if how == "line":
-        lines = raw.split(b"\n")
-        i = data.draw(st.integers(0, len(lines) - 1))
-        action = data.draw(st.sampled_from(("drop", "copy", "swap")))
-        if action == "drop":
-            del lines[i]
-        elif action == "copy":
-            lines.insert(data.draw(st.integers(0, len(lines))), lines[i])
-        else:
-            j = data.draw(st.integers(0, len(lines) - 1))
-            lines[i], lines[j] = lines[j], lines[i]
-        return b"\n".join(lines)
+        return mutate_lines(raw, data)
     if how == "literal":
         dims = data.draw(st.sampled_from((b"1048576,1048576", b"4294967296", b"3,3",
                                           b"0", b"-1")))

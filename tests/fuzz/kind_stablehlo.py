@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.harness import Kind
 from tests.fuzz.kind_hlo import _pick, _splice
-from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes
+from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_lines
 from tests.neff.mutants import REPO
 
 FIXTURES = REPO / "tests" / "stablehlo" / "fixtures"
@@ -34,18 +34,6 @@ def seeds(work: Path) -> list[bytes]:
             if p.stat().st_size < 12_000]
 
 
-def _lines(raw: bytes, data: st.DataObject) -> bytes:
-    lines = raw.split(b"\n")
-    i = data.draw(st.integers(0, len(lines) - 1))
-    action = data.draw(st.sampled_from(("drop", "copy", "swap")))
-    if action == "drop":
-        del lines[i]
-    elif action == "copy":
-        lines.insert(data.draw(st.integers(0, len(lines))), lines[i])
-    else:
-        j = data.draw(st.integers(0, len(lines) - 1))
-        lines[i], lines[j] = lines[j], lines[i]
-    return b"\n".join(lines)
 
 
 def _tensor(raw: bytes, data: st.DataObject) -> bytes:
@@ -99,7 +87,7 @@ def mutate(raw: bytes, data: st.DataObject) -> bytes:
     if how == "bracket":
         return _splice(raw, _pick(BRACKET, raw, data), b"")
     if how == "line":
-        return _lines(raw, data)
+        return mutate_lines(raw, data)
     return mutate_bytes(raw, data)
 
 

@@ -7,7 +7,6 @@ resumes the step it belongs to for one step and saves the state again."""
 from __future__ import annotations
 
 import io
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +14,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz import kind_npz
 from tests.fuzz.harness import Kind
-from tests.fuzz.mutations import mutate_bytes
+from tests.fuzz.mutations import mutate_bytes, zip_members, zip_of
 from tests.inprocess import run_cli
 from tests.neff.mutants import EXAMPLES
 
@@ -48,20 +47,8 @@ def seeds(work: Path) -> list[bytes]:
     return out
 
 
-def _members(raw: bytes) -> dict[str, bytes] | None:
-    try:
-        with zipfile.ZipFile(io.BytesIO(raw)) as z:
-            return {i.filename: z.read(i) for i in z.infolist()}
-    except Exception:  # any archive zipfile cannot read (a mutant of the harness's own)
-        return None
 
 
-def _zip(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return buf.getvalue()
 
 
 def _npy(arr: np.ndarray) -> bytes:
@@ -103,13 +90,13 @@ def _state_change(members: dict[str, bytes], data: st.DataObject) -> dict[str, b
 
 def mutate(raw: bytes, data: st.DataObject) -> bytes:
     how = data.draw(st.sampled_from(("state", "state", "npz", "bytes")), label="how")
-    members = _members(raw)
+    members = zip_members(raw)
     if how == "bytes" or not members:
         return mutate_bytes(raw, data)
     if how == "npz":
         return kind_npz.mutate(raw, data)
     try:
-        return _zip(_state_change(members, data))
+        return zip_of(_state_change(members, data))
     except (ValueError, OSError, EOFError):  # a member already broken: its bytes instead
         return mutate_bytes(raw, data)
 

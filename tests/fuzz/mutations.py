@@ -8,6 +8,8 @@ replayed from its saved bytes.
 from __future__ import annotations
 
 import copy
+import io
+import zipfile
 from typing import Any
 
 from hypothesis import strategies as st
@@ -102,3 +104,36 @@ def mutate_bytes(raw: bytes, data: st.DataObject) -> bytes:
         j = min(len(buf), i + data.draw(st.integers(1, 64)))
         buf[j:j] = buf[i:j] * data.draw(st.integers(1, 50))
     return bytes(buf)
+
+
+def zip_members(raw: bytes) -> dict[str, bytes] | None:
+    """The members of a zip archive by name, or None when zipfile cannot read it."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(raw)) as z:
+            return {i.filename: z.read(i) for i in z.infolist()}
+    except Exception:  # any archive zipfile cannot read (a mutant of the harness's own)
+        return None
+
+
+def zip_of(members: dict[str, bytes]) -> bytes:
+    """A zip archive holding `members` in their order."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in members.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+
+
+def mutate_lines(raw: bytes, data: st.DataObject) -> bytes:
+    """One line of `raw` dropped, copied elsewhere or swapped with another."""
+    lines = raw.split(b"\n")
+    i = data.draw(st.integers(0, len(lines) - 1))
+    action = data.draw(st.sampled_from(("drop", "copy", "swap")))
+    if action == "drop":
+        del lines[i]
+    elif action == "copy":
+        lines.insert(data.draw(st.integers(0, len(lines))), lines[i])
+    else:
+        j = data.draw(st.integers(0, len(lines) - 1))
+        lines[i], lines[j] = lines[j], lines[i]
+    return b"\n".join(lines)
