@@ -68,11 +68,11 @@ def leave(status: int) -> None:
     os._exit(status)
 
 
-def run_rank(work: Callable[[], None]) -> None:
-    """Run the rank's `work`. A failure prints its one error line, as every command's does,
-    and ends the process at once (`leave`)."""
+def run_rank(work: Callable[[], object], family: str = "NRT") -> None:
+    """Run the rank's `work`. A failure prints its one error line (codes of `family`), as
+    every command's does, and ends the process at once (`leave`)."""
     try:
-        user_errors(work, family="NRT")()
+        user_errors(work, family=family)()
     except SystemExit as exc:
         leave(exc.code if isinstance(exc.code, int) else 1)
     except BaseException:  # a bug: its traceback, then out without MPI's finalisation

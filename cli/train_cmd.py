@@ -13,7 +13,9 @@ import json
 
 import click
 
+from nxcc.backend.runtime.mpi_job import launched_processes, launched_rank
 from nxcc.cli.errors import ARGUMENT_ERROR, fail, user_errors
+from nxcc.cli.rank_process import joined, run_rank, split_off_rank
 from nxcc.driver.train.config import TrainConfig, load_config
 from nxcc.driver.train.describe import describe, describe_lines
 from nxcc.driver.train.errors import TRAIN_CONFIG, TrainConfigError
@@ -53,7 +55,7 @@ def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_js
         raise click.UsageError("--json applies to --dry-run")
     config, info = _load(config_path, overrides)
     warning = ignored_warning(config)
-    if warning and not quiet:
+    if warning and not quiet and launched_rank() == 0:  # once per job, not per process
         click.echo(warning, err=True)
     if dry_run:
         if as_json:
@@ -68,4 +70,8 @@ def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_js
             raise
         fail(f"[{TRAIN_CONFIG}] {config_path}: this build of nxcc has no training engine "
              f"({ENGINE}); only --dry-run is available", ARGUMENT_ERROR)
+    if launched_processes() > 1:
+        split_off_rank()
+        run_rank(lambda: run_training(config, on_joined=joined), family="NCC")
+        return
     run_training(config)

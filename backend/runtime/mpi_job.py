@@ -65,6 +65,17 @@ def launched_processes(env: Mapping[str, str] | None = None) -> int:
     return 1
 
 
+def launched_rank(env: Mapping[str, str] | None = None) -> int:
+    """This process's rank in the MPI launcher's job (0 when not launched)."""
+    env = os.environ if env is None else env
+    for _, rank_var in LAUNCHER_VARIABLES:
+        try:
+            return max(0, int(env[rank_var]))
+        except (KeyError, ValueError):
+            continue
+    return 0
+
+
 def world_communicator() -> Any:
     """MPI's world communicator; NrtError naming what to install when mpi4py is missing."""
     try:

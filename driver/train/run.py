@@ -15,7 +15,10 @@ record with every rank's) and one log line per `log_every_n_steps`; every
 (TP, PP) pair, optimizer state from every DP rank with ZeRO-1, else from DP rank 0) and,
 when all have, rank 0 commits the checkpoint (`checkpoint_io`). A failing rank stops the
 job: in one process every rank stops at once (`ranks.run_rank_threads`) and the error is
-one line naming the rank; under MPI the failing process prints that line and aborts the job.
+one line naming the rank. Under MPI the failing process prints that line and leaves a note
+(`peer_liveness`) so that its peers stop without another line; a process killed outright
+is named by the peers that find it gone (with the command line's rank children,
+`cli.rank_process`; a caller of its own gets `MPI_Abort` instead).
 
 The summary (and the log's first lines) gives each rank's memory: parameter, gradient and
 optimizer-state bytes and peak activation bytes.
@@ -31,6 +34,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nxcc.backend.runtime.channels import LocalChannels, MpiChannels
+from nxcc.backend.runtime.config import default_runtime_dir
 from nxcc.backend.runtime.mpi_job import launched_processes, world_communicator
 from nxcc.backend.runtime.peer_liveness import PeerProcesses, this_process
 from nxcc.driver.errors import CompileError
@@ -237,6 +241,11 @@ def summary(job: Job) -> dict[str, object]:
             "stage_flops": list(job.pipeline.flops or ())}
 
 
+#: How a failed process's note begins: its own error line is already on the job's output,
+#: so a peer that stops because of it adds none.
+REPORTED = "process failed, reported above: "
+
+
 def _timeout() -> float:
     try:
         return float(os.environ.get("NEURON_RT_EXEC_TIMEOUT", DEFAULT_TIMEOUT))
@@ -244,13 +253,18 @@ def _timeout() -> float:
         return DEFAULT_TIMEOUT
 
 
-def run_training(config: TrainConfig, emit: Callable[[str], None] = print
-                 ) -> dict[str, object]:
+def run_training(config: TrainConfig, emit: Callable[[str], None] = print,
+                 on_joined: Callable[[], None] | None = None) -> dict[str, object]:
     """Train as `config` says (see the module docstring); the summary (in process 0 under
-    MPI; other processes return an empty summary)."""
+    MPI; other processes return an empty summary).
+
+    Under MPI, a caller that ends its process itself after an error (the command line's
+    rank child, `cli.rank_process`) passes `on_joined`: it is called once this process has
+    met its peers, and a failed rank's error is raised. Without it, a failed rank prints its
+    error and aborts the MPI job."""
     processes = launched_processes()
     if processes > 1:
-        return _run_mpi(config, emit, processes)
+        return _run_mpi(config, emit, processes, on_joined)
     job = make_job(config, emit)
     os.makedirs(config.exp_manager.exp_dir, exist_ok=True)
     channels = LocalChannels(_timeout())
@@ -271,8 +285,8 @@ def _finish(job: Job) -> dict[str, object]:
     return result
 
 
-def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int
-             ) -> dict[str, object]:
+def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int,
+             on_joined: Callable[[], None] | None) -> dict[str, object]:
     comm = world_communicator()
     process, world = comm.Get_rank(), config.trainer.world_size
     if world % processes:
@@ -284,7 +298,10 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int
     if process == 0:
         os.makedirs(config.exp_manager.exp_dir, exist_ok=True)
     comm.Barrier()
-    peers = PeerProcesses(comm.allgather(this_process()), process, per)
+    peers = PeerProcesses(comm.allgather(this_process()), process, per,
+                          os.environ.get("NXCC_RUNTIME_DIR") or default_runtime_dir())
+    if on_joined is not None:
+        on_joined()
     channels = MpiChannels(comm, world, local, _timeout(), peers)
     try:
         run_rank_threads(local, channels, lambda r: _rank_main(job, r, channels))
@@ -292,6 +309,11 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int
     except RankFailed as exc:
         error = exc.error if isinstance(exc.error, CompileError) else \
             CompileError(RANK_FAILED, str(exc))
+        if on_joined is not None:
+            if REPORTED in str(exc):  # a peer failed and said why: its line is the job's
+                raise SystemExit(1) from None
+            peers.leaving(f"{REPORTED}{error}")
+            raise error from None
         print(f"ERROR: {error}", file=sys.stderr, flush=True)
         comm.Abort(1)
     comm.Barrier()

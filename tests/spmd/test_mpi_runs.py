@@ -237,14 +237,16 @@ def _descendants(pid: int) -> list[int]:
     return children + [d for c in children for d in _descendants(c)]
 
 
-def _rank_processes(launcher: int) -> list[int]:
+def rank_processes(launcher: int, command: str = "run") -> list[int]:
+    """The pids of the rank processes (not their shims) of the `neuronx-cc command` job
+    that `mpiexec` pid `launcher` started."""
     ranks = []
     for pid in _descendants(launcher):
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"run" in cmdline and b"nxcc.cli.rank_shim" not in cmdline:
+        if command.encode() in cmdline and b"nxcc.cli.rank_shim" not in cmdline:
             ranks.append(pid)
     return ranks
 
@@ -278,7 +280,7 @@ def test_kill_9_of_one_rank_ends_the_others_with_its_name(tmp_path: Path,
             assert job.poll() is None and time.monotonic() < deadline, job.communicate()
             time.sleep(0.2)
         time.sleep(1.0)
-        ranks = _rank_processes(job.pid)
+        ranks = rank_processes(job.pid)
         assert len(ranks) == 4, ranks
         victim = ranks[1]
         killed = time.monotonic()

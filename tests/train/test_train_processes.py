@@ -1,17 +1,23 @@
 """`neuronx-cc train` end to end: ranks as threads and under `mpiexec -n 2` (four rank
 threads in each process) give the same bits; a damaged checkpoint stops every rank with one
-line, in one process and across processes."""
+line, in one process and across processes; kill -9 of one rank's process ends the other with
+one line naming it, and leaves no process behind."""
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from nxcc.driver.train.metrics import read_metrics
 from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
-from tests.spmd.test_mpi_runs import mpiexec, needs_mpi
+from tests.spmd.test_mpi_runs import MPIEXEC, mpiexec, needs_mpi, rank_processes
 
 EXAMPLE = str(REPO / "examples" / "train" / "hf_llama_tiny_gqa.yaml")
 QUICK = ("--quiet", "model.encoder_seq_length=16", "trainer.max_steps=2",
@@ -72,3 +78,36 @@ def test_two_processes_give_the_bits_of_threads(threads: Path, tmp_path: Path) -
     assert r.returncode != 0
     errors = [line for line in r.stderr.splitlines() if line.startswith("ERROR:")]
     assert len(errors) == 1 and "[NCC_ETRN002]" in errors[0] and "truncated" in errors[0]
+
+
+@needs_mpi
+def test_kill_9_of_one_rank_process_ends_the_other_naming_it(tmp_path: Path) -> None:
+    exp, timeout = tmp_path / "exp", 10
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NEURON_RT_EXEC_TIMEOUT": str(timeout)}
+    job = subprocess.Popen(
+        [MPIEXEC, "-n", "2", sys.executable, "-m", "nxcc", "train", EXAMPLE, *QUICK,
+         "trainer.max_steps=100000", "trainer.log_every_n_steps=1", "trainer.devices=2",
+         "distributed_strategy.tensor_model_parallel_size=1",
+         "distributed_strategy.pipeline_model_parallel_size=2",
+         "distributed_strategy.zero1=false", f"exp_manager.exp_dir={exp}"],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 180
+        metrics = exp / "metrics.jsonl"
+        while not (metrics.exists() and metrics.read_text().count("\n") >= 2):
+            assert job.poll() is None and time.monotonic() < deadline, job.communicate()
+            time.sleep(0.2)
+        ranks = rank_processes(job.pid, "train")
+        assert len(ranks) == 2, ranks
+        os.kill(ranks[1], signal.SIGKILL)
+        _, err = job.communicate(timeout=timeout + 60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode != 0
+    lines = [line for line in err.splitlines() if line.startswith("ERROR:")]
+    assert len(lines) == 1 and f"pid {ranks[1]}) was lost" in lines[0], err
+    assert err.count("WARNING:") <= 1, err  # the ignored-keys line once per job
+    time.sleep(0.5)
+    assert not Path(f"/proc/{ranks[0]}").exists() or \
+        Path(f"/proc/{ranks[0]}/stat").read_text().split()[2] == "Z", "a rank was left running"
