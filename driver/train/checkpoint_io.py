@@ -85,7 +85,7 @@ def _digest(path: str) -> tuple[int, str]:
     return size, h.hexdigest()
 
 
-def commit(exp_dir: str, step: int, names: list[str], layout: dict[str, int],
+def commit(exp_dir: str, step: int, names: list[str], layout: dict[str, object],
            data_position: dict[str, int] | None = None,
            extra: dict[str, object] | None = None) -> str:
     """Write the manifest of step `step` over the shard files `names` (already written),
@@ -106,7 +106,7 @@ def commit(exp_dir: str, step: int, names: list[str], layout: dict[str, int],
 
 
 def write_checkpoint(exp_dir: str, step: int, params: dict[tuple[int, int], Arrays],
-                     optim: dict[tuple[int, int, int], Arrays], layout: dict[str, int],
+                     optim: dict[tuple[int, int, int], Arrays], layout: dict[str, object],
                      data_position: dict[str, int] | None = None) -> str:
     """A whole checkpoint from one process: `params` by (tp, pp), `optim` by (dp, tp, pp)."""
     names = [os.path.basename(write_shard(exp_dir, step, params_name(t, p), arrays))
@@ -122,7 +122,7 @@ class Checkpoint:
 
     path: str
     step: int
-    layout: dict[str, int]
+    layout: dict[str, object]
     data: dict[str, int]
     files: dict[str, dict[str, object]]
 

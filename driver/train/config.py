@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nxcc.driver.train.config_checks import check_sizes, parse_cuts
 from nxcc.driver.train.config_keys import ACTED, NEUTRAL
@@ -28,6 +28,7 @@ from nxcc.driver.train.config_model import (
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.lr_schedule import SchedConfig
+from nxcc.driver.train.precision import MANUAL_KEYS, Precision, precision_of
 from nxcc.driver.train.values import convert
 from nxcc.driver.train.yaml_tree import apply_overrides, read_tree, resolve, sort_keys
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
@@ -140,6 +141,7 @@ class TrainConfig:
     compiler_cache_url: str | None
     source: str
     ignored_keys: tuple[str, ...] = ()
+    recipe: Precision = field(default_factory=Precision)
 
 
 class _Values:
@@ -199,7 +201,9 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         distributed=distributed, data=data, model=model, onnx=onnx, optim=_optim(v, trainer),
         precision=str(v.get("precision.type")), compiler_flags=_flags(v),
         compiler_cache_url=v.get("compiler_cache_url"), source=os.path.abspath(path),
-        ignored_keys=v.ignored)
+        ignored_keys=v.ignored, recipe=precision_of(
+            str(v.get("precision.type")),
+            {k: v.get(f"precision.{k}") for k in MANUAL_KEYS}))  # type: ignore[misc]
     check_sizes(config)
     return config
 

@@ -39,7 +39,8 @@ PATH = Spec("path", nullable=True)
 OPTIMIZER_NAMES = ("adamw", "adamw_fp32OptState", "sgd")
 #: NxD (NeMo) schedule names nxcc runs.
 SCHED_NAMES = ("LinearAnnealingWithWarmUp", "CosineAnnealing", "constant")
-PRECISIONS = ("fp32", "mixed_precision", "bf16SR")
+PRECISIONS = ("fp32", "autocast", "mixed_precision", "mixed_precisionSR", "bf16SR", "manual")
+FLAG = Spec("flag", nullable=True)
 
 ACTED: dict[str, Spec] = {
     "name": Spec("str"),
@@ -101,6 +102,11 @@ ACTED: dict[str, Spec] = {
     "model.optim.sched.min_lr": POS_FLOAT,
     "model.optim.sched.constant_steps": INT0,
     "precision.type": Spec("enum", choices=PRECISIONS),
+    "precision.master_weights": FLAG,
+    "precision.fp32_grad_acc": FLAG,
+    "precision.xla_use_bf16": FLAG,
+    "precision.xla_downcast_bf16": FLAG,
+    "precision.neuron_rt_stochastic_rounding_en": FLAG,
     "compiler_flags": Spec("str", nullable=True),
     "compiler_cache_url": PATH,
 }
@@ -159,9 +165,7 @@ model.transpose_nki_inputs model.use_cpu_initialization model.use_scaled_init_me
 model.weight_init_only model.activations_checkpoint_recompute model.fusions.softmax
 model.fusions.flash_attention model.fusions.do_layer_norm_weight_decay
 model.optim.capturable model.optim.sched.max_steps_for_lr_sched
-precision.master_weights precision.fp32_grad_acc precision.fp32_grads_cc
-precision.parallel_layers_reduce_dtype precision.xla_use_bf16 precision.xla_downcast_bf16
-precision.neuron_rt_stochastic_rounding_en
+precision.fp32_grads_cc precision.parallel_layers_reduce_dtype
 """.split())
 
 

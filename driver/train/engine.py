@@ -19,6 +19,12 @@ ordinary pipeline, `stage_program`) and binds their collectives to its TP group;
    norm; the gradient is scaled by clip_factor / tokens;
 5. runs the compiled optimizer update on its shard at the step's learning rate
    (`settings.lr_at(k)`), then (ZeRO-1) all-gathers the parameters.
+
+`settings.precision` (NxD's `precision` block, `precision.py`) decides the dtypes: products
+in bf16 (the stage programs' dot_generals rewritten by `autocast`), the weights the programs
+read in bf16 (`keep_in`: the flat parameter vector is bf16), an f32 master copy of the
+optimizer's shard from which the bf16 weights are rounded after each update, gradient
+accumulation in f32 or bf16, and optimizer slots in bf16 when there is no master copy.
 """
 
 from __future__ import annotations
@@ -37,10 +43,16 @@ from nxcc.driver.train.grad_sync import GradSync, norm_contribution
 from nxcc.driver.train.groups import DP_STREAMS, PIPE_STREAMS, TP_STREAMS, WORLD_STREAMS, Group
 from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.optimizer_step import OptimizerStep
+from nxcc.driver.train.precision import BF16, Precision, element_ids, to_bf16
 from nxcc.driver.train.schedule import max_in_flight, stage_ops
 from nxcc.driver.train.stage import StageBuilder, StagePlan
 from nxcc.driver.train.stage_program import compile_function
+from nxcc.ir.core import Module
+from nxcc.ir.dtypes import DType
+from nxcc.passes.autodiff.mixed_precision import autocast, keep_in
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
+
+BF16_IR = DType.BF16
 
 
 @dataclass(frozen=True)
@@ -58,6 +70,8 @@ class EngineSettings:
     clip: float | None = None
     bucket_bytes: int = 1 << 20
     options: CompileOptions = field(default_factory=lambda: CompileOptions(target="trn1"))
+    precision: Precision = field(default_factory=Precision)
+    seed: int = 0
 
     @property
     def world(self) -> int:
@@ -98,10 +112,11 @@ class RankTrainer:
         names = [n for n, _ in self.build.params]
         self.layout = FlatLayout([a.shape for _, a in self.build.params], lay.dp,
                                  s.bucket_bytes)
-        self.flat = np.zeros(self.layout.size, np.float32)
-        self.params = self.layout.views(self.flat)
-        for view, (_, a) in zip(self.params, self.build.params, strict=True):
+        initial = np.zeros(self.layout.size, np.float32)
+        for view, (_, a) in zip(self.layout.views(initial), self.build.params, strict=True):
             view[...] = a
+        self.flat = initial.astype(s.precision.weight_dtype)
+        self.params = self.layout.views(self.flat)
         counted = np.zeros(self.layout.size, np.float32)
         masks = self.build.norm_masks
         for view, n in zip(self.layout.views(counted), names, strict=True):
@@ -110,13 +125,19 @@ class RankTrainer:
         self.sync = GradSync(self.layout, self.dp_group, s.zero1)
         self.mask = self.sync.count_mask(counted)
         self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]
-        self.optimizer = OptimizerStep(s.optimizer, self.sync.shard_size, s.options)
+        self.optimizer = OptimizerStep(s.optimizer, self.sync.shard_size, s.options,
+                                       BF16 if s.precision.bf16_optimizer_state else None)
+        d = self.dp_group.index
+        self.master = self.layout.shard(initial, d, self.sync.zero1).copy() \
+            if s.precision.master_weights else None
+        self.element_ids = self._element_ids() if s.precision.stochastic_rounding else None
         self.next_rank = lay.stage_peer(rank, 1)
         self.prev_rank = lay.stage_peer(rank, -1)
 
     def _compile(self) -> None:
         module, opts = self.build.module, self.settings.options
         names = ["forward_backward"] if self.plan.last else ["forward", "backward"]
+        _apply_precision(module, names, len(self.build.params), self.settings.precision)
         self.programs = {n: compile_function(module, n, opts) for n in names}
         self.executors = {n: p.executor(self.tp_group.endpoint, self.tp_group.index)
                           for n, p in self.programs.items()}
@@ -135,7 +156,7 @@ class RankTrainer:
             if first:
                 view[...] = g
             else:
-                view += g
+                np.add(view, g, out=view, casting="unsafe")  # rounds to a bf16 accumulator
 
     def _run_pipeline(self, micro: list[tuple[np.ndarray, np.ndarray]], acc: list[np.ndarray]
                       ) -> tuple[float, float]:
@@ -182,9 +203,11 @@ class RankTrainer:
         """Train step k (0-based: the optimizer steps taken before it) on the global batch
         (`inputs`, `labels`: [global_batch, seq_length] token ids)."""
         start = time.perf_counter()
-        grads_flat = np.zeros(self.layout.size, np.float32)
+        grads_flat = np.zeros(self.layout.size, self.settings.precision.grad_dtype)
         acc = self.layout.views(grads_flat)
         loss_sum, count = self._run_pipeline(self._micro_batches(inputs, labels), acc)
+        grads_flat = grads_flat.astype(np.float32, copy=False)  # reduced in f32
+        acc = self.layout.views(grads_flat)
         for i in self.partial:
             acc[i][...] = self.tp_group.all_reduce(acc[i])
         self.sync.start(grads_flat)
@@ -196,12 +219,39 @@ class RankTrainer:
         norm = float(np.sqrt(squares)) / tokens
         clip = self.settings.clip
         factor = min(1.0, clip / (norm + 1e-6)) if clip else 1.0
-        params_shard = self.layout.shard(self.flat, self.dp_group.index, self.sync.zero1)
         lr = float(np.float32(self.settings.lr_at(k)))
-        new_shard = self.optimizer(params_shard, shard, factor / tokens, lr, k)
-        self.sync.gather_params(self.flat, new_shard)
+        new_shard = self.optimizer(self._param_shard(), shard, factor / tokens, lr, k)
+        self.sync.gather_params(self.flat, self._stored(new_shard, k))
         return StepStats(total_loss / tokens, norm, lr, int(tokens),
                          time.perf_counter() - start)
+
+    def _element_ids(self) -> np.ndarray:
+        """The rounding-noise key of each element of this rank's shard (`element_ids`):
+        the same for the copies of a replicated parameter wherever they sit."""
+        ids = np.zeros(self.layout.size, np.uint64)
+        for i, view in enumerate(self.layout.views(ids)):
+            view.reshape(-1)[...] = element_ids(i, view.size)
+        return self.layout.shard(ids, self.dp_group.index, self.sync.zero1)
+
+    def _param_shard(self) -> np.ndarray:
+        """The f32 parameters the update starts from: the master copy, else this rank's
+        shard of the weights (widened from bf16)."""
+        if self.master is not None:
+            return self.master
+        shard = self.layout.shard(self.flat, self.dp_group.index, self.sync.zero1)
+        return shard.astype(np.float32, copy=False)
+
+    def _stored(self, new_shard: np.ndarray, k: int) -> np.ndarray:
+        """The updated shard as the weights keep it (the master copy kept first), in f32
+        for the all-gather (bf16 values widen exactly)."""
+        p = self.settings.precision
+        if self.master is not None:
+            self.master = new_shard
+        if not p.bf16_weights:
+            return new_shard
+        low = to_bf16(new_shard, p.stochastic_rounding, self.element_ids, self.settings.seed,
+                      k, self.stage)
+        return low.astype(np.float32)
 
     # figures and state
 
@@ -216,25 +266,47 @@ class RankTrainer:
         stash = int(np.prod(x_in[0], dtype=np.int64)) * 4 * (0 if plan.last else in_flight)
         arenas = max(p.arena_bytes for p in self.programs.values())
         peak = self.build.peak_activation_bytes
-        return {"parameter_bytes": 4 * self.layout.used,
-                "gradient_bytes": 4 * self.layout.used,
-                "optimizer_state_bytes": self.optimizer.state_bytes,
+        p = s.precision
+        master = 0 if self.master is None else int(self.master.nbytes)
+        return {"parameter_bytes": p.weight_dtype.itemsize * self.layout.used,
+                "gradient_bytes": p.grad_dtype.itemsize * self.layout.used,
+                "optimizer_state_bytes": self.optimizer.state_bytes + master,
                 "activation_bytes": (arenas if peak is None else peak) + stash}
 
     def param_arrays(self) -> dict[str, np.ndarray]:
-        return {n: v.copy() for (n, _), v in zip(self.build.params, self.params, strict=True)}
+        """The weights by name, in f32 (bf16 weights widen exactly)."""
+        return {n: v.astype(np.float32) for (n, _), v in
+                zip(self.build.params, self.params, strict=True)}
 
     def load_params(self, arrays: dict[str, np.ndarray]) -> None:
         for (n, _), v in zip(self.build.params, self.params, strict=True):
             v[...] = arrays[n]
 
     def optimizer_state(self) -> dict[str, np.ndarray]:
-        return {f"slot{i}": s.copy() for i, s in enumerate(self.optimizer.slots)}
+        """The optimizer's slots (f32; bf16 ones widened) and the f32 master weights."""
+        out = {f"slot{i}": s.astype(np.float32) for i, s in enumerate(self.optimizer.slots)}
+        if self.master is not None:
+            out["master"] = self.master.copy()
+        return out
 
     def load_optimizer_state(self, arrays: dict[str, np.ndarray]) -> None:
-        self.optimizer.slots = [np.array(arrays[f"slot{i}"], np.float32)
+        self.optimizer.slots = [np.array(arrays[f"slot{i}"], self.optimizer.slots[i].dtype)
                                 for i in range(len(self.optimizer.slots))]
+        if self.master is not None:
+            self.master = np.array(arrays["master"], np.float32)
 
     def close(self) -> None:
         for g in (self.tp_group, self.dp_group, self.world_group):
             g.close()
+
+
+def _apply_precision(module: Module, names: list[str], n_params: int, p: Precision) -> None:
+    """Rewrite the stage programs `names` of `module` for `p`: bf16 weights (the first
+    `n_params` parameters of each), then every f32 product with bf16 operands."""
+    for name in names:
+        fn = module.functions[name]
+        if p.bf16_weights:
+            keep_in(fn, fn.params[:n_params], BF16_IR)
+    if p.bf16_products:
+        for fn in module.functions.values():
+            autocast(module, fn, BF16_IR)

@@ -54,12 +54,16 @@ def build_update_module(cfg: OptimizerConfig, n: int) -> Module:
 class OptimizerStep:
     """One rank's compiled update over its `n` elements, with the slots it keeps."""
 
-    def __init__(self, cfg: OptimizerConfig, n: int, options: CompileOptions) -> None:
+    def __init__(self, cfg: OptimizerConfig, n: int, options: CompileOptions,
+                 state_dtype: np.dtype | None = None) -> None:
+        """`state_dtype`: how the slots are kept between steps (f32 by default; the update
+        itself runs in f32 and a bf16 state is rounded to nearest after it)."""
         self.cfg = cfg
         self.n = n
         self.program = compile_function(build_update_module(cfg, n), "update", options)
         self.executor = self.program.executor(None)
-        self.slots = [np.zeros(n, np.float32) for _ in cfg.slots]
+        self.state_dtype = np.dtype(np.float32 if state_dtype is None else state_dtype)
+        self.slots = [np.zeros(n, self.state_dtype) for _ in cfg.slots]
 
     @property
     def state_bytes(self) -> int:
@@ -70,7 +74,8 @@ class OptimizerStep:
                  step: int) -> np.ndarray:
         """The updated parameters after step `step` (0 for the first); the slots are
         updated."""
-        out = self.executor.run([param, *self.slots, grad, np.float32(grad_scale),
+        slots = [s.astype(np.float32, copy=False) for s in self.slots]
+        out = self.executor.run([param, *slots, grad, np.float32(grad_scale),
                                  np.float32(lr), np.int32(step)])
-        self.slots = out[1:]
+        self.slots = [s.astype(self.state_dtype, copy=False) for s in out[1:]]
         return out[0]

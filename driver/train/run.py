@@ -77,9 +77,11 @@ class Job:
     def start(self) -> int:
         return self.resume.step if self.resume is not None else 0
 
-    def layout_record(self) -> dict[str, int]:
-        lay = self.settings.layout
-        return {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero1": int(self.settings.zero1)}
+    def layout_record(self) -> dict[str, object]:
+        """What a checkpoint's shards depend on: the layout and the precision's dtypes."""
+        lay, p = self.settings.layout, self.settings.precision
+        return {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero1": int(self.settings.zero1),
+                "precision": p.label}
 
 
 def engine_settings(config: TrainConfig) -> EngineSettings:
@@ -87,9 +89,6 @@ def engine_settings(config: TrainConfig) -> EngineSettings:
         raise TrainConfigError("model.onnx_path", "training an ONNX model with the "
                                "distributed engine is not supported yet; use the built-in "
                                "decoder (model.num_layers ...) or neuronx-cc compile --training")
-    if config.precision != "fp32":
-        raise TrainConfigError("precision.type", f"{config.precision!r}: the distributed "
-                               "engine trains in fp32 only so far")
     opt, sched = config.optim, config.optim.sched
     clip = config.trainer.gradient_clip_val or None
     return EngineSettings(
@@ -97,7 +96,7 @@ def engine_settings(config: TrainConfig) -> EngineSettings:
         config.data.global_batch_size, config.data.seq_length, opt.optimizer_config(),
         lambda k: sched.lr_at(opt.lr, k), zero1=config.distributed.zero1,
         sequence_parallel=config.distributed.sequence_parallel, clip=clip,
-        options=CompileOptions(target="trn1"))
+        options=CompileOptions(target="trn1"), precision=config.recipe, seed=config.seed)
 
 
 def _shard_names(job: Job, trainer: RankTrainer) -> list[str]:
@@ -135,9 +134,14 @@ def _restore(job: Job, trainer: RankTrainer) -> None:
     found = job.resume
     if found is None:
         return
-    if found.layout != job.layout_record():
+    written, now = {"precision": "fp32", **found.layout}, job.layout_record()
+    if written["precision"] != now["precision"]:
+        raise TrainConfigError(found.path, f"was written with precision.type "
+                               f"{written['precision']}, this run is {now['precision']}: "
+                               "resume with the precision it was written with")
+    if written != now:
         raise TrainConfigError(found.path, f"was written by layout {found.layout}, this run "
-                               f"is {job.layout_record()}: resharding is not supported")
+                               f"is {now}: resharding is not supported")
     trainer.load_params(found.params(trainer.tp_rank, trainer.stage))
     d = trainer.dp_rank if trainer.sync.zero1 else 0
     trainer.load_optimizer_state(found.optim(d, trainer.tp_rank, trainer.stage))

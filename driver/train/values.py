@@ -28,6 +28,7 @@ def _expected(spec: Spec) -> str:
     if spec.kind == "enum":
         return "one of " + ", ".join(spec.choices)
     return {"int": "an integer", "float": "a number", "bool": "true or false",
+            "flag": "0, 1, true or false",
             "str": "a string", "path": "a path", "floats2": "a list of two numbers",
             "strs": "a list of strings"}[spec.kind]
 
@@ -63,6 +64,14 @@ def _bool(path: str, spec: Spec, value: object) -> bool:
     return value
 
 
+def _flag(path: str, spec: Spec, value: object) -> bool:
+    """NxD's flags are written true/false, 0/1 or '0'/'1' (environment-variable style)."""
+    text = str(value).strip().lower()
+    if isinstance(value, list | dict) or text not in ("0", "1", "true", "false"):
+        raise _wrong(path, spec, value)
+    return text in ("1", "true")
+
+
 def _str(path: str, spec: Spec, value: object) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise _wrong(path, spec, value)
@@ -94,5 +103,6 @@ def _strs(path: str, spec: Spec, value: object) -> tuple[str, ...]:
     return tuple(value)
 
 
-_CONVERTERS = {"int": _int, "float": _float, "bool": _bool, "str": _str, "path": _path,
+_CONVERTERS = {"int": _int, "float": _float, "bool": _bool, "flag": _flag, "str": _str,
+               "path": _path,
                "enum": _enum, "floats2": _floats2, "strs": _strs}

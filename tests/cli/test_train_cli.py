@@ -56,7 +56,7 @@ def test_dry_run_json_with_overrides(tmp_path: Path) -> None:
                                                   "does not exist")),
     ({"trainer__max_steps": "${multiply:2,3}"}, ("[NCC_ETRN001] trainer.max_steps:",
                                                  "interpolation")),
-    ({"precision__type": "autocast"}, ("[NCC_ETRN001] precision.type:", "bf16SR")),
+    ({"precision__type": "bf16"}, ("[NCC_ETRN001] precision.type:", "bf16SR")),
 ])
 def test_bad_yaml_is_one_line_and_writes_nothing(tmp_path: Path, changes: dict,
                                                  fragments: tuple[str, ...]) -> None:
