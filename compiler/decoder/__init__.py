@@ -16,16 +16,18 @@ x [micro_batch, seq_length (/ TP with sequence parallelism), hidden] in the mode
 
 - a stage with the embedding and the head (the only stage):
   ``forward_backward(*P, tokens, labels) -> (loss_sum, token_count, *grads)``
-- a first stage: ``forward(*P, tokens) -> x_out`` and
-  ``backward(*P, tokens, g_out) -> (*grads)``
-- a middle stage: ``forward(*P, x_in) -> x_out`` and
-  ``backward(*P, x_in, g_out) -> (g_in, *grads)``
+- a first stage: ``forward(*P, tokens) -> (x_out, *stash)`` and
+  ``backward(*P, tokens, *stash, g_out) -> (*grads)``
+- a middle stage: ``forward(*P, x_in) -> (x_out, *stash)`` and
+  ``backward(*P, x_in, *stash, g_out) -> (g_in, *grads)``
 - a last stage: ``forward_backward(*P, x_in, labels) -> (loss_sum, token_count, g_in,
   *grads)``
 
-Result names: ``x_out``, ``loss_sum``, ``token_count``, ``g_in``, ``grad.NAME``. `loss_sum`
-is the sum over positions whose label is not -100 of the cross-entropy and `token_count`
-the number of those positions (both float scalars, replicated over the TP group); grads are
+The stash is what the backward reads of the forward (`passes.autodiff.stash`), as the
+recomputation policy leaves it. Result names: ``x_out``, ``stash.N``, ``loss_sum``,
+``token_count``, ``g_in``, ``grad.NAME``. `loss_sum` is the sum over positions whose label
+is not -100 of the cross-entropy and `token_count` the number of those positions
+(both float scalars, replicated over the TP group); grads are
 of `loss_sum` (the engine divides by the global token count). Each grad is the rank's
 slice of the full gradient, already summed where the layout needs it (sequence-parallel
 replicated parameters, replicated key/value heads), so `unshard_weights` gathers it.

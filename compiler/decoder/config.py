@@ -97,10 +97,22 @@ class StagePlan:
     recompute: str = "none"
     micro_batch: int = 1
     seq_length: int = 1
+    first_block: int | None = None
+    last_block: int | None = None
+
+    @property
+    def blocks(self) -> range:
+        """The stage's blocks [first, last): block 2i is layer i's attention (its norm,
+        attention and residual add), block 2i + 1 its MLP; by default the whole layers."""
+        first = 2 * self.first_layer if self.first_block is None else self.first_block
+        last = 2 * self.last_layer if self.last_block is None else self.last_block
+        return range(first, last)
 
     @property
     def layers(self) -> range:
-        return range(self.first_layer, self.last_layer)
+        """The layers of which the stage holds at least one block."""
+        b = self.blocks
+        return range(b.start // 2, (b.stop + 1) // 2)
 
 
 def _need(ok: bool, message: str) -> None:
@@ -115,10 +127,11 @@ def check_plan(cfg: DecoderConfig, plan: StagePlan) -> None:
           f"tp_rank {plan.tp_rank} is not in 0..{tp - 1} (tp_size {tp})")
     _need(plan.recompute in RECOMPUTE,
           f"recompute {plan.recompute!r} is not one of {', '.join(RECOMPUTE)}")
-    _need(0 <= plan.first_layer <= plan.last_layer <= cfg.num_layers,
-          f"layers [{plan.first_layer}, {plan.last_layer}) are not within the model's "
+    blocks = plan.blocks
+    _need(0 <= blocks.start <= blocks.stop <= 2 * cfg.num_layers,
+          f"layers [{blocks.start // 2}, {(blocks.stop + 1) // 2}) are not within the model's "
           f"{cfg.num_layers}")
-    _need(bool(plan.layers) or plan.has_embedding or plan.has_head,
+    _need(bool(plan.blocks) or plan.has_embedding or plan.has_head,
           "a stage needs at least one layer, the embedding or the head")
     _need(plan.micro_batch >= 1 and plan.seq_length >= 1, "micro_batch and seq_length must "
           "be at least 1")

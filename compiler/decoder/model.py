@@ -49,6 +49,13 @@ class Model:
 
     def layer(self, x: Value, i: int) -> Value:
         """Pre-norm attention then MLP, each added to the residual stream."""
+        return self.block(self.block(x, 2 * i), 2 * i + 1)
+
+    def block(self, x: Value, j: int) -> Value:
+        """Block j: layer j // 2's attention (even j) or MLP (odd j), added to `x`."""
+        return self._mlp(x, j // 2) if j % 2 else self._attention(x, j // 2)
+
+    def _attention(self, x: Value, i: int) -> Value:
         k, b, p, cfg = self.k, self.k.b, self.p, self.k.cfg
         pre = f"layers.{i}"
         h = k.enter_parallel(self._norm(x, f"{pre}.attn_norm"))
@@ -63,7 +70,11 @@ class Model:
         out = k.leave_parallel(k.matmul(ctx, p[f"{pre}.attn.out"]))
         if f"{pre}.attn.out_bias" in p:
             out = b.add(out, k.feature(p[f"{pre}.attn.out_bias"], out.type.shape))
-        x = b.add(x, out)
+        return b.add(x, out)
+
+    def _mlp(self, x: Value, i: int) -> Value:
+        k, b, p, cfg = self.k, self.k.b, self.p, self.k.cfg
+        pre = f"layers.{i}"
         h = k.enter_parallel(self._norm(x, f"{pre}.mlp_norm"))
         if cfg.family == "gpt":
             u = k.gelu(k.linear(h, p[f"{pre}.mlp.up"], p[f"{pre}.mlp.up_bias"]))

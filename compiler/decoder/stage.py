@@ -1,8 +1,11 @@
 """`build_stage(cfg, plan)`: one rank's programs of one pipeline stage, as a Module.
 
 See the package docstring (`compiler/decoder/__init__.py`) for the functions, their inputs
-and outputs. Each backward program contains its stage's forward from the stage input (the
-stashed input of 1F1B), then the gradient appended by `passes.autodiff`, then:
+and outputs. A stage without the head is built as one function, its forward followed by the
+gradient `passes.autodiff` appends, and then split (`passes.autodiff.stash`): `forward`
+returns its output and the stash (the forward values the backward reads), which 1F1B keeps
+until the micro-batch's backward, so nothing is computed twice unless recomputation asks
+for it. The backward ends with:
 
 - with sequence parallelism, one all_reduce (sum over the TP group) of the gradients of the
   replicated parameters (norms, row-parallel biases, positions): each rank only saw its
@@ -10,7 +13,9 @@ stashed input of 1F1B), then the gradient appended by `passes.autodiff`, then:
 - with `kv_replicator` > 1, one all_reduce of the key/value columns of each layer's
   `attn.qkv` (and `qkv_bias`) gradient over the ranks holding copies of the same heads,
   so every copy gets the whole gradient and they stay equal.
-Recomputation (`plan.recompute`) rewrites the backward with `passes.autodiff.recompute`.
+Recomputation (`plan.recompute`) rewrites the backward with `passes.autodiff.recompute`
+before the split, so the stash holds only what the policy keeps: with `full` each layer's
+input, with `selective` everything but attention's inner products.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from nxcc.ir.types import TensorType
 from nxcc.passes.autodiff import rules  # noqa: F401  (registers the gradient rules)
 from nxcc.passes.autodiff.backprop import backpropagate
 from nxcc.passes.autodiff.recompute import rematerialize
+from nxcc.passes.autodiff.stash import split_forward
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 
 TOKEN_DTYPE = DType.S32
@@ -79,9 +85,11 @@ def _forward(st: _Stage) -> Value:
     """The stage's forward up to the last layer's output."""
     st.blocks.prepare()
     x = st.model.embed(st.inp) if st.blocks.plan.has_embedding else st.inp
-    for i in st.blocks.plan.layers:
+    for i in st.blocks.plan.layers:  # one recomputation segment per layer (or its part)
         start = len(st.fn.body)
-        x = st.model.layer(x, i)
+        for j in (2 * i, 2 * i + 1):
+            if j in st.blocks.plan.blocks:
+                x = st.model.block(x, j)
         st.layers.append(st.fn.body[start:])
     return x
 
@@ -134,18 +142,18 @@ def _finish(st: _Stage, results: list[Value], names: list[str], grads: list[Valu
     st.fn.result_names = [*names, *(f"grad.{s.name}" for s in st.specs)]
 
 
-def _build_forward(module: Module, cfg: DecoderConfig, plan: StagePlan) -> None:
-    st = _begin(module, "forward", cfg, plan)
-    st.fn.results = [_forward(st)]
-    st.fn.result_names = ["x_out"]
-
-
-def _build_backward(module: Module, cfg: DecoderConfig, plan: StagePlan) -> None:
+def _build_forward_and_backward(module: Module, cfg: DecoderConfig, plan: StagePlan) -> None:
+    """`backward` differentiates the stage's forward, which `split_forward` then moves into
+    `forward`, returning the stash the backward reads (see the module docstring)."""
     st = _begin(module, "backward", cfg, plan)
     x = _forward(st)
+    keep = len(st.fn.params)
     g_out = Value(x.type, "g_out")
     st.fn.params.append(g_out)
+    start = len(st.fn.body)
     _finish(st, [], [], _backward(st, {x: g_out}))
+    forward = split_forward(st.fn, start, x, keep, "forward")
+    module.functions = {"forward": forward, **module.functions}
 
 
 def _build_forward_backward(module: Module, cfg: DecoderConfig, plan: StagePlan) -> None:
@@ -163,14 +171,13 @@ def build_stage(cfg: DecoderConfig, plan: StagePlan) -> Module:
     """The programs of `plan`'s stage on its tensor-parallel rank (DecoderError when the
     plan does not fit the model)."""
     check_plan(cfg, plan)
-    module = Module(f"decoder_{cfg.family}_tp{plan.tp_rank}of{plan.tp_size}_layers"
-                    f"{plan.first_layer}to{plan.last_layer}")
+    module = Module(f"decoder_{cfg.family}_tp{plan.tp_rank}of{plan.tp_size}_blocks"
+                    f"{plan.blocks.start}to{plan.blocks.stop}")
     if plan.has_head:
         _build_forward_backward(module, cfg, plan)
         module.entry = "forward_backward"
     else:
-        _build_forward(module, cfg, plan)
-        _build_backward(module, cfg, plan)
+        _build_forward_and_backward(module, cfg, plan)
         module.entry = "backward"
     return module
 

@@ -129,9 +129,17 @@ def model_specs(cfg: DecoderConfig, kv_replicator: int = 1) -> list[ParamSpec]:
 def stage_specs(cfg: DecoderConfig, plan: StagePlan) -> list[ParamSpec]:
     """The parameters of `plan`'s stage, in the order its programs take them."""
     specs = embedding_specs(cfg) if plan.has_embedding else []
+    blocks = plan.blocks
     for i in plan.layers:
-        specs += layer_specs(cfg, i, plan.kv_replicator)
+        specs += [s for s in layer_specs(cfg, i, plan.kv_replicator)
+                  if (2 * i + block_of(s.name)) in blocks]
     return specs + (head_specs(cfg) if plan.has_head else [])
+
+
+def block_of(name: str) -> int:
+    """0 for a parameter of a layer's attention block (`attn_norm`, `attn.*`), 1 for one of
+    its MLP block."""
+    return 1 if ".mlp" in name else 0
 
 
 def init_full_weights(cfg: DecoderConfig, seed: int) -> dict[str, np.ndarray]:

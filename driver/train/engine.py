@@ -7,10 +7,11 @@ ordinary pipeline, `stage_program`) and binds their collectives to its TP group;
 1. takes its DP rank's micro-batches of the global batch (`data.micro_batches`: DP rank d
    takes rows d*M*mb .. (d+1)*M*mb - 1, M micro-batches of mb rows each);
 2. runs its stage's 1F1B order (`schedule.stage_ops`): a forward receives the stage input
-   from the previous stage (or takes the tokens), keeps it (the only thing stashed: the
-   backward program recomputes the stage) and sends its output on; a backward receives the
-   output gradient, runs the backward program and sends the input gradient back. The last
-   stage runs `forward_backward` at each forward;
+   from the previous stage (or takes the tokens), runs the forward program, keeps the input
+   and the stash it returns (what the backward reads; see `passes.autodiff.stash`) and
+   sends its output on; a backward receives the output gradient, runs the backward program
+   on the stash and sends the input gradient back. The last stage runs `forward_backward`
+   at each forward;
 3. sums the gradients over the micro-batches (in micro-batch order) into the flat gradient
    vector, sums the `tp_partial` ones over the TP group, and starts the DP buckets
    (`grad_sync`);
@@ -162,7 +163,7 @@ class RankTrainer:
                       ) -> tuple[float, float]:
         """The stage's 1F1B order; (loss sum, token count) on the last stage, else zeros."""
         plan, ch = self.plan, self.channels
-        stash: dict[int, np.ndarray] = {}
+        stash: dict[int, list[np.ndarray]] = {}
         pending_g_in: dict[int, np.ndarray] = {}
         loss_sum = count = 0.0
         done = 0
@@ -182,8 +183,8 @@ class RankTrainer:
                     self._accumulate(rest, acc, done == 0)
                     done += 1
                     continue
-                stash[m] = x_in  # type: ignore[assignment]
-                (x_out,) = self.executors["forward"].run([*self.params, x_in])
+                x_out, *kept = self.executors["forward"].run([*self.params, x_in])
+                stash[m] = [x_in, *kept]
                 ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
                 continue
             if plan.last:
@@ -191,7 +192,7 @@ class RankTrainer:
                     ch.send(self.rank, self.prev_rank, pending_g_in.pop(m), PIPE_STREAMS + 1)
                 continue
             g_out = ch.recv(self.next_rank, self.rank, PIPE_STREAMS + 1)
-            out = self.executors["backward"].run([*self.params, stash.pop(m), g_out])
+            out = self.executors["backward"].run([*self.params, *stash.pop(m), g_out])
             if not plan.first:
                 ch.send(self.rank, self.prev_rank, out[0], PIPE_STREAMS + 1)
                 out = out[1:]
@@ -261,9 +262,7 @@ class RankTrainer:
         plus the stage inputs 1F1B keeps in flight)."""
         s, plan = self.settings, self.plan
         in_flight = max_in_flight(stage_ops(plan.stage, plan.stages, s.micro_batches))
-        x_in = self.programs["forward_backward" if plan.last else "forward"].param_types[
-            len(self.params)]
-        stash = int(np.prod(x_in[0], dtype=np.int64)) * 4 * (0 if plan.last else in_flight)
+        stash = 0 if plan.last else self._stash_bytes() * in_flight
         arenas = max(p.arena_bytes for p in self.programs.values())
         peak = self.build.peak_activation_bytes
         p = s.precision
@@ -272,6 +271,14 @@ class RankTrainer:
                 "gradient_bytes": p.grad_dtype.itemsize * self.layout.used,
                 "optimizer_state_bytes": self.optimizer.state_bytes + master,
                 "activation_bytes": (arenas if peak is None else peak) + stash}
+
+    def _stash_bytes(self) -> int:
+        """Bytes 1F1B keeps per micro-batch in flight: the stage input and what the forward
+        program hands its backward."""
+        fn = self.build.module.functions["forward"]
+        kept = [fn.params[len(self.params)].type, *(v.type for v in fn.results[1:])]
+        return sum(int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype.numpy).itemsize
+                   for t in kept)
 
     def param_arrays(self) -> dict[str, np.ndarray]:
         """The weights by name, in f32 (bf16 weights widen exactly)."""

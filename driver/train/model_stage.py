@@ -4,7 +4,7 @@
 each rank's `StagePlan` the decoder's stage module, and the rank's slices of the full
 weights drawn once from `seed` (so every layout starts from the same numbers). Stages take
 the layers `model.cut_after` gives (NxD's `pipeline_cuts`), else the split of balanced
-FLOPs (`cuts.balanced_cuts`).
+FLOPs over half layers (`cuts.balanced_cuts`).
 
 The global gradient norm counts each element of the model once: a replicated parameter on
 TP rank 0 only, and in a fused weight whose key/value heads are repeated `kv_replicator`
@@ -31,7 +31,13 @@ from nxcc.compiler.decoder import (
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_model import ModelConfig
-from nxcc.driver.train.cuts import balanced_cuts, per_stage_flops, stage_costs
+from nxcc.driver.train.cuts import (
+    balanced_cuts,
+    layer_cuts,
+    per_stage_flops,
+    stage_blocks,
+    stage_costs,
+)
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
 
@@ -54,33 +60,53 @@ def decoder_config(model: ModelConfig) -> DecoderConfig:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """The stages' layers (`cut_after`: the last layer of each stage but the last), whether
-    the cost model chose them, and each stage's FLOPs per micro-batch (None with PP = 1)."""
+    """The stages' blocks (`cuts`: the first block of each stage but the first; block 2i is
+    layer i's attention, 2i + 1 its MLP), whether the cost model chose them, and each
+    stage's FLOPs per micro-batch (None with PP = 1)."""
 
-    cut_after: tuple[int, ...]
+    cuts: tuple[int, ...]
     automatic: bool
     flops: tuple[int, ...] | None
 
-    def layers(self, stage: int, num_layers: int) -> range:
-        ends = [c + 1 for c in self.cut_after] + [num_layers]
-        return range(0 if stage == 0 else ends[stage - 1], ends[stage])
+    def blocks(self, stage: int, num_layers: int) -> range:
+        return stage_blocks(self.cuts, num_layers)[stage]
+
+    @property
+    def cut_after(self) -> tuple[int, ...] | None:
+        """The last layer of each stage but the last, as `pipeline_cuts` name them; None
+        when a cut falls inside a layer."""
+        if any(c % 2 for c in self.cuts):
+            return None
+        return tuple(c // 2 - 1 for c in self.cuts)
 
     def describe(self, num_layers: int) -> str:
-        runs = [self.layers(s, num_layers) for s in range(len(self.cut_after) + 1)]
-        text = " | ".join(f"layers {r.start}-{r.stop - 1}" for r in runs)
+        text = " | ".join(_blocks_text(self.blocks(s, num_layers))
+                          for s in range(len(self.cuts) + 1))
         how = "balanced by FLOPs" if self.automatic else "model.pipeline_cuts"
         if self.flops:
             text += " (FLOPs per micro-batch " + ", ".join(f"{f:,}" for f in self.flops) + ")"
         return f"pipeline stages ({how}): {text}"
 
 
+def _blocks_text(blocks: range) -> str:
+    """`layers 2-3`, or with half layers `layers 2.mlp-4.attn`, `layers 5.attn`."""
+    first, last = blocks.start, blocks.stop - 1
+    if first // 2 == last // 2:
+        part = "" if first != last else (".mlp" if first % 2 else ".attn")
+        return f"layers {first // 2}{part}"
+    a = f"{first // 2}" + (".mlp" if first % 2 else "")
+    b = f"{last // 2}" + ("" if last % 2 else ".attn")
+    return f"layers {a}-{b}"
+
+
 def plan_pipeline(model: ModelConfig, cfg: DecoderConfig, stages: int, data: DataConfig,
                   recompute: str) -> Pipeline:
-    """The stages' layers: the configured cuts, else the balanced ones."""
+    """The stages' blocks: the configured cuts, else the balanced ones."""
     if stages == 1:
         return Pipeline((), False, None)
     costs = stage_costs(cfg, data.micro_batch_size, data.seq_length, recompute)
-    cuts = model.cut_after or balanced_cuts(costs, model.num_layers, stages)
+    cuts = layer_cuts(model.cut_after) if model.cut_after else \
+        balanced_cuts(costs, model.num_layers, stages)
     flops = tuple(per_stage_flops(costs, cuts, model.num_layers))
     return Pipeline(cuts, not model.cut_after, flops)
 
@@ -103,12 +129,12 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
     lock = threading.Lock()
 
     def build(plan: StagePlan) -> StageBuild:
-        layers = pipeline.layers(plan.stage, model.num_layers)
+        blocks = pipeline.blocks(plan.stage, model.num_layers)
         dplan = DecoderPlan(
             tp_rank=plan.tp_rank, tp_size=plan.tp_size,
             sequence_parallel=plan.sequence_parallel,
-            kv_replicator=distributed.kv_replicator, first_layer=layers.start,
-            last_layer=layers.stop, has_embedding=plan.first, has_head=plan.last,
+            kv_replicator=distributed.kv_replicator, first_block=blocks.start,
+            last_block=blocks.stop, has_embedding=plan.first, has_head=plan.last,
             recompute=recompute, micro_batch=plan.micro_batch, seq_length=plan.seq_length)
         with lock:
             if not full:

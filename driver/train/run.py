@@ -241,7 +241,9 @@ def summary(job: Job) -> dict[str, object]:
             "final_loss": job.losses[-1] if job.losses else None,
             "tokens_per_s": float(np.mean(job.speeds)) if job.speeds else None,
             "memory": job.memory, "exp_dir": job.config.exp_manager.exp_dir,
-            "pipeline_cut_after": list(job.pipeline.cut_after),
+            "pipeline_cut_after": None if job.pipeline.cut_after is None else
+            list(job.pipeline.cut_after),
+            "pipeline_cut_blocks": list(job.pipeline.cuts),
             "stage_flops": list(job.pipeline.flops or ())}
 
 

@@ -50,13 +50,23 @@ def test_forward_with_sp_gathers_and_scatters_along_the_sequence() -> None:
 
 def test_backward_holds_the_conjugate_collectives() -> None:
     # tp_copy's gradient is an all_reduce; the forward's all_reduces pass gradients as is.
-    # The backward does not need the stage's output, so the forward's last all_reduce (of
-    # the MLP) is dead: 1 forward + 2 gradient all_reduces.
-    assert _collectives(_text(False, "backward")) == {"tp_copy": 2, "all_reduce": 3}
-    # all_gather <-> reduce_scatter (the last reduce_scatter dead as above), and one
-    # all_reduce of the replicated norms' gradients
-    assert _collectives(_text(True, "backward")) == {"all_gather": 4, "reduce_scatter": 3,
+    # The backward reads the forward's stash, so it runs none of the forward's collectives:
+    # the 2 gradient all_reduces only.
+    assert _collectives(_text(False, "backward")) == {"all_reduce": 2}
+    # all_gather <-> reduce_scatter, and one all_reduce of the replicated norms' gradients
+    assert _collectives(_text(True, "backward")) == {"all_gather": 2, "reduce_scatter": 2,
                                                      "all_reduce": 1}
+
+
+@pytest.mark.parametrize(("recompute", "kinds"), [
+    ("full", {"tp_copy": 2, "all_reduce": 3}), ("selective", {"all_reduce": 2})])
+def test_recomputation_is_what_the_backward_repeats(recompute: str, kinds: dict) -> None:
+    # full: the layer again from its stashed input (its forward collectives but the dead
+    # last all_reduce); selective: attention's inner products only, no collective
+    assert _collectives(_text(False, "backward", recompute=recompute)) == kinds
+    stash = _text(False, "forward", recompute=recompute).count('"stash.')
+    none = _text(False, "forward").count('"stash.')
+    assert stash < none
 
 
 def test_kv_replicas_sum_their_gradients_in_pairs() -> None:
