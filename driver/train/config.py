@@ -201,11 +201,20 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         distributed=distributed, data=data, model=model, onnx=onnx, optim=_optim(v, trainer),
         precision=str(v.get("precision.type")), compiler_flags=_flags(v),
         compiler_cache_url=v.get("compiler_cache_url"), source=os.path.abspath(path),
-        ignored_keys=v.ignored, recipe=precision_of(
+        ignored_keys=_ignored(v, onnx), recipe=precision_of(
             str(v.get("precision.type")),
             {k: v.get(f"precision.{k}") for k in MANUAL_KEYS}))  # type: ignore[misc]
     check_sizes(config)
     return config
+
+
+def _ignored(v: _Values, onnx: OnnxModelConfig | None) -> tuple[str, ...]:
+    """The keys the warning lists: NxD's that nxcc does not act on, and the recomputation
+    granularity of an ONNX model (the engine does not recompute inside one)."""
+    key = "model.activations_checkpoint_granularity"
+    if onnx is not None and onnx.activations_checkpoint_granularity is not None:
+        return (*v.ignored, key)
+    return v.ignored
 
 
 def _exp_manager(v: _Values, name: str) -> ExpManagerConfig:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from nxcc.driver.train.errors import TrainConfigError
 
 if TYPE_CHECKING:
-    from nxcc.driver.train.config import TrainConfig
+    from nxcc.driver.train.config import DistributedConfig, TrainConfig
     from nxcc.driver.train.config_model import ModelConfig
 
 _LAYER_NAME = re.compile(r"(?:^|\.)layers\.(\d+)$")
@@ -28,10 +28,23 @@ def _divides(key: str, what: str, value: int, by_what: str, by: int) -> None:
         raise TrainConfigError(key, f"{what} {value} is not divisible by {by_what} {by}")
 
 
+def check_onnx_layout(d: DistributedConfig) -> None:
+    """An ONNX model (`model.onnx_path`) trains with data parallelism only: TP and PP need a
+    model the engine can cut, the built-in decoder."""
+    for key, size in (("tensor_model_parallel_size", d.tensor_model_parallel_size),
+                      ("pipeline_model_parallel_size", d.pipeline_model_parallel_size)):
+        if size != 1:
+            raise TrainConfigError(f"distributed_strategy.{key}", f"{size}: an ONNX model "
+                                   "(model.onnx_path) trains with data parallelism only; "
+                                   "set it to 1")
+
+
 def check_sizes(config: TrainConfig) -> None:
     """TrainConfigError for the first pair of sizes that do not fit together."""
     d = config.distributed
     data = config.data
+    if config.onnx is not None:
+        check_onnx_layout(d)
     dp_micro = data.micro_batch_size * d.data_parallel_size
     if data.global_batch_size % dp_micro:
         raise TrainConfigError(

@@ -46,6 +46,7 @@ from nxcc.driver.train.engine import EngineSettings, RankTrainer, StepStats
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
 from nxcc.driver.train.model_stage import Pipeline, decoder_builder
+from nxcc.driver.train.onnx_stage import onnx_builder
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
 from nxcc.driver.train.stage import StageBuilder
 
@@ -85,10 +86,6 @@ class Job:
 
 
 def engine_settings(config: TrainConfig) -> EngineSettings:
-    if config.model is None:
-        raise TrainConfigError("model.onnx_path", "training an ONNX model with the "
-                               "distributed engine is not supported yet; use the built-in "
-                               "decoder (model.num_layers ...) or neuronx-cc compile --training")
     opt, sched = config.optim, config.optim.sched
     clip = config.trainer.gradient_clip_val or None
     return EngineSettings(
@@ -222,11 +219,15 @@ def _steps(job: Job, trainer: RankTrainer, writer: MetricsWriter | None) -> None
 def make_job(config: TrainConfig, emit: Callable[[str], None]) -> Job:
     """Everything checked and prepared before any rank starts (nothing written yet)."""
     settings = engine_settings(config)
-    assert config.model is not None
-    tokens = load_tokens(config.data.train_dir, config.model.vocab_size)
+    if config.model is not None:
+        build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
+                                          config.data)
+        vocab = config.model.vocab_size
+    else:
+        assert config.onnx is not None
+        build, pipeline, vocab = onnx_builder(config.onnx, config.data, config.distributed)
+    tokens = load_tokens(config.data.train_dir, vocab)
     batches = Batches(tokens, config.data.seq_length, config.data.global_batch_size)
-    build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
-                                      config.data)
     found = ckpt.find_latest(config.exp_manager.exp_dir) \
         if config.exp_manager.resume_if_exists else None
     return Job(config, settings, batches, build, emit, found, pipeline)

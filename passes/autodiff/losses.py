@@ -2,8 +2,9 @@
 
 - `cross_entropy(b, logits, labels)`: logits [..., C] (classes on the last dim), labels
   [...] integer class ids; the mean over every position whose label is not `ignore_index`
-  (-100, as PyTorch) of -log softmax(logits)[label]. The log-softmax is the max-shifted
-  log-sum-exp; the label's logit is picked by comparing with an iota (no gather), so
+  (-100, as PyTorch) of -log softmax(logits)[label] (`cross_entropy_sum`: the sum and the
+  count of those positions, for callers that divide by a count of their own). The
+  log-softmax is the max-shifted log-sum-exp; the label's logit is picked by comparing with an iota (no gather), so
   ignored positions never index anything. All positions ignored gives NaN, as PyTorch.
 - `mse(b, prediction, target)`: the mean of the squared differences.
 A request that does not fit (shapes, dtypes) raises `LossError` saying what was expected.
@@ -46,6 +47,14 @@ def _keep_last(b: Builder, x: Value, shape: tuple[int, ...]) -> Value:
 
 def cross_entropy(b: Builder, logits: Value, labels: Value,
                   ignore_index: int = IGNORE_INDEX) -> Value:
+    total, count = cross_entropy_sum(b, logits, labels, ignore_index)
+    return b.divide(total, count)
+
+
+def cross_entropy_sum(b: Builder, logits: Value, labels: Value,
+                      ignore_index: int = IGNORE_INDEX) -> tuple[Value, Value]:
+    """(the sum of -log softmax(logits)[label] over positions whose label is not
+    `ignore_index`, the number of those positions), both scalars of the logits' type."""
     t = logits.type
     if not t.dtype.is_float or t.rank < 1:
         raise LossError(f"cross-entropy needs floating-point logits with a class dimension, "
@@ -67,7 +76,7 @@ def cross_entropy(b: Builder, logits: Value, labels: Value,
     zero = b.splat(0.0, nll.type)
     total = reduce_all(b, b.select(keep, nll, zero))
     count = reduce_all(b, b.convert(keep, t.dtype))
-    return b.divide(total, count)
+    return total, count
 
 
 def mse(b: Builder, prediction: Value, target: Value) -> Value:

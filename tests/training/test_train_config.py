@@ -222,8 +222,13 @@ def test_onnx_model(tmp_path: Path) -> None:
     onnx = Path(__file__).parent / "data" / "gpt.onnx"
     c = load_config(str(variant(tmp_path, model__onnx_path=str(onnx),
                                 model__onnx_loss_input="logits",
-                                model__onnx_label_input="labels")))
+                                model__onnx_label_input="labels",
+                                distributed_strategy__tensor_model_parallel_size=1,
+                                distributed_strategy__pipeline_model_parallel_size=1)))
     assert c.model is None and c.onnx is not None and c.onnx.loss_input == "logits"
+    refused(variant(tmp_path, model__onnx_path=str(onnx), model__onnx_loss_input="logits",
+                    model__onnx_label_input="labels"),
+            "tensor_model_parallel_size:", "data parallelism only")
     refused(variant(tmp_path, model__onnx_path=str(onnx)), "model.onnx_loss_input:",
             "required with model.onnx_path")
     refused(variant(tmp_path, model__onnx_path=str(tmp_path / "no.onnx"),
