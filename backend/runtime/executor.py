@@ -86,6 +86,12 @@ class _Function:
         self.results: list[int] = spec["results"]
         self.param_shapes = [self.types[p].shape for p in self.params]
         self._bound: _Bound | None = None
+        last = {o: i for i, ins in enumerate(spec["instructions"]) for o in ins["outs"]}
+        self.ready_after: dict[int, list[int]] = {}
+        """Instruction index -> the results whose value is final after it (-1: before
+        the first, results no instruction writes)."""
+        for k, r in enumerate(self.results):
+            self.ready_after.setdefault(last.get(r, -1), []).append(k)
 
     def bound(self, ctx: KernelContext) -> _Bound:
         """The arena, parameter buffers and bound steps (made once)."""
@@ -130,9 +136,18 @@ class ProgramExecutor:
         self.profiler: Profiler | None = None  # set by `profile.attach`
         self.rank = partition_id
 
-    def run(self, args: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """The entry function's results (fresh arrays) for `args` (exact types)."""
-        return self.call(self.entry, args)
+    def run(self, args: Sequence[np.ndarray],
+            on_result: Callable[[int, np.ndarray], None] | None = None) -> list[np.ndarray]:
+        """The entry function's results (fresh arrays) for `args` (exact types). With
+        `on_result`, each result is also handed over (index, a copy) as soon as the
+        instruction that writes it last has run, while the rest of the program goes on (a
+        trainer starts reducing gradients during the backward pass)."""
+        if on_result is None:
+            return self.call(self.entry, args)
+        fn = self.functions[self.entry]
+        if not all(np.shape(a) == s for a, s in zip(args, fn.param_shapes, strict=True)):
+            raise ExecutionError(f"@{fn.name}: arguments of other shapes than its parameters")
+        return self._run_bound(fn, args, on_result)
 
     # KernelContext
 
@@ -147,14 +162,18 @@ class ProgramExecutor:
             return self._run_bound(fn, args)
         return self._run_fresh(fn, args)
 
-    def _run_bound(self, fn: _Function, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def _run_bound(self, fn: _Function, args: Sequence[np.ndarray],
+                   on_result: Callable[[int, np.ndarray], None] | None = None
+                   ) -> list[np.ndarray]:
         bound = fn.bound(self)
         for buffer, a in zip(bound.param_buffers, args, strict=True):
             np.copyto(buffer, a)
         index = 0
         try:
             with np.errstate(all="ignore"):
-                if self.profiler is not None:
+                if on_result is not None:
+                    self._run_reporting(fn, bound, on_result)
+                elif self.profiler is not None:
                     self._run_profiled(bound)
                 else:
                     for index, step in enumerate(bound.steps):  # noqa: B007
@@ -164,6 +183,18 @@ class ProgramExecutor:
         except Exception as exc:
             raise _failure(fn, index, exc) from exc
         return [np.array(r, copy=True) for r in bound.results]
+
+    @staticmethod
+    def _run_reporting(fn: _Function, bound: _Bound,
+                       on_result: Callable[[int, np.ndarray], None]) -> None:
+        """The bound steps, each result handed to `on_result` once final."""
+        ready = fn.ready_after
+        for k in ready.get(-1, ()):
+            on_result(k, np.array(bound.results[k], copy=True))
+        for index, step in enumerate(bound.steps):
+            step()
+            for k in ready.get(index, ()):
+                on_result(k, np.array(bound.results[k], copy=True))
 
     def _run_profiled(self, bound: _Bound) -> None:
         """The bound steps, each recorded as a compute event of this rank."""

@@ -13,8 +13,11 @@ ordinary pipeline, `stage_program`) and binds their collectives to its TP group;
    on the stash and sends the input gradient back. The last stage runs `forward_backward`
    at each forward;
 3. sums the gradients over the micro-batches (in micro-batch order) into the flat gradient
-   vector, sums the `tp_partial` ones over the TP group, and starts the DP buckets
-   (`grad_sync`);
+   vector; during the last micro-batch's backward each gradient is added as soon as the
+   program has computed it and each DP bucket whose gradients are all final starts its
+   reduction on the communication thread (`grad_sync`), overlapping the rest of the
+   backward; then the `tp_partial` ones are summed over the TP group and the remaining
+   buckets started;
 4. reduces (loss sum, token count, squared gradient norm) over the whole job in rank order,
    so every rank knows the mean loss over all tokens of the global batch and the global
    norm; the gradient is scaled by clip_factor / tokens;
@@ -159,28 +162,59 @@ class RankTrainer:
             else:
                 np.add(view, g, out=view, casting="unsafe")  # rounds to a bf16 accumulator
 
-    def _run_pipeline(self, micro: list[tuple[np.ndarray, np.ndarray]], acc: list[np.ndarray]
-                      ) -> tuple[float, float]:
+    def _gradients_hook(self, grads_flat: np.ndarray, acc: list[np.ndarray], offset: int,
+                        first: bool) -> Callable[[int, np.ndarray], None] | None:
+        """For the stage's last micro-batch: a program-result callback that accumulates each
+        gradient (result `offset + i` is parameter i's) as soon as it is final and starts
+        the DP reduction of each bucket whose gradients are all final, so the buckets
+        overlap the rest of the backward pass. None where the reduction must wait for the
+        whole gradient (bf16 accumulation; TP-partial parameters' buckets wait anyway)."""
+        if grads_flat.dtype != np.float32:
+            return None
+        members = self.layout.bucket_params
+        remaining = [len(m) for m in members]
+        bucket_of = {i: b for b, m in enumerate(members) for i in m}
+        partial = set(self.partial)
+        blocked = {b for b, m in enumerate(members) if partial.intersection(m)}
+
+        def on_result(k: int, array: np.ndarray) -> None:
+            i = k - offset
+            if i < 0:
+                return
+            self._accumulate([array], [acc[i]], first)
+            b = bucket_of[i]
+            remaining[b] -= 1
+            if remaining[b] == 0 and b not in blocked:
+                self.sync.start_bucket(b, grads_flat)
+
+        return on_result
+
+    def _run_pipeline(self, micro: list[tuple[np.ndarray, np.ndarray]],
+                      grads_flat: np.ndarray) -> tuple[float, float]:
         """The stage's 1F1B order; (loss sum, token count) on the last stage, else zeros."""
         plan, ch = self.plan, self.channels
+        acc = self.layout.views(grads_flat)
         stash: dict[int, list[np.ndarray]] = {}
         pending_g_in: dict[int, np.ndarray] = {}
         loss_sum = count = 0.0
         done = 0
         for kind, m in stage_ops(plan.stage, plan.stages, len(micro)):
             tokens, labels = micro[m]
+            hook = self._gradients_hook(grads_flat, acc, (0 if plan.first else 1) + (
+                2 if plan.last else 0), done == 0) if done == len(micro) - 1 else None
             if kind == "F":
                 x_in = tokens if plan.first else ch.recv(self.prev_rank, self.rank,
                                                          PIPE_STREAMS)
                 if plan.last:
                     out = self.executors["forward_backward"].run(
-                        [*self.params, x_in, labels])
+                        [*self.params, x_in, labels], on_result=hook)
                     loss_sum += float(out[0])
                     count += float(out[1])
                     rest = out[2:]
                     if not plan.first:
                         pending_g_in[m], rest = rest[0], rest[1:]
-                    self._accumulate(rest, acc, done == 0)
+                    if hook is None:
+                        self._accumulate(rest, acc, done == 0)
                     done += 1
                     continue
                 x_out, *kept = self.executors["forward"].run([*self.params, x_in])
@@ -192,11 +226,13 @@ class RankTrainer:
                     ch.send(self.rank, self.prev_rank, pending_g_in.pop(m), PIPE_STREAMS + 1)
                 continue
             g_out = ch.recv(self.next_rank, self.rank, PIPE_STREAMS + 1)
-            out = self.executors["backward"].run([*self.params, *stash.pop(m), g_out])
+            out = self.executors["backward"].run([*self.params, *stash.pop(m), g_out],
+                                                 on_result=hook)
             if not plan.first:
                 ch.send(self.rank, self.prev_rank, out[0], PIPE_STREAMS + 1)
                 out = out[1:]
-            self._accumulate(out, acc, done == 0)
+            if hook is None:
+                self._accumulate(out, acc, done == 0)
             done += 1
         return loss_sum, count
 
@@ -205,8 +241,7 @@ class RankTrainer:
         (`inputs`, `labels`: [global_batch, seq_length] token ids)."""
         start = time.perf_counter()
         grads_flat = np.zeros(self.layout.size, self.settings.precision.grad_dtype)
-        acc = self.layout.views(grads_flat)
-        loss_sum, count = self._run_pipeline(self._micro_batches(inputs, labels), acc)
+        loss_sum, count = self._run_pipeline(self._micro_batches(inputs, labels), grads_flat)
         grads_flat = grads_flat.astype(np.float32, copy=False)  # reduced in f32
         acc = self.layout.views(grads_flat)
         for i in self.partial:

@@ -34,6 +34,8 @@ class FlatLayout:
         sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
         self.offsets = [0] * len(sizes)
         self.buckets: list[Bucket] = []
+        self.bucket_params: list[list[int]] = []  # the parameters each bucket holds
+        members: list[int] = []
         pos = filled = 0
         start = 0
         limit = max(bucket_bytes // 4, 1)
@@ -41,9 +43,12 @@ class FlatLayout:
             self.offsets[i] = pos
             pos += sizes[i]
             filled += sizes[i]
+            members.append(i)
             if filled >= limit or i == 0:
                 padded = -(-filled // dp) * dp
                 self.buckets.append(Bucket(start, padded))
+                self.bucket_params.append(members)
+                members = []
                 pos = start = start + padded
                 filled = 0
         self.size = pos

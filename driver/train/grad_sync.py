@@ -1,7 +1,10 @@
 """Gradients across data-parallel ranks: buckets reduced on the communication thread.
 
-`GradSync.start(flat_grads)` starts one reduction per bucket (`flat.FlatLayout`, the last
-layers' bucket first) on the DP group's communication thread: an all-reduce of the bucket
+`GradSync.start_bucket(i, flat_grads)` starts bucket i's reduction as soon as its gradients
+are final (the engine calls it while the last micro-batch's backward still runs: the
+buckets overlap the backward pass), and `start(flat_grads)` the remaining buckets
+(`flat.FlatLayout`, the last layers' bucket first), all on the DP group's communication
+thread and in the same order on every DP rank: an all-reduce of the bucket
 (every DP rank then holds the summed gradient), or with ZeRO-1 a reduce-scatter (each DP
 rank holds the summed gradient of its chunk only). `finish()` waits for them and returns
 the rank's gradient shard (the whole vector without ZeRO-1). After the optimizer updated the
@@ -33,16 +36,26 @@ class GradSync:
         self.zero1 = zero1 and dp_group.size > 1
         self.d = dp_group.index
         self._pending: list[tuple[slice, slice, Future]] = []
+        self._started: set[int] = set()
 
     @property
     def shard_size(self) -> int:
         return self.layout.shard_size(self.zero1)
 
-    def start(self, flat_grads: np.ndarray) -> None:
-        """Start every bucket's reduction (the caller may reuse `flat_grads` at once)."""
+    def start_bucket(self, index: int, flat_grads: np.ndarray) -> None:
+        """Start bucket `index`'s reduction now (its gradients are final), during the
+        backward pass; `start` leaves it alone."""
+        whole, part = self.layout.bucket_slices(self.d)[index]
         op = "reduce_scatter" if self.zero1 else "all_reduce"
-        self._pending = [(whole, part, self.group.start(op, flat_grads[whole]))
-                         for whole, part in self.layout.bucket_slices(self.d)]
+        self._started.add(index)
+        self._pending.append((whole, part, self.group.start(op, flat_grads[whole])))
+
+    def start(self, flat_grads: np.ndarray) -> None:
+        """Start the reduction of every bucket not started yet, in bucket order (the caller
+        may reuse `flat_grads` at once)."""
+        for index in range(len(self.layout.buckets)):
+            if index not in self._started:
+                self.start_bucket(index, flat_grads)
 
     def finish(self) -> np.ndarray:
         """The reduced gradient shard of this rank."""
@@ -50,6 +63,7 @@ class GradSync:
         for whole, part, future in self._pending:
             out[part if self.zero1 else whole] = future.result()
         self._pending = []
+        self._started = set()
         return out
 
     def gather_params(self, flat_params: np.ndarray, shard: np.ndarray) -> None:

@@ -90,3 +90,34 @@ def test_a_failing_rank_stops_the_job() -> None:
 
     with pytest.raises(RankFailed, match=r"rank [23] failed: no such layer"):
         run_rank_threads(list(range(4)), channels, work)
+
+
+def test_dp_buckets_start_during_the_last_backward(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each step starts some DP bucket's reduction while the last micro-batch's gradient
+    program is still running (the buckets overlap the backward), and the losses are those
+    of one rank."""
+    from nxcc.backend.runtime.executor import ProgramExecutor
+    from nxcc.driver.train.grad_sync import GradSync
+
+    inside: list[bool] = []
+    running = {"now": False}
+    reporting = ProgramExecutor._run_reporting
+    start_bucket = GradSync.start_bucket
+
+    def tracked(fn, bound, on_result):  # noqa: ANN001, ANN202
+        running["now"] = True
+        try:
+            reporting(fn, bound, on_result)
+        finally:
+            running["now"] = False
+
+    def recorded(self, index, flat):  # noqa: ANN001, ANN202
+        inside.append(running["now"])
+        start_bucket(self, index, flat)
+
+    monkeypatch.setattr(ProgramExecutor, "_run_reporting", staticmethod(tracked))
+    monkeypatch.setattr(GradSync, "start_bucket", recorded)
+    stats, _ = _train(1, 1, 2)
+    one, _ = _train(1, 1, 1)
+    np.testing.assert_allclose([r.loss for r in stats], [r.loss for r in one], rtol=1e-5)
+    assert sum(inside) >= STEPS  # at least one bucket per step and DP rank started early
