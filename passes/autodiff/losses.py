@@ -5,7 +5,8 @@
   (-100, as PyTorch) of -log softmax(logits)[label] (`cross_entropy_sum`: the sum and the
   count of those positions, for callers that divide by a count of their own). The
   log-softmax is the max-shifted log-sum-exp; the label's logit is picked by comparing
-  with an iota (no gather), so ignored positions never index anything. All positions ignored gives NaN, as PyTorch.
+  with an iota (no gather), so ignored positions never index anything. All positions
+  ignored gives NaN, as PyTorch.
 - `mse(b, prediction, target)`: the mean of the squared differences.
 A request that does not fit (shapes, dtypes) raises `LossError` saying what was expected.
 """
