@@ -155,8 +155,8 @@ def _trainable(fn: Function, loss: Value, candidates: list[Value],
     return [by_name[n] for n in training.trainable]
 
 
-def _freeze(module: Module, fn: Function, params: Sequence[Value],
-            initial: dict[str, np.ndarray]) -> None:
+def freeze_params(fn: Function, params: Sequence[Value],
+                  initial: dict[str, np.ndarray]) -> None:
     """Turn `params` back into constants holding their initial values."""
     mapping: dict[Value, Value] = {}
     consts = []
@@ -201,7 +201,7 @@ def build_training_step(module: Module, initial: dict[str, np.ndarray],
             from None
     candidates = [p for p in fn.params if p.name in initial]
     trainable = _trainable(fn, loss, candidates, training)
-    _freeze(module, fn, [p for p in candidates if p not in trainable], initial)
+    freeze_params(fn, [p for p in candidates if p not in trainable], initial)
     if training.mixed_precision == "bf16":
         autocast(module, fn, DType.BF16)
     stored = keep_in(fn, trainable, DType.BF16) if training.bf16_weights else list(trainable)

@@ -56,24 +56,23 @@ T = TypeVar("T")
 
 def launched_processes(env: Mapping[str, str] | None = None) -> int:
     """How many processes the MPI launcher started this job with (1 when not launched)."""
-    env = os.environ if env is None else env
-    for size_var, _ in LAUNCHER_VARIABLES:
-        try:
-            return max(1, int(env[size_var]))
-        except (KeyError, ValueError):
-            continue
-    return 1
+    return max(1, _launcher_value(0, env, 1))
 
 
 def launched_rank(env: Mapping[str, str] | None = None) -> int:
     """This process's rank in the MPI launcher's job (0 when not launched)."""
+    return max(0, _launcher_value(1, env, 0))
+
+
+def _launcher_value(which: int, env: Mapping[str, str] | None, default: int) -> int:
+    """The first launcher's size (`which` 0) or rank (1) variable that is set, as an int."""
     env = os.environ if env is None else env
-    for _, rank_var in LAUNCHER_VARIABLES:
+    for names in LAUNCHER_VARIABLES:
         try:
-            return max(0, int(env[rank_var]))
+            return int(env[names[which]])
         except (KeyError, ValueError):
             continue
-    return 0
+    return default
 
 
 def world_communicator() -> Any:

@@ -35,8 +35,7 @@ from nxcc.driver.train.config_model import OnnxModelConfig
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.model_stage import Pipeline
 from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
-from nxcc.driver.training import import_with_parameters
-from nxcc.ir.attributes import Dense
+from nxcc.driver.training import freeze_params, import_with_parameters
 from nxcc.ir.builder import Builder
 from nxcc.ir.clone import clone_function
 from nxcc.ir.core import Function, Module, Op, Value
@@ -134,7 +133,7 @@ def build_onnx_stage(cfg: OnnxModelConfig, micro_batch: int, seq_length: int
     if not trainable:
         raise TrainConfigError(KEY, "the loss depends differentiably on no floating-point "
                                "initializer of the model: nothing to train")
-    _freeze(fn, [p for p in candidates if p not in trainable], initial)
+    freeze_params(fn, [p for p in candidates if p not in trainable], initial)
     try:
         grads = differentiate(module, fn, trainable, loss_sum)
     except GradientError as exc:
@@ -158,21 +157,6 @@ def _load(cfg: OnnxModelConfig) -> tuple[onnx.ModelProto, str]:
         return load_model(cfg.path)
     except FrontendError as exc:
         raise TrainConfigError(KEY, f"{cfg.path}: {exc}") from None
-
-
-def _freeze(fn: Function, params: list[Value], initial: dict[str, np.ndarray]) -> None:
-    """Turn `params` back into constants holding their initial values."""
-    mapping: dict[Value, Value] = {}
-    consts = []
-    for p in params:
-        op = Op("constant", [], [p.type], {"value": Dense.of(initial[p.name or ""],
-                                                              p.type.dtype)})
-        op.result.name = p.name
-        consts.append(op)
-        mapping[p] = op.result
-    fn.body[:0] = consts
-    replace_uses(fn, mapping)
-    fn.params = [p for p in fn.params if p not in mapping]
 
 
 def onnx_builder(cfg: OnnxModelConfig, data: DataConfig, distributed: DistributedConfig

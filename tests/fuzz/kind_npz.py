@@ -4,15 +4,13 @@ example model it belongs to."""
 
 from __future__ import annotations
 
-import io
 import re
-import zipfile
 from pathlib import Path
 
 from hypothesis import strategies as st
 
 from tests.fuzz.harness import Kind
-from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes
+from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, zip_members, zip_of
 from tests.neff.mutants import EXAMPLES, compile_example
 
 SHAPE = re.compile(rb"'shape': \(([^)]*)\)")
@@ -24,24 +22,10 @@ def seeds(work: Path) -> list[bytes]:
     return [(EXAMPLES / "mlp_inputs.npz").read_bytes(), (EXAMPLES / "cnn_inputs.npz").read_bytes()]
 
 
-def _members(raw: bytes) -> dict[str, bytes]:
-    with zipfile.ZipFile(io.BytesIO(raw)) as z:
-        return {i.filename: z.read(i) for i in z.infolist()}
-
-
-def _zip(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        for name, data in members.items():
-            z.writestr(name, data)
-    return buf.getvalue()
-
-
 def mutate(raw: bytes, data: st.DataObject) -> bytes:
     how = data.draw(st.sampled_from(("shape", "descr", "member", "bytes")), label="how")
-    try:
-        members = _members(raw)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+    members = zip_members(raw)
+    if members is None:
         return mutate_bytes(raw, data)
     if how == "bytes" or not members:
         return mutate_bytes(raw, data)
@@ -64,7 +48,7 @@ def mutate(raw: bytes, data: st.DataObject) -> bytes:
             members["other.npy"] = members.pop(name)
         else:
             members[name] = data.draw(st.binary(max_size=200))
-    return _zip(members)
+    return zip_of(members)
 
 
 def commands(path: Path, work: Path) -> list[list[str]]:
