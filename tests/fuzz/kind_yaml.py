@@ -45,12 +45,12 @@ HAZARDS = (
 
 
 def seeds(work: Path) -> list[bytes]:
-    """The example configurations; what they name (data/, *.json) copied into `work`."""
+    """The example configurations; what they name (data/, *.json, *.onnx) copied into `work`."""
     for item in TRAIN.iterdir():
         target = work / item.name
         if item.is_dir() and not target.exists():
             shutil.copytree(item, target)
-        elif item.suffix == ".json":
+        elif item.suffix in (".json", ".onnx"):
             shutil.copyfile(item, target)
     return [p.read_bytes() for p in sorted(TRAIN.glob("*.yaml"))]
 
