@@ -65,14 +65,15 @@ def _token_input(proto: onnx.ModelProto) -> str:
     return names[0]
 
 
-def _import(cfg: OnnxModelConfig, tokens: str, shape: tuple[int, int]
-            ) -> tuple[Module, dict[str, np.ndarray]]:
+def _import(cfg: OnnxModelConfig, proto: onnx.ModelProto, tokens: str,
+            shape: tuple[int, int]) -> tuple[Module, dict[str, np.ndarray]]:
     try:
-        proto, _ = load_model(cfg.path)
         return import_with_parameters(proto, CompileOptions(target="trn1",
                                                             input_shapes={tokens: shape}))
     except FrontendError as exc:
-        raise TrainConfigError(KEY, f"{cfg.path}: {exc}") from None
+        raise TrainConfigError(KEY, f"{cfg.path}: the token ids [micro_batch_size, "
+                               f"seq_length] = {list(shape)} as input {tokens!r}: "
+                               f"{str(exc).split(': ', 1)[-1]}") from None
 
 
 def _tokens_as_s32(fn: Function, name: str) -> Value:
@@ -118,7 +119,7 @@ def build_onnx_stage(cfg: OnnxModelConfig, micro_batch: int, seq_length: int
     """The stage every rank runs (see the module docstring)."""
     proto, _ = _load(cfg)
     tokens = _token_input(proto)
-    module, initial = _import(cfg, tokens, (micro_batch, seq_length))
+    module, initial = _import(cfg, proto, tokens, (micro_batch, seq_length))
     fn = module.entry_function
     if cfg.label_input in {p.name for p in fn.params} | set(initial):
         raise TrainConfigError("model.onnx_label_input", f"{cfg.label_input!r} is already "
