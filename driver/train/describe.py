@@ -30,6 +30,7 @@ def describe(config: TrainConfig) -> dict[str, object]:
         "tokens_per_step": data.global_batch_size * data.seq_length,
         "sequence_parallel": d.sequence_parallel, "zero1": d.zero1,
         "kv_replicator": d.kv_replicator,
+        "precision": config.recipe.label,
         "model": _model(config),
         "data": {"files": len(files), "tokens": int(batches.tokens.size),
                  "sequences": batches.num_sequences,
@@ -88,7 +89,7 @@ def describe_lines(info: dict[str, object]) -> list[str]:
         f"sequences, {data['batches_per_epoch']} global batches per epoch",
         f"features: sequence_parallel {on[bool(info['sequence_parallel'])]}, zero1 "
         f"{on[bool(info['zero1'])]}, recompute {m.get('recompute') or 'none'}, "
-        f"kv_replicator {info['kv_replicator']}",
+        f"kv_replicator {info['kv_replicator']}, precision {info['precision']}",
         "pipeline cuts: " + (", ".join(cuts) if cuts else "automatic"),
         f"TP groups: {_groups(groups['tp'])}",
         f"DP groups: {_groups(groups['dp'])}",
