@@ -337,6 +337,21 @@ class RankTrainer:
         if self.master is not None:
             self.master = np.array(arrays["master"], np.float32)
 
+    def load_whole(self, params: dict[str, np.ndarray],
+                   state: dict[str, dict[str, np.ndarray]]) -> None:
+        """Take this rank's slices of whole parameters and optimizer state (a checkpoint
+        of another layout, `reshard`), through the model's `StageBuild.extra["slice"]`."""
+        cut = self.build.extra["slice"]
+        self.load_params(cut(params))
+        arrays = {}
+        for key, whole in state.items():
+            mine = cut(whole)
+            flat = np.zeros(self.layout.size, np.float32)
+            for view, (n, _) in zip(self.layout.views(flat), self.build.params, strict=True):
+                view[...] = mine[n]
+            arrays[key] = self.layout.shard(flat, self.dp_group.index, self.sync.zero1)
+        self.load_optimizer_state(arrays)
+
     def close(self) -> None:
         for g in (self.tp_group, self.dp_group, self.world_group):
             g.close()

@@ -14,6 +14,7 @@ times only the copy of the lowest rank holding it (the decoder's `owned_masks`).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,11 +25,13 @@ from nxcc.compiler.decoder import (
     DecoderError,
     build_stage,
     init_full_weights,
+    model_specs,
     owned_masks,
     shard_weights,
     stage_specs,
 )
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
+from nxcc.compiler.decoder.weights import unshard
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_model import ModelConfig
 from nxcc.driver.train.cuts import (
@@ -148,6 +151,19 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
         params = [(s.name, mine[s.name]) for s in specs]
         masks = {n: m.astype(np.float32) for n, m in owned_masks(cfg, dplan).items()}
         peak = max(peak_activation_bytes(module, fn) for fn in module.functions)
-        return StageBuild(module, params, norm_masks=masks, peak_activation_bytes=peak)
+        return StageBuild(module, params, norm_masks=masks, peak_activation_bytes=peak,
+                          extra={"slice": lambda whole: shard_weights(whole, cfg, dplan)})
 
     return build, pipeline
+
+
+def decoder_unshard(model: ModelConfig) -> Callable[[str, list[np.ndarray], int], np.ndarray]:
+    """Join one tensor's TP slices (as a layout with `kv_replicator` wrote them) into the
+    whole tensor (`reshard.whole_state`)."""
+    cfg = decoder_config(model)
+
+    def join(name: str, parts: list[np.ndarray], kv_replicator: int) -> np.ndarray:
+        specs = {s.name: s for s in model_specs(cfg, kv_replicator)}
+        return unshard(specs[name], parts)
+
+    return join

@@ -174,6 +174,7 @@ def onnx_builder(cfg: OnnxModelConfig, data: DataConfig, distributed: Distribute
                                                 stage.module.functions.items()},
                             stage.module.entry)
         return StageBuild(module, stage.params,
-                          peak_activation_bytes=stage.peak_activation_bytes)
+                          peak_activation_bytes=stage.peak_activation_bytes,
+                          extra={"slice": dict})
 
     return build, Pipeline((), False, None), int(stage.extra["classes"])

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,12 +41,13 @@ from nxcc.backend.runtime.peer_liveness import PeerProcesses, this_process
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train import checkpoint_io as ckpt
+from nxcc.driver.train import reshard
 from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.data import Batches, load_tokens
 from nxcc.driver.train.engine import EngineSettings, RankTrainer, StepStats
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
-from nxcc.driver.train.model_stage import Pipeline, decoder_builder
+from nxcc.driver.train.model_stage import Pipeline, decoder_builder, decoder_unshard
 from nxcc.driver.train.onnx_stage import onnx_builder
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
 from nxcc.driver.train.stage import StageBuilder
@@ -73,6 +75,18 @@ class Job:
     memory: list[dict[str, int]] = field(default_factory=list)
     speeds: list[float] = field(default_factory=list)
     logged: bool = False
+    unshard: reshard.Unshard | None = None
+    _whole: list = field(default_factory=list)
+    _whole_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def whole_state(self) -> tuple[dict, dict]:
+        """The resumed checkpoint made whole (read once per process, `reshard`)."""
+        with self._whole_lock:
+            if not self._whole:
+                assert self.resume is not None and self.unshard is not None
+                self._whole.append(reshard.whole_state(self.resume, self.unshard,
+                                                       self.settings.bucket_bytes))
+            return self._whole[0]
 
     @property
     def start(self) -> int:
@@ -82,7 +96,7 @@ class Job:
         """What a checkpoint's shards depend on: the layout and the precision's dtypes."""
         lay, p = self.settings.layout, self.settings.precision
         return {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero1": int(self.settings.zero1),
-                "precision": p.label}
+                "kv_replicator": self.config.distributed.kv_replicator, "precision": p.label}
 
 
 def engine_settings(config: TrainConfig) -> EngineSettings:
@@ -131,14 +145,15 @@ def _restore(job: Job, trainer: RankTrainer) -> None:
     found = job.resume
     if found is None:
         return
-    written, now = {"precision": "fp32", **found.layout}, job.layout_record()
+    written = {"precision": "fp32", "kv_replicator": 1, **found.layout}
+    now = job.layout_record()
     if written["precision"] != now["precision"]:
         raise TrainConfigError(found.path, f"was written with precision.type "
                                f"{written['precision']}, this run is {now['precision']}: "
                                "resume with the precision it was written with")
-    if written != now:
-        raise TrainConfigError(found.path, f"was written by layout {found.layout}, this run "
-                               f"is {now}: resharding is not supported")
+    if written != now:  # another layout: its shards made whole, then cut for this rank
+        trainer.load_whole(*job.whole_state())
+        return
     trainer.load_params(found.params(trainer.tp_rank, trainer.stage))
     d = trainer.dp_rank if trainer.sync.zero1 else 0
     trainer.load_optimizer_state(found.optim(d, trainer.tp_rank, trainer.stage))
@@ -223,14 +238,21 @@ def make_job(config: TrainConfig, emit: Callable[[str], None]) -> Job:
         build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
                                           config.data)
         vocab = config.model.vocab_size
+        join: reshard.Unshard = decoder_unshard(config.model)
     else:
         assert config.onnx is not None
         build, pipeline, vocab = onnx_builder(config.onnx, config.data, config.distributed)
+        join = _only_slice
     tokens = load_tokens(config.data.train_dir, vocab)
     batches = Batches(tokens, config.data.seq_length, config.data.global_batch_size)
     found = ckpt.find_latest(config.exp_manager.exp_dir) \
         if config.exp_manager.resume_if_exists else None
-    return Job(config, settings, batches, build, emit, found, pipeline)
+    return Job(config, settings, batches, build, emit, found, pipeline, unshard=join)
+
+
+def _only_slice(name: str, parts: list[np.ndarray], kv_replicator: int) -> np.ndarray:
+    """An ONNX model's tensors are never split over TP ranks: the one slice is whole."""
+    return parts[0]
 
 
 def summary(job: Job) -> dict[str, object]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -56,11 +57,15 @@ def test_damaged_checkpoint_stops_the_job_in_one_line(threads: Path, tmp_path: P
     assert_one_line_error(r, "[NCC_ETRN002]", "params_tp1_pp1.npz", "truncated")
 
 
-def test_other_layout_is_refused(threads: Path) -> None:
+def test_another_layout_resumes_from_the_command_line(threads: Path, tmp_path: Path) -> None:
+    exp = tmp_path / "copy"
+    shutil.copytree(threads, exp)
     r = neuronx_cc("train", EXAMPLE, *QUICK, "trainer.max_steps=3",
-                   f"exp_manager.exp_dir={threads}", "exp_manager.resume_if_exists=true",
-                   "distributed_strategy.zero1=false")
-    assert_one_line_error(r, "[NCC_ETRN001]", "resharding is not supported")
+                   f"exp_manager.exp_dir={exp}", "exp_manager.resume_if_exists=true",
+                   "distributed_strategy.zero1=false", "trainer.devices=4")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[-1].startswith("trained steps 3..3 on 4 ranks")
+    assert [rec["step"] for rec in read_metrics(str(exp / "metrics.jsonl"))] == [1, 2, 3]
 
 
 @needs_mpi
