@@ -4,7 +4,7 @@
                         num_kv_heads=2, ffn_hidden_size=128, vocab_size=256,
                         max_position_embeddings=64)
     plan = StagePlan(tp_rank=r, tp_size=2, first_layer=0, last_layer=4, micro_batch=2,
-                     seq_length=32)
+                     seq_length=32)                 # or first_piece/last_piece (PIECES)
     full = init_full_weights(cfg, seed)             # the whole model, by name
     mine = shard_weights(full, cfg, plan)           # this rank's slices, by name
     module = build_stage(cfg, plan)                 # this rank's programs
@@ -12,7 +12,9 @@
 
 Program signatures (P = the stage's parameters in `stage_specs(cfg, plan)` order, each the
 rank's slice, named as in `weights.py`; tokens and labels s32 [micro_batch, seq_length];
-x [micro_batch, seq_length (/ TP with sequence parallelism), hidden] in the model dtype):
+x [micro_batch, seq_length (/ TP with sequence parallelism), hidden] in the model dtype
+at a cut between layers or between a layer's attention and MLP; at a cut inside a layer,
+a vector packing what the next piece reads, `handoff.py`):
 
 - a stage with the embedding and the head (the only stage):
   ``forward_backward(*P, tokens, labels) -> (loss_sum, token_count, *grads)``

@@ -79,12 +79,47 @@ class DecoderConfig:
         return self.family == "gpt"
 
 
+CHUNKS = 4
+PIECES = (*(f"attn.qkv.{c}" for c in range(CHUNKS)), "attn.core", "attn.out",
+          *(f"mlp.{c}" for c in range(CHUNKS)))
+"""A layer's pieces, in order (piece 10i + j of the model is layer i's PIECES[j]): the
+q/k/v projection in four column chunks `attn.qkv.0` .. `attn.qkv.3` (chunk c: the c-th
+quarter of each rank's columns of the fused projection; chunk 0 also norms the input,
+chunk 3 also splits heads and applies rotary positions), `attn.core` (the causal softmax
+attention of each head), `attn.out` (output projection and residual add), and the MLP in
+four column chunks `mlp.0` .. `mlp.3` (chunk c: the c-th quarter of each rank's MLP
+columns: its part of the up or gate/up projection, the activation and its rows of the down
+projection; `mlp.0` also norms the input, `mlp.3` adds the reduced sum to the residual).
+A pipeline stage holds a run of pieces; what crosses a cut inside a layer is every value the
+next piece reads (`stage.handoff_types`), and a cut inside a projection splits its weight
+by columns between the two stages (`weights.py`)."""
+PIECES_PER_LAYER = len(PIECES)
+QKV_FIRST = PIECES.index("attn.qkv.0")
+CORE = PIECES.index("attn.core")
+OUT = PIECES.index("attn.out")
+MLP_FIRST = PIECES.index("mlp.0")
+
+
+def chunks_in(pieces: range, first: int) -> range:
+    """The chunks (0 .. CHUNKS - 1) in `pieces` of the projection whose chunk 0 is piece
+    `first`."""
+    return range(min(max(pieces.start - first, 0), CHUNKS),
+                 max(min(pieces.stop - first, CHUNKS), 0))
+
+
+def chunk_columns(width: int, first: int, stop: int) -> tuple[int, int]:
+    """The columns [lo, hi) of chunks [first, stop) of a projection `width` columns wide on
+    a rank."""
+    return first * width // CHUNKS, stop * width // CHUNKS
+
+
 @dataclass(frozen=True)
 class StagePlan:
     """One rank's program: its tensor-parallel rank and degree, sequence parallelism, the
-    key/value head replication, its pipeline stage's layers [first_layer, last_layer),
-    whether the stage holds the embedding (first stage) and the head + loss (last stage),
-    the recomputation mode and the micro-batch shape [micro_batch, seq_length]."""
+    key/value head replication, its pipeline stage's layers [first_layer, last_layer) (or
+    pieces [first_piece, last_piece), see PIECES), whether the stage holds the embedding
+    (first stage) and the head + loss (last stage), the recomputation mode and the
+    micro-batch shape [micro_batch, seq_length]."""
 
     tp_rank: int = 0
     tp_size: int = 1
@@ -97,22 +132,35 @@ class StagePlan:
     recompute: str = "none"
     micro_batch: int = 1
     seq_length: int = 1
-    first_block: int | None = None
-    last_block: int | None = None
+    first_piece: int | None = None
+    last_piece: int | None = None
 
     @property
-    def blocks(self) -> range:
-        """The stage's blocks [first, last): block 2i is layer i's attention (its norm,
-        attention and residual add), block 2i + 1 its MLP; by default the whole layers."""
-        first = 2 * self.first_layer if self.first_block is None else self.first_block
-        last = 2 * self.last_layer if self.last_block is None else self.last_block
+    def pieces(self) -> range:
+        """The stage's pieces [first, last) (PIECES_PER_LAYER per layer); by default the
+        whole layers [first_layer, last_layer)."""
+        n = PIECES_PER_LAYER
+        first = n * self.first_layer if self.first_piece is None else self.first_piece
+        last = n * self.last_layer if self.last_piece is None else self.last_piece
         return range(first, last)
 
     @property
     def layers(self) -> range:
-        """The layers of which the stage holds at least one block."""
-        b = self.blocks
-        return range(b.start // 2, (b.stop + 1) // 2)
+        """The layers of which the stage holds at least one piece."""
+        p, n = self.pieces, PIECES_PER_LAYER
+        return range(p.start // n, (p.stop + n - 1) // n)
+
+    def chunks(self, layer: int, first_piece: int) -> range:
+        """The chunks (0 .. CHUNKS - 1) the stage holds of `layer`'s projection whose chunk
+        0 is piece `first_piece` of a layer (QKV_FIRST or MLP_FIRST)."""
+        return chunks_in(self.pieces, PIECES_PER_LAYER * layer + first_piece)
+
+
+def chunks_fit(cfg: DecoderConfig, tp: int, kv_replicator: int) -> bool:
+    """Whether each rank holds at least CHUNKS columns of the q/k/v and MLP projections, so
+    a pipeline cut may fall inside them."""
+    qkv = (cfg.num_attention_heads + 2 * cfg.kv_heads * kv_replicator) * cfg.head_dim // tp
+    return min(cfg.ffn_hidden_size // tp, qkv) >= CHUNKS
 
 
 def _need(ok: bool, message: str) -> None:
@@ -127,11 +175,11 @@ def check_plan(cfg: DecoderConfig, plan: StagePlan) -> None:
           f"tp_rank {plan.tp_rank} is not in 0..{tp - 1} (tp_size {tp})")
     _need(plan.recompute in RECOMPUTE,
           f"recompute {plan.recompute!r} is not one of {', '.join(RECOMPUTE)}")
-    blocks = plan.blocks
-    _need(0 <= blocks.start <= blocks.stop <= 2 * cfg.num_layers,
-          f"layers [{blocks.start // 2}, {(blocks.stop + 1) // 2}) are not within the model's "
+    pieces = plan.pieces
+    _need(0 <= pieces.start <= pieces.stop <= PIECES_PER_LAYER * cfg.num_layers,
+          f"layers [{plan.layers.start}, {plan.layers.stop}) are not within the model's "
           f"{cfg.num_layers}")
-    _need(bool(plan.blocks) or plan.has_embedding or plan.has_head,
+    _need(bool(pieces) or plan.has_embedding or plan.has_head,
           "a stage needs at least one layer, the embedding or the head")
     _need(plan.micro_batch >= 1 and plan.seq_length >= 1, "micro_batch and seq_length must "
           "be at least 1")
@@ -150,6 +198,12 @@ def check_plan(cfg: DecoderConfig, plan: StagePlan) -> None:
     else:
         _need(cfg.kv_heads * rep == tp, f"num_kv_heads {cfg.kv_heads} x kv_replicator {rep} "
               f"must equal the tensor parallel size {tp}")
+    cut = [i for i in plan.layers for first in (QKV_FIRST, MLP_FIRST)
+           if len(plan.chunks(i, first)) not in (0, CHUNKS)]
+    _need(not cut or chunks_fit(cfg, tp, rep),
+          f"a pipeline cut inside layer {cut[0] if cut else 0}'s projections needs at least "
+          f"{CHUNKS} of their columns on each rank (ffn_hidden_size {cfg.ffn_hidden_size}, "
+          f"tensor parallel size {tp})")
     if plan.sequence_parallel:
         _need(plan.seq_length % tp == 0, f"seq_length {plan.seq_length} does not divide by "
               f"tensor parallel size {tp} (sequence parallelism)")

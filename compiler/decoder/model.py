@@ -1,12 +1,14 @@
 """The decoder's forward pieces on one rank: embedding, transformer layer, head and loss.
 
 `Model(blocks, params)` reads parameters by name (`weights.py`) from `params`; each method
-appends ops through the `Blocks` builder and returns the new activation.
+appends ops through the `Blocks` builder and returns the new activation (a layer's pieces,
+`config.PIECES`, take and return the tuple of values one hands the next).
 """
 
 from __future__ import annotations
 
 from nxcc.compiler.decoder.blocks import Blocks
+from nxcc.compiler.decoder.config import CHUNKS, CORE, MLP_FIRST, OUT, QKV_FIRST, chunks_in
 from nxcc.ir.core import Value
 from nxcc.passes.autodiff.losses import IGNORE_INDEX, reduce_all
 
@@ -47,45 +49,87 @@ class Model:
             x = b.add(x, k.expand(pos, x.type.shape, (1, 2)))
         return x
 
-    def layer(self, x: Value, i: int) -> Value:
-        """Pre-norm attention then MLP, each added to the residual stream."""
-        return self.block(self.block(x, 2 * i), 2 * i + 1)
+    def run(self, state: tuple[Value, ...], layer: int, pieces: range) -> tuple[Value, ...]:
+        """Pieces `pieces` (a run of indices into `PIECES`) of layer `layer` on `state`, the
+        values the piece before handed on: (x,) before `attn.qkv.0` and `mlp.0`; (x, normed
+        input, the projection's columns so far) before `attn.qkv.c`, c > 0; (x, q, k, v)
+        before `attn.core`; (x, context) before `attn.out`; (x, normed input, partial sum)
+        before `mlp.c`, c > 0. x is the residual stream. The chunks of a projection that a
+        stage holds run as one: its parameters hold just their columns."""
+        pre = f"layers.{layer}"
+        qkv = chunks_in(pieces, QKV_FIRST)
+        if qkv:
+            state = self._qkv(state, pre, qkv.start == 0, qkv.stop == CHUNKS)
+        if CORE in pieces:
+            state = self._core(state, pre)
+        if OUT in pieces:
+            state = self._out(state, pre)
+        mlp = chunks_in(pieces, MLP_FIRST)
+        if mlp:
+            state = self._mlp(state, pre, mlp.start == 0, mlp.stop == CHUNKS)
+        return state
 
-    def block(self, x: Value, j: int) -> Value:
-        """Block j: layer j // 2's attention (even j) or MLP (odd j), added to `x`."""
-        return self._mlp(x, j // 2) if j % 2 else self._attention(x, j // 2)
+    def _chunk_input(self, state: tuple[Value, ...], norm: str, first: bool
+                     ) -> tuple[Value, Value, Value | None]:
+        """(x, the normed input in the parallel region, the projection's result so far):
+        at the first chunk from x alone (nothing so far), else as the last chunk left it."""
+        if not first:
+            x, h, done = state
+            return x, h, done
+        (x,) = state
+        return x, self.k.enter_parallel(self._norm(x, norm)), None
 
-    def _attention(self, x: Value, i: int) -> Value:
+    def _qkv(self, state: tuple[Value, ...], pre: str, first: bool, last: bool
+             ) -> tuple[Value, ...]:
+        """The q/k/v projection's columns this stage holds; at the last chunk the heads,
+        rotated for llama."""
         k, b, p, cfg = self.k, self.k.b, self.p, self.k.cfg
-        pre = f"layers.{i}"
-        h = k.enter_parallel(self._norm(x, f"{pre}.attn_norm"))
-        qkv = k.linear(h, p[f"{pre}.attn.qkv"], p.get(f"{pre}.attn.qkv_bias"))
-        d = cfg.head_dim
-        nq, nkv = k.heads * d, k.kv * d
+        x, h, done = self._chunk_input(state, f"{pre}.attn_norm", first)
+        part = k.linear(h, p[f"{pre}.attn.qkv"], p.get(f"{pre}.attn.qkv_bias"))
+        qkv = part if done is None else b.concatenate(done, part,
+                                                      dimension=part.type.rank - 1)
+        if not last:
+            return x, h, qkv
+        nq, nkv = k.heads * cfg.head_dim, k.kv * cfg.head_dim
         rotate = cfg.family == "llama"
         q = k.heads_first(k.slice_last(qkv, 0, nq), k.heads, rotate)
         key = k.heads_first(k.slice_last(qkv, nq, nq + nkv), k.kv, rotate)
         value = k.heads_first(k.slice_last(qkv, nq + nkv, nq + 2 * nkv), k.kv, False)
-        ctx = k.attention_core(q, key, value)
+        return x, q, key, value
+
+    def _core(self, state: tuple[Value, ...], pre: str) -> tuple[Value, ...]:
+        x, q, key, value = state
+        return x, self.k.attention_core(q, key, value)
+
+    def _out(self, state: tuple[Value, ...], pre: str) -> tuple[Value, ...]:
+        k, b, p = self.k, self.k.b, self.p
+        x, ctx = state
         out = k.leave_parallel(k.matmul(ctx, p[f"{pre}.attn.out"]))
         if f"{pre}.attn.out_bias" in p:
             out = b.add(out, k.feature(p[f"{pre}.attn.out_bias"], out.type.shape))
-        return b.add(x, out)
+        return (b.add(x, out),)
 
-    def _mlp(self, x: Value, i: int) -> Value:
-        k, b, p, cfg = self.k, self.k.b, self.p, self.k.cfg
-        pre = f"layers.{i}"
-        h = k.enter_parallel(self._norm(x, f"{pre}.mlp_norm"))
-        if cfg.family == "gpt":
+    def _mlp(self, state: tuple[Value, ...], pre: str, first: bool, last: bool
+             ) -> tuple[Value, ...]:
+        """The MLP's columns this stage holds: from `mlp.0` (`first`) the input is normed;
+        the partial sum of the down projection grows by these columns; at `mlp.3` (`last`)
+        it is reduced over the TP group and added to the residual stream."""
+        k, b, p = self.k, self.k.b, self.p
+        x, h, total = self._chunk_input(state, f"{pre}.mlp_norm", first)
+        if k.cfg.family == "gpt":
             u = k.gelu(k.linear(h, p[f"{pre}.mlp.up"], p[f"{pre}.mlp.up_bias"]))
         else:
             gu = k.matmul(h, p[f"{pre}.mlp.gate_up"])
             f = gu.type.shape[-1] // 2
             u = b.multiply(k.silu(k.slice_last(gu, 0, f)), k.slice_last(gu, f, 2 * f))
-        down = k.leave_parallel(k.matmul(u, p[f"{pre}.mlp.down"]))
+        down = k.matmul(u, p[f"{pre}.mlp.down"])
+        total = down if total is None else b.add(total, down)
+        if not last:
+            return x, h, total
+        total = k.leave_parallel(total)
         if f"{pre}.mlp.down_bias" in p:
-            down = b.add(down, k.feature(p[f"{pre}.mlp.down_bias"], down.type.shape))
-        return b.add(x, down)
+            total = b.add(total, k.feature(p[f"{pre}.mlp.down_bias"], total.type.shape))
+        return (b.add(x, total),)
 
     def loss(self, x: Value, labels: Value) -> tuple[Value, Value]:
         """Final norm, vocabulary-parallel head and cross-entropy: (the sum over positions
@@ -117,4 +161,5 @@ class Model:
         loss_sum = reduce_all(b, b.select(keep, nll, k.scalar(0.0, nll)))
         count = reduce_all(b, b.convert(keep, k.dtype))
         return loss_sum, count
+
 

@@ -20,10 +20,17 @@ input, with `selective` everything but attention's inner products.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from nxcc.compiler.decoder.blocks import Blocks
-from nxcc.compiler.decoder.config import DecoderConfig, StagePlan, check_plan
+from nxcc.compiler.decoder.config import (
+    MLP_FIRST,
+    PIECES_PER_LAYER,
+    DecoderConfig,
+    StagePlan,
+    check_plan,
+)
+from nxcc.compiler.decoder.handoff import pack, packed_type, unpack
 from nxcc.compiler.decoder.model import Model
 from nxcc.compiler.decoder.weights import ParamSpec, stage_specs
 from nxcc.ir.builder import Builder
@@ -68,12 +75,29 @@ def token_type(plan: StagePlan) -> TensorType:
     return TensorType(TOKEN_DTYPE, (plan.micro_batch, plan.seq_length))
 
 
+def handoff_types(cfg: DecoderConfig, plan: StagePlan, piece: int) -> list[TensorType]:
+    """The types of the values piece `piece` reads from the one before it on `plan`'s rank
+    (`Model.piece`): x alone at the start of an attention or an MLP, else found by building
+    the layer's earlier pieces."""
+    within = piece % PIECES_PER_LAYER
+    if within in (0, MLP_FIRST):
+        return [activation_type(cfg, plan)]
+    start = piece - within + (MLP_FIRST if within > MLP_FIRST else 0)
+    scratch = replace(plan, first_piece=start, last_piece=piece, has_embedding=False,
+                      has_head=False, first_layer=0, last_layer=0)
+    st = _begin(Module("handoff"), "handoff", cfg, scratch)
+    st.blocks.prepare()
+    state = st.model.run((st.inp,), start // PIECES_PER_LAYER,
+                         range(start % PIECES_PER_LAYER, within))
+    return [v.type for v in state]
+
+
 def _begin(module: Module, name: str, cfg: DecoderConfig, plan: StagePlan) -> _Stage:
     specs = stage_specs(cfg, plan)
     dtype = DType.F64 if cfg.dtype == "float64" else DType.F32
     params = [Value(TensorType(dtype, s.local_shape(plan.tp_size)), s.name) for s in specs]
     inp = Value(token_type(plan), "tokens") if plan.has_embedding \
-        else Value(activation_type(cfg, plan), "x_in")
+        else Value(packed_type(handoff_types(cfg, plan, plan.pieces.start)), "x_in")
     fn = module.add_function(Function(name, [*params, inp]))
     b = Builder(module, fn)
     blocks = Blocks(b, cfg, plan)
@@ -82,16 +106,20 @@ def _begin(module: Module, name: str, cfg: DecoderConfig, plan: StagePlan) -> _S
 
 
 def _forward(st: _Stage) -> Value:
-    """The stage's forward up to the last layer's output."""
+    """The stage's forward up to what it hands the next stage (`handoff.pack`)."""
+    plan = st.blocks.plan
     st.blocks.prepare()
-    x = st.model.embed(st.inp) if st.blocks.plan.has_embedding else st.inp
-    for i in st.blocks.plan.layers:  # one recomputation segment per layer (or its part)
+    if plan.has_embedding:
+        state: tuple[Value, ...] = (st.model.embed(st.inp),)
+    else:
+        state = unpack(st.b, st.inp, handoff_types(st.blocks.cfg, plan, plan.pieces.start))
+    n = PIECES_PER_LAYER
+    for i in plan.layers:  # one recomputation segment per layer (or its part)
         start = len(st.fn.body)
-        for j in (2 * i, 2 * i + 1):
-            if j in st.blocks.plan.blocks:
-                x = st.model.block(x, j)
+        run = range(max(plan.pieces.start - n * i, 0), min(plan.pieces.stop - n * i, n))
+        state = st.model.run(state, i, run)
         st.layers.append(st.fn.body[start:])
-    return x
+    return pack(st.b, state)
 
 
 def _wrt(st: _Stage) -> list[Value]:
@@ -171,8 +199,8 @@ def build_stage(cfg: DecoderConfig, plan: StagePlan) -> Module:
     """The programs of `plan`'s stage on its tensor-parallel rank (DecoderError when the
     plan does not fit the model)."""
     check_plan(cfg, plan)
-    module = Module(f"decoder_{cfg.family}_tp{plan.tp_rank}of{plan.tp_size}_blocks"
-                    f"{plan.blocks.start}to{plan.blocks.stop}")
+    module = Module(f"decoder_{cfg.family}_tp{plan.tp_rank}of{plan.tp_size}_pieces"
+                    f"{plan.pieces.start}to{plan.pieces.stop}")
     if plan.has_head:
         _build_forward_backward(module, cfg, plan)
         module.entry = "forward_backward"

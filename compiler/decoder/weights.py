@@ -21,6 +21,11 @@ positions; products are x @ W, weights [in, out].) A fused weight is split segme
 segment, so rank r holds its q heads, then its k and v heads, in that order. With
 `kv_replicator` R > 1 key/value head h is held by ranks h R .. h R + R - 1.
 
+A pipeline stage that holds only some chunks of a layer's q/k/v or MLP projection (a cut
+inside a layer, `config.PIECES`) holds those columns of each rank's slice (`ParamSpec.part`:
+of the whole fused q/k/v slice, of each of gate and up, and the matching rows of down);
+`join_parts` puts consecutive stages' parts back together.
+
 `init_full_weights(cfg, seed)` draws the full model once (normal(0, 0.02) matrices and
 embeddings, the residual projections `attn.out` and `mlp.down` scaled by 1/sqrt(2 L) as
 GPT-2 and Megatron do, norm weights 1, biases 0), so every layout starts from the same
@@ -32,11 +37,21 @@ summed) back together.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from nxcc.compiler.decoder.config import DecoderConfig, StagePlan, check_plan
+from nxcc.compiler.decoder.config import (
+    CHUNKS,
+    MLP_FIRST,
+    PIECES,
+    PIECES_PER_LAYER,
+    QKV_FIRST,
+    DecoderConfig,
+    StagePlan,
+    check_plan,
+    chunk_columns,
+)
 
 INIT_STD = 0.02
 
@@ -61,6 +76,10 @@ class ParamSpec:
     axis: int | None = None
     segments: tuple[Segment, ...] = ()
     init: str = "normal"  # normal | scaled | ones | zeros
+    # a pipeline stage's part: entries [lo, hi) of each segment of the rank's slice, or of
+    # the whole slice (`part_spans_segments`: the fused q/k/v projection)
+    part: tuple[int, int] | None = None
+    part_spans_segments: bool = False
 
     @property
     def replicated(self) -> bool:
@@ -70,8 +89,16 @@ class ParamSpec:
         if self.axis is None:
             return self.shape
         shape = list(self.shape)
-        shape[self.axis] = sum(s.length * s.replicas // tp for s in self.segments)
+        if self.part is None:
+            shape[self.axis] = sum(s.length * s.replicas // tp for s in self.segments)
+        else:
+            count = 1 if self.part_spans_segments else len(self.segments)
+            shape[self.axis] = (self.part[1] - self.part[0]) * count
         return tuple(shape)
+
+    def whole(self) -> ParamSpec:
+        """The spec without a pipeline part."""
+        return replace(self, part=None)
 
 
 def _norm(prefix: str, cfg: DecoderConfig) -> list[ParamSpec]:
@@ -89,9 +116,10 @@ def layer_specs(cfg: DecoderConfig, i: int, kv_replicator: int = 1) -> list[Para
     qkv = (Segment(n * d, d), Segment(k * d, d, kv_replicator), Segment(k * d, d, kv_replicator))
     p = f"layers.{i}"
     specs = [*_norm(f"{p}.attn_norm", cfg),
-             ParamSpec(f"{p}.attn.qkv", (h, (n + 2 * k) * d), 1, qkv)]
+             ParamSpec(f"{p}.attn.qkv", (h, (n + 2 * k) * d), 1, qkv, part_spans_segments=True)]
     if cfg.has_bias:
-        specs.append(ParamSpec(f"{p}.attn.qkv_bias", ((n + 2 * k) * d,), 0, qkv, "zeros"))
+        specs.append(ParamSpec(f"{p}.attn.qkv_bias", ((n + 2 * k) * d,), 0, qkv, "zeros",
+                               part_spans_segments=True))
     specs.append(ParamSpec(f"{p}.attn.out", (n * d, h), 0, (Segment(n * d, d),), "scaled"))
     if cfg.has_bias:
         specs.append(ParamSpec(f"{p}.attn.out_bias", (h,), init="zeros"))
@@ -129,17 +157,69 @@ def model_specs(cfg: DecoderConfig, kv_replicator: int = 1) -> list[ParamSpec]:
 def stage_specs(cfg: DecoderConfig, plan: StagePlan) -> list[ParamSpec]:
     """The parameters of `plan`'s stage, in the order its programs take them."""
     specs = embedding_specs(cfg) if plan.has_embedding else []
-    blocks = plan.blocks
     for i in plan.layers:
-        specs += [s for s in layer_specs(cfg, i, plan.kv_replicator)
-                  if (2 * i + block_of(s.name)) in blocks]
+        specs += [s for s in (_stage_spec(s, plan, i) for s in
+                              layer_specs(cfg, i, plan.kv_replicator)) if s is not None]
     return specs + (head_specs(cfg) if plan.has_head else [])
 
 
-def block_of(name: str) -> int:
-    """0 for a parameter of a layer's attention block (`attn_norm`, `attn.*`), 1 for one of
-    its MLP block."""
-    return 1 if ".mlp" in name else 0
+def _stage_spec(spec: ParamSpec, plan: StagePlan, layer: int) -> ParamSpec | None:
+    """Layer parameter `spec` as `plan`'s stage holds it: whole, a column part (a
+    projection the stage holds some chunks of), or not at all (None)."""
+    kind = _PIECE_OF[_key(spec.name)]
+    if kind in _CHUNKED:
+        chunks = plan.chunks(layer, _CHUNKED[kind])
+        if len(chunks) in (0, CHUNKS):
+            return spec if chunks else None
+        width = spec.local_shape(plan.tp_size)[spec.axis]  # type: ignore[index]
+        if not spec.part_spans_segments:
+            width //= len(spec.segments)
+        return replace(spec, part=chunk_columns(width, chunks.start, chunks.stop))
+    return spec if PIECES_PER_LAYER * layer + PIECES.index(kind) in plan.pieces else None
+
+
+# the piece reading each layer parameter; the projections' matrices (and biases split like
+# them) are split by columns over the chunks a stage holds: the fused q/k/v projection
+# across its segments, the MLP's within each (gate and up, or the down rows)
+_CHUNKED = {"qkv": QKV_FIRST, "mlp": MLP_FIRST}
+_PIECE_OF = {"attn_norm": "attn.qkv.0", "attn.qkv": "qkv", "attn.qkv_bias": "qkv",
+             "attn.out": "attn.out", "attn.out_bias": "attn.out", "mlp_norm": "mlp.0",
+             "mlp.up": "mlp", "mlp.up_bias": "mlp", "mlp.gate_up": "mlp", "mlp.down": "mlp",
+             "mlp.down_bias": f"mlp.{CHUNKS - 1}"}
+
+
+def _key(name: str) -> str:
+    """`layers.I.attn_norm.weight` -> `attn_norm`, `layers.I.mlp.down` -> `mlp.down`."""
+    rest = name.split(".", 2)[2]
+    return rest.rsplit(".", 1)[0] if rest.endswith((".weight", ".bias")) else rest
+
+
+def _segments(spec: ParamSpec, arr: np.ndarray) -> list[np.ndarray]:
+    """`arr` (one rank's slice of `spec`, or a pipeline part of it) cut into what a part is
+    taken from: the whole, or its segments (all as wide where that is done: the MLP's)."""
+    if spec.part_spans_segments:
+        return [arr]
+    return np.split(arr, len(spec.segments), axis=spec.axis)
+
+
+def take_part(spec: ParamSpec, local: np.ndarray) -> np.ndarray:
+    """The pipeline part `spec.part` of one rank's whole slice `local` (itself when the
+    spec has no part)."""
+    if spec.part is None or spec.axis is None:
+        return local
+    lo, hi = spec.part
+    pieces = [np.take(seg, range(lo, hi), axis=spec.axis) for seg in _segments(spec, local)]
+    return np.ascontiguousarray(np.concatenate(pieces, axis=spec.axis))
+
+
+def join_parts(spec: ParamSpec, parts: Sequence[np.ndarray]) -> np.ndarray:
+    """One rank's whole slice of `spec` from the pipeline parts of it that consecutive
+    stages hold, in stage order (one part: itself)."""
+    if len(parts) == 1 or spec.axis is None:
+        return np.array(parts[0])
+    split = [_segments(spec, p) for p in parts]
+    return np.concatenate([np.concatenate([s[k] for s in split], axis=spec.axis)
+                           for k in range(len(split[0]))], axis=spec.axis)
 
 
 def init_full_weights(cfg: DecoderConfig, seed: int) -> dict[str, np.ndarray]:
@@ -182,12 +262,12 @@ def shard(spec: ParamSpec, full: np.ndarray, rank: int, tp: int) -> np.ndarray:
         wide = _units(part, spec.axis, seg)
         size = wide.shape[spec.axis] // tp
         pieces.append(np.take(wide, range(rank * size, (rank + 1) * size), axis=spec.axis))
-    return np.ascontiguousarray(np.concatenate(pieces, axis=spec.axis))
+    return take_part(spec, np.ascontiguousarray(np.concatenate(pieces, axis=spec.axis)))
 
 
 def unshard(spec: ParamSpec, parts: Sequence[np.ndarray]) -> np.ndarray:
-    """The full parameter from every rank's slice (replicated: rank 0's; a repeated unit:
-    its first copy)."""
+    """The full parameter from every rank's whole slice (replicated: rank 0's; a repeated
+    unit: its first copy; join pipeline parts first with `join_parts`)."""
     if spec.axis is None:
         return np.array(parts[0])
     tp = len(parts)
@@ -216,10 +296,12 @@ def shard_weights(full: dict[str, np.ndarray], cfg: DecoderConfig, plan: StagePl
 def unshard_weights(parts: Sequence[dict[str, np.ndarray]], cfg: DecoderConfig,
                     plan: StagePlan) -> dict[str, np.ndarray]:
     """The full values of `plan`'s stage parameters from the slices of tensor-parallel
-    ranks 0 .. tp_size - 1 (in rank order; `plan.tp_rank` is not used)."""
+    ranks 0 .. tp_size - 1 (in rank order; `plan.tp_rank` is not used). A parameter the
+    stage holds a pipeline part of is left out (`join_parts` needs the other stages')."""
     if len(parts) != plan.tp_size:
         raise ValueError(f"{len(parts)} slices for tensor parallel size {plan.tp_size}")
-    return {s.name: unshard(s, [p[s.name] for p in parts]) for s in stage_specs(cfg, plan)}
+    return {s.name: unshard(s, [p[s.name] for p in parts]) for s in stage_specs(cfg, plan)
+            if s.part is None}
 
 
 def owned_mask(spec: ParamSpec, rank: int, tp: int) -> np.ndarray:
@@ -232,7 +314,9 @@ def owned_mask(spec: ParamSpec, rank: int, tp: int) -> np.ndarray:
     flat = ParamSpec(spec.name, (spec.shape[spec.axis],), 0, spec.segments)
     index = np.arange(spec.shape[spec.axis])
     lower = {int(i) for q in range(rank) for i in shard(flat, index, q, tp)}
-    keep = np.array([int(i) not in lower for i in shard(flat, index, rank, tp)])
+    mine = shard(replace(flat, part=spec.part, part_spans_segments=spec.part_spans_segments),
+                 index, rank, tp)
+    keep = np.array([int(i) not in lower for i in mine])
     shape = [1] * len(local)
     shape[spec.axis] = len(keep)
     return np.broadcast_to(keep.reshape(shape), local).copy()

@@ -2,56 +2,67 @@
 
 Without `model.pipeline_cuts` the model is split so that the stages' compute per
 micro-batch (forward + backward FLOPs of their programs, `ir.flops`) is as even as the
-model's blocks allow. A block is half a layer: block 2i is layer i's attention (norm,
-attention, residual add), block 2i + 1 its MLP, so a stage may start at a layer's MLP or
-end after its attention; a head that weighs a large part of a layer is balanced that way
-where whole layers could not be.
+model's pieces allow. A layer has five pieces (`compiler.decoder.config.PIECES`: the
+attention's projection, its core, its output projection, the MLP's up and down
+projections), so a cut may fall inside a layer, at any piece; a head that weighs a large
+part of a layer is balanced that way where whole layers, or half layers, could not be.
+A cut inside a layer hands the next stage more than the residual stream (`handoff.py`);
+that costs bytes on the link, not FLOPs, and the split is chosen by FLOPs alone.
 
 `stage_costs` measures the decoder's own stage programs for each kind of stage (first:
-with the embedding; middle; last: with the head and loss): with one and two whole layers
-(a stage's cost grows by the same amount with each further whole layer), and with an
-attention block alone and an MLP block alone (the partial layers a stage may end or start
-with). `balanced_cuts` picks the contiguous split over blocks that minimises the largest
-stage (exact, by dynamic programming); ties go to the earliest cuts.
+with the embedding; middle; last: with the head and loss): a first stage with 0 .. 5 pieces
+of a layer, a last stage with its last 0 .. 5, a middle stage with each piece alone and
+with a whole layer. They give each kind's own part (`base`: the embedding, or the head and
+loss) and each piece's cost; a stage's cost is its base plus its pieces' (the tests check
+this against the programs). `balanced_cuts`
+picks the contiguous split over pieces that minimises the largest stage (exact, by dynamic
+programming); among splits as good, the one with fewest cuts inside layers, then the
+earliest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
 from nxcc.compiler.decoder import DecoderConfig, build_stage, program
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
+from nxcc.compiler.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 from nxcc.ir.flops import module_flops
 
 FIRST, MIDDLE, LAST = 0, 1, 2
 
 
+Run = tuple[int, int]  # pieces [s, t) of one layer, 0 <= s < t <= PIECES_PER_LAYER
+
+
 @dataclass(frozen=True)
 class StageCosts:
     """FLOPs per micro-batch, per stage kind (FIRST, MIDDLE, LAST): the stage's own part
-    (`base`: embedding or head, the shared tables), each whole layer, an attention block
-    and an MLP block standing alone."""
+    (`base`: embedding or head and loss) and, by run of a layer's pieces (s, t), what that
+    run adds. A stage's pieces split at layer boundaries into runs; its cost is its base
+    plus its runs' (exact: at a layer boundary a stage's programs are the two layers'
+    programs side by side; the tests check the sum against the programs). A run is priced
+    as a whole, not piece by piece: what a cut inside a layer changes (the gradients of the
+    values crossing it, a recomputation segment that starts there) is in the price of the
+    runs on either side."""
 
     base: tuple[int, int, int]
-    layer: tuple[int, int, int]
-    attention: tuple[int, int, int]
-    mlp: tuple[int, int, int]
+    runs: tuple[dict[Run, int], dict[Run, int], dict[Run, int]]
 
-    def of(self, blocks: range, first: bool, last: bool) -> int:
-        """The cost of a stage holding `blocks`."""
+    def of(self, pieces: range, first: bool, last: bool) -> int:
+        """The cost of a stage holding `pieces` (not empty)."""
         kind = LAST if last else (FIRST if first else MIDDLE)
-        start, stop = blocks.start, blocks.stop
         cost = self.base[kind]
         if first and last:
             cost += self.base[FIRST] - self.base[MIDDLE]  # the embedding
-        if start % 2 and start < stop:  # starts with a layer's MLP
-            cost += self.mlp[kind]
-            start += 1
-        if stop % 2 and start < stop:  # ends with a layer's attention
-            cost += self.attention[kind]
-            stop -= 1
-        return cost + (stop - start) // 2 * self.layer[kind]
+        n, runs = PIECES_PER_LAYER, self.runs[kind]
+        a, s = divmod(pieces.start, n)
+        b, t = divmod(pieces.stop - 1, n)
+        if a == b:
+            return cost + runs[(s, t + 1)]
+        return cost + runs[(s, n)] + (b - a - 1) * runs[(0, n)] + runs[(0, t + 1)]
 
 
 def _flops(cfg: DecoderConfig, plan: DecoderPlan) -> int:
@@ -63,59 +74,138 @@ def _flops(cfg: DecoderConfig, plan: DecoderPlan) -> int:
 @lru_cache(maxsize=16)
 def stage_costs(cfg: DecoderConfig, micro_batch: int, seq_length: int, recompute: str
                 ) -> StageCosts:
-    """The costs of `cfg`'s stages for one micro-batch (see the module docstring); `cfg`
-    has at least 2 layers."""
-    def cost(kind: int, first_block: int, last_block: int) -> int:
+    """The costs of `cfg`'s stages for one micro-batch (see the module docstring)."""
+    def cost(kind: int, first: int, last: int) -> int:
         return _flops(cfg, DecoderPlan(
-            first_block=first_block, last_block=last_block, has_embedding=kind == FIRST,
+            first_piece=first, last_piece=last, has_embedding=kind == FIRST,
             has_head=kind == LAST, recompute=recompute, micro_batch=micro_batch,
             seq_length=seq_length))
 
-    one = [cost(k, 0, 2) for k in range(3)]
-    layer = [cost(k, 0, 4) - one[k] for k in range(3)]
-    base = [one[k] - layer[k] for k in range(3)]
-    attention = [cost(k, 0, 1) - base[k] for k in range(3)]
-    mlp = [cost(k, 1, 2) - base[k] for k in range(3)]
-    return StageCosts(*(tuple(x) for x in (base, layer, attention, mlp)))  # type: ignore[arg-type]
+    n = PIECES_PER_LAYER
+    base = (cost(FIRST, 0, 0), 0, cost(LAST, n, n))
+    first = {(0, t): cost(FIRST, 0, t) - base[FIRST] for t in range(1, n + 1)}
+    last = {(s, n): cost(LAST, s, n) - base[LAST] for s in range(n)}
+    middle = {(s, t): cost(MIDDLE, s, t) for s in range(n) for t in range(s + 1, n + 1)}
+    return StageCosts(base, (first, middle, last))
 
 
-def balanced_cuts(costs: StageCosts, num_layers: int, stages: int) -> tuple[int, ...]:
-    """The first block of each stage but the first, for the split of the model's blocks
-    whose largest stage cost is least (each stage at least one block)."""
-    units = 2 * num_layers
+StageCost = Callable[[int, int, int], int]  # (stage, first piece, end piece) -> FLOPs
+Chosen = tuple[object, tuple[int, ...]]  # a split's value and its cuts
+
+
+def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
+                  inside_projections: bool = True) -> tuple[int, ...]:
+    """The first piece of each stage but the first, for the split of the model's pieces
+    whose largest stage cost is least (each stage at least one piece); among those, the one
+    whose lightest stage is heaviest, then the one with fewest cuts inside layers, then
+    the earliest. Without `inside_projections` no cut falls between the chunks of a
+    projection (a rank holds too few of its columns)."""
+    n = PIECES_PER_LAYER
+    units = n * num_layers
     if not 1 <= stages <= units:
         raise ValueError(f"{num_layers} layers cannot make {stages} non-empty stages")
-    inf = float("inf")
-    # best[n]: least largest cost of the first n blocks in s + 1 stages, and its cuts
-    best: list[tuple[float, tuple[int, ...]]] = [
-        (costs.of(range(0, n), True, stages == 1), ()) if n else (inf, ())
-        for n in range(units + 1)]
+    if stages == 1:
+        return ()
+    inner = {QKV_FIRST + c for c in range(1, CHUNKS)} | {MLP_FIRST + c for c in range(1, CHUNKS)}
+
+    def cost(s: int, m: int, e: int) -> int:
+        return costs.of(range(m, e), s == 0, s == stages - 1)
+
+    def may_start(m: int) -> bool:
+        return inside_projections or m % n not in inner
+
+    cap = _least_cap(cost, may_start, units, stages)
+
+    def lightest(prev: object, s: int, m: int, e: int) -> object:
+        c = cost(s, m, e)
+        return c if prev is None else min(prev, c)  # type: ignore[call-overload]
+
+    floor = _best_split(cost, may_start, units, stages, cap, lightest,
+                        lambda a, b: a[0] > b[0])[0]
+
+    def inside(prev: object, s: int, m: int, e: int) -> object:
+        if cost(s, m, e) < floor:  # type: ignore[operator]
+            return None
+        return (0 if prev is None else prev) + (s > 0 and m % n != 0)  # type: ignore[operator]
+
+    return _best_split(cost, may_start, units, stages, cap, inside,
+                       lambda a, b: (a[0], a[1]) < (b[0], b[1]))[1]  # type: ignore[operator]
+
+
+def _least_cap(cost: StageCost, may_start: Callable[[int], bool], units: int, stages: int
+               ) -> int:
+    """The least largest stage cost of any split, by bisection over `_fits`."""
+    lo, hi = 0, max(cost(s, 0, units) for s in range(stages))
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if _fits(cost, may_start, units, stages, mid) else (mid + 1, hi)
+    return lo
+
+
+def _fits(cost: StageCost, may_start: Callable[[int], bool], units: int, stages: int,
+          cap: int) -> bool:
+    """Whether a split exists whose every stage costs at most `cap`: each stage but the last
+    greedily takes as many pieces as fit (leaving one for each later stage, ending where
+    the next may start); stage costs grow with the pieces held, so a later start never
+    hurts the stages after."""
+    m = 0
+    for s in range(stages - 1):
+        room = units - (stages - 1 - s)
+        end = None  # the farthest end that fits and where the next stage may start
+        for e in range(m + 1, room + 1):
+            if cost(s, m, e) > cap:
+                break
+            if may_start(e):
+                end = e
+        if end is None:
+            return False
+        m = end
+    return cost(stages - 1, m, units) <= cap
+
+
+def _best_split(cost: StageCost, may_start: Callable[[int], bool], units: int, stages: int,
+                cap: int,
+                extend: Callable[[object, int, int, int], object],
+                better: Callable[[Chosen, Chosen], bool]) -> Chosen:
+    """The split with every stage at most `cap` that `better` prefers, by dynamic
+    programming over (stage, end piece): extend(prefix value or None, s, m, e) is the value
+    once stage s holds pieces [m, e) (None: not allowed)."""
+    row: list[Chosen | None] = [None] * (units + 1)
+    for e in range(1, units + 1):
+        value = extend(None, 0, 0, e) if cost(0, 0, e) <= cap else None
+        row[e] = None if value is None else (value, ())
     for s in range(1, stages):
-        last = s == stages - 1
-        row: list[tuple[float, tuple[int, ...]]] = [(inf, ())] * (units + 1)
-        for n in range(s + 1, units + 1):
-            for m in range(s, n):
-                worst = max(best[m][0], costs.of(range(m, n), False, last))
-                if worst < row[n][0]:
-                    row[n] = (worst, (*best[m][1], m))
-        best = row
-    return best[units][1]
+        new: list[Chosen | None] = [None] * (units + 1)
+        for e in ([units] if s == stages - 1 else range(s + 1, units + 1)):
+            for m in range(e - 1, s - 1, -1):
+                if cost(s, m, e) > cap:
+                    break
+                prev = row[m] if may_start(m) else None
+                value = None if prev is None else extend(prev[0], s, m, e)
+                if value is None or prev is None:
+                    continue
+                cand = (value, (*prev[1], m))
+                if new[e] is None or better(cand, new[e]):  # type: ignore[arg-type]
+                    new[e] = cand
+        row = new
+    assert row[units] is not None
+    return row[units]  # type: ignore[return-value]
 
 
-def stage_blocks(cuts: tuple[int, ...], num_layers: int) -> list[range]:
-    """Each stage's blocks for the cuts `cuts` (the first block of each stage but the
+def stage_pieces(cuts: tuple[int, ...], num_layers: int) -> list[range]:
+    """Each stage's pieces for the cuts `cuts` (the first piece of each stage but the
     first)."""
-    ends = [*cuts, 2 * num_layers]
+    ends = [*cuts, PIECES_PER_LAYER * num_layers]
     return [range(b, e) for b, e in zip([0, *cuts], ends, strict=True)]
 
 
 def per_stage_flops(costs: StageCosts, cuts: tuple[int, ...], num_layers: int) -> list[int]:
-    """Each stage's FLOPs per micro-batch for the block cuts `cuts`."""
-    runs = stage_blocks(cuts, num_layers)
+    """Each stage's FLOPs per micro-batch for the piece cuts `cuts`."""
+    runs = stage_pieces(cuts, num_layers)
     return [costs.of(r, i == 0, i == len(runs) - 1) for i, r in enumerate(runs)]
 
 
 def layer_cuts(cut_after: tuple[int, ...]) -> tuple[int, ...]:
-    """`model.pipeline_cuts` as block cuts: a stage ending with layer N ends after block
-    2N + 1."""
-    return tuple(2 * (c + 1) for c in cut_after)
+    """`model.pipeline_cuts` as piece cuts: a stage ending with layer N ends before the
+    first piece of layer N + 1."""
+    return tuple(PIECES_PER_LAYER * (c + 1) for c in cut_after)

@@ -4,7 +4,7 @@
 each rank's `StagePlan` the decoder's stage module, and the rank's slices of the full
 weights drawn once from `seed` (so every layout starts from the same numbers). Stages take
 the layers `model.cut_after` gives (NxD's `pipeline_cuts`), else the split of balanced
-FLOPs over half layers (`cuts.balanced_cuts`).
+FLOPs over layer pieces (`cuts.balanced_cuts`).
 
 The global gradient norm counts each element of the model once: a replicated parameter on
 TP rank 0 only, and in a fused weight whose key/value heads are repeated `kv_replicator`
@@ -31,15 +31,16 @@ from nxcc.compiler.decoder import (
     stage_specs,
 )
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.weights import unshard
+from nxcc.compiler.decoder.config import PIECES, PIECES_PER_LAYER, chunks_fit
+from nxcc.compiler.decoder.weights import join_parts, unshard
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_model import ModelConfig
 from nxcc.driver.train.cuts import (
     balanced_cuts,
     layer_cuts,
     per_stage_flops,
-    stage_blocks,
     stage_costs,
+    stage_pieces,
 )
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
@@ -63,27 +64,27 @@ def decoder_config(model: ModelConfig) -> DecoderConfig:
 
 @dataclass(frozen=True)
 class Pipeline:
-    """The stages' blocks (`cuts`: the first block of each stage but the first; block 2i is
-    layer i's attention, 2i + 1 its MLP), whether the cost model chose them, and each
-    stage's FLOPs per micro-batch (None with PP = 1)."""
+    """The stages' pieces (`cuts`: the first piece of each stage but the first; piece
+    5i + j is layer i's `PIECES[j]`), whether the cost model chose them, and each stage's
+    FLOPs per micro-batch (None with PP = 1)."""
 
     cuts: tuple[int, ...]
     automatic: bool
     flops: tuple[int, ...] | None
 
-    def blocks(self, stage: int, num_layers: int) -> range:
-        return stage_blocks(self.cuts, num_layers)[stage]
+    def pieces(self, stage: int, num_layers: int) -> range:
+        return stage_pieces(self.cuts, num_layers)[stage]
 
     @property
     def cut_after(self) -> tuple[int, ...] | None:
         """The last layer of each stage but the last, as `pipeline_cuts` name them; None
         when a cut falls inside a layer."""
-        if any(c % 2 for c in self.cuts):
+        if any(c % PIECES_PER_LAYER for c in self.cuts):
             return None
-        return tuple(c // 2 - 1 for c in self.cuts)
+        return tuple(c // PIECES_PER_LAYER - 1 for c in self.cuts)
 
     def describe(self, num_layers: int) -> str:
-        text = " | ".join(_blocks_text(self.blocks(s, num_layers))
+        text = " | ".join(pieces_text(self.pieces(s, num_layers))
                           for s in range(len(self.cuts) + 1))
         how = "balanced by FLOPs" if self.automatic else "model.pipeline_cuts"
         if self.flops:
@@ -91,25 +92,27 @@ class Pipeline:
         return f"pipeline stages ({how}): {text}"
 
 
-def _blocks_text(blocks: range) -> str:
-    """`layers 2-3`, or with half layers `layers 2.mlp-4.attn`, `layers 5.attn`."""
-    first, last = blocks.start, blocks.stop - 1
-    if first // 2 == last // 2:
-        part = "" if first != last else (".mlp" if first % 2 else ".attn")
-        return f"layers {first // 2}{part}"
-    a = f"{first // 2}" + (".mlp" if first % 2 else "")
-    b = f"{last // 2}" + ("" if last % 2 else ".attn")
-    return f"layers {a}-{b}"
+def pieces_text(pieces: range) -> str:
+    """`layers 2-3` for whole layers; a stage starting or ending inside a layer names the
+    piece: `layers 2.attn.out-4.mlp.1` (from layer 2's attention output projection to the
+    second quarter of layer 4's MLP, both included), `layer 5.attn.core`."""
+    n = PIECES_PER_LAYER
+    first, last = pieces.start, pieces.stop - 1
+    a = f"{first // n}" + (f".{PIECES[first % n]}" if first % n else "")
+    b = f"{last // n}" + (f".{PIECES[last % n]}" if last % n != n - 1 else "")
+    return f"layer {a}" if a == b else f"layers {a}-{b}"
 
 
-def plan_pipeline(model: ModelConfig, cfg: DecoderConfig, stages: int, data: DataConfig,
-                  recompute: str) -> Pipeline:
-    """The stages' blocks: the configured cuts, else the balanced ones."""
+def plan_pipeline(model: ModelConfig, cfg: DecoderConfig, distributed: DistributedConfig,
+                  data: DataConfig, recompute: str) -> Pipeline:
+    """The stages' pieces: the configured cuts, else the balanced ones."""
+    stages = distributed.pipeline_model_parallel_size
     if stages == 1:
         return Pipeline((), False, None)
     costs = stage_costs(cfg, data.micro_batch_size, data.seq_length, recompute)
+    inside = chunks_fit(cfg, distributed.tensor_model_parallel_size, distributed.kv_replicator)
     cuts = layer_cuts(model.cut_after) if model.cut_after else \
-        balanced_cuts(costs, model.num_layers, stages)
+        balanced_cuts(costs, model.num_layers, stages, inside)
     flops = tuple(per_stage_flops(costs, cuts, model.num_layers))
     return Pipeline(cuts, not model.cut_after, flops)
 
@@ -124,20 +127,19 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
                                "set it to false or pipeline_model_parallel_size to 1")
     recompute = RECOMPUTE.get(model.activations_checkpoint_granularity, "none")
     try:
-        pipeline = plan_pipeline(model, cfg, distributed.pipeline_model_parallel_size, data,
-                                 recompute)
+        pipeline = plan_pipeline(model, cfg, distributed, data, recompute)
     except DecoderError as exc:
         raise TrainConfigError("model", str(exc)) from None
     full: dict[str, np.ndarray] = {}
     lock = threading.Lock()
 
     def build(plan: StagePlan) -> StageBuild:
-        blocks = pipeline.blocks(plan.stage, model.num_layers)
+        pieces = pipeline.pieces(plan.stage, model.num_layers)
         dplan = DecoderPlan(
             tp_rank=plan.tp_rank, tp_size=plan.tp_size,
             sequence_parallel=plan.sequence_parallel,
-            kv_replicator=distributed.kv_replicator, first_block=blocks.start,
-            last_block=blocks.stop, has_embedding=plan.first, has_head=plan.last,
+            kv_replicator=distributed.kv_replicator, first_piece=pieces.start,
+            last_piece=pieces.stop, has_embedding=plan.first, has_head=plan.last,
             recompute=recompute, micro_batch=plan.micro_batch, seq_length=plan.seq_length)
         with lock:
             if not full:
@@ -157,13 +159,14 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
     return build, pipeline
 
 
-def decoder_unshard(model: ModelConfig) -> Callable[[str, list[np.ndarray], int], np.ndarray]:
-    """Join one tensor's TP slices (as a layout with `kv_replicator` wrote them) into the
-    whole tensor (`reshard.whole_state`)."""
+def decoder_unshard(model: ModelConfig
+                    ) -> Callable[[str, list[list[np.ndarray]], int], np.ndarray]:
+    """Join one tensor's pipeline parts and TP slices (as a layout with `kv_replicator`
+    wrote them) into the whole tensor (`reshard.whole_state`)."""
     cfg = decoder_config(model)
 
-    def join(name: str, parts: list[np.ndarray], kv_replicator: int) -> np.ndarray:
-        specs = {s.name: s for s in model_specs(cfg, kv_replicator)}
-        return unshard(specs[name], parts)
+    def join(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:
+        spec = {s.name: s for s in model_specs(cfg, kv_replicator)}[name]
+        return unshard(spec, [join_parts(spec, stages) for stages in parts])
 
     return join

@@ -250,9 +250,10 @@ def make_job(config: TrainConfig, emit: Callable[[str], None]) -> Job:
     return Job(config, settings, batches, build, emit, found, pipeline, unshard=join)
 
 
-def _only_slice(name: str, parts: list[np.ndarray], kv_replicator: int) -> np.ndarray:
-    """An ONNX model's tensors are never split over TP ranks: the one slice is whole."""
-    return parts[0]
+def _only_slice(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:
+    """An ONNX model's tensors are never split over TP ranks or pipeline stages: the one
+    slice is whole."""
+    return parts[0][0]
 
 
 def summary(job: Job) -> dict[str, object]:
@@ -266,7 +267,7 @@ def summary(job: Job) -> dict[str, object]:
             "memory": job.memory, "exp_dir": job.config.exp_manager.exp_dir,
             "pipeline_cut_after": None if job.pipeline.cut_after is None else
             list(job.pipeline.cut_after),
-            "pipeline_cut_blocks": list(job.pipeline.cuts),
+            "pipeline_cut_pieces": list(job.pipeline.cuts),
             "stage_flops": list(job.pipeline.flops or ())}
 
 

@@ -18,6 +18,7 @@ from nxcc.compiler.decoder import (
     stage_specs,
     unshard_weights,
 )
+from nxcc.compiler.decoder.weights import ParamSpec, join_parts, unshard
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.core import Module
 from nxcc.ir.interpreter import IRContext
@@ -181,6 +182,24 @@ def gather_grads(outs: Sequence[Sequence[np.ndarray]], first: int, cfg: DecoderC
     specs = stage_specs(cfg, plan)
     parts = [{s.name: o[first + j] for j, s in enumerate(specs)} for o in outs]
     return unshard_weights(parts, cfg, plan)
+
+
+def gather_pipeline_grads(stages: Sequence[tuple[Sequence[Sequence[np.ndarray]], int,
+                                                StagePlan]],
+                          cfg: DecoderConfig) -> dict[str, np.ndarray]:
+    """The full gradients from pipeline stages (each: every TP rank's outputs, the index
+    of the first gradient, the stage's plan), joining the column parts of a projection
+    that a cut inside a layer split between stages."""
+    parts: dict[str, list[list[np.ndarray]]] = {}
+    specs: dict[str, ParamSpec] = {}
+    for outs, first, plan in stages:
+        for j, spec in enumerate(stage_specs(cfg, plan)):
+            specs[spec.name] = spec
+            per_rank = parts.setdefault(spec.name, [[] for _ in outs])
+            for r, o in enumerate(outs):
+                per_rank[r].append(o[first + j])
+    return {name: unshard(specs[name].whole(), [join_parts(specs[name], p) for p in ranks])
+            for name, ranks in parts.items()}
 
 
 def single_stage(cfg: DecoderConfig, full: Mapping[str, np.ndarray], tokens: np.ndarray,

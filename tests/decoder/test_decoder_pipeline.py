@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 
 from nxcc.compiler.decoder import StagePlan
+from nxcc.compiler.decoder.config import PIECES, PIECES_PER_LAYER
 from tests.decoder.helpers import (
     batch,
-    gather_grads,
+    gather_pipeline_grads,
+    gpt,
     llama,
     random_weights,
     run_tp,
@@ -21,22 +23,34 @@ from tests.decoder.helpers import (
 
 
 def _stage(first: int, last: int, layers: int, **kw) -> StagePlan:
-    """Blocks [first, last) (block 2i: layer i's attention, 2i + 1: its MLP)."""
-    return StagePlan(first_block=first, last_block=last, has_embedding=first == 0,
-                     has_head=last == 2 * layers, micro_batch=2, seq_length=8, **kw)
+    """Pieces [first, last) (PIECES_PER_LAYER per layer, see `PIECES`)."""
+    return StagePlan(first_piece=first, last_piece=last, has_embedding=first == 0,
+                     has_head=last == PIECES_PER_LAYER * layers, micro_batch=2, seq_length=8,
+                     **kw)
 
 
-@pytest.mark.parametrize("tp,sp,recompute,cuts", [
-    (1, False, "none", (2, 4)), (2, True, "full", (2, 4)), (2, False, "selective", (2, 4)),
-    (1, False, "none", (3, 4)), (2, True, "full", (1, 5))])
-def test_three_stages_match_one(tp: int, sp: bool, recompute: str,
+L, MLP = PIECES_PER_LAYER, PIECES.index("mlp.0")
+
+
+@pytest.mark.parametrize("family,tp,sp,recompute,cuts", [
+    ("llama", 1, False, "none", (L, 2 * L)), ("llama", 2, True, "full", (L, 2 * L)),
+    ("llama", 2, False, "selective", (L, 2 * L)), ("llama", 1, False, "none", (L + MLP, 2 * L)),
+    ("llama", 2, True, "full", (MLP, 2 * L + MLP)),
+    # inside the q/k/v projection, between it and the core, after the core
+    ("llama", 1, False, "none", (2, L + 3)), ("llama", 2, True, "selective", (4, 2 * L + 5)),
+    # inside the MLP (its weights split by columns), and a stage of one piece
+    ("llama", 2, True, "none", (MLP + 2, L + MLP + 1)),
+    ("llama", 1, False, "full", (L + 4, L + 5)), ("llama", 2, False, "full", (MLP + 3, L + 1)),
+    # GPT: the q/k/v and up biases split with their columns, the down bias at the last chunk
+    ("gpt", 2, True, "none", (1, L + MLP + 2)), ("gpt", 1, False, "full", (MLP + 1, L + 2))])
+def test_three_stages_match_one(family: str, tp: int, sp: bool, recompute: str,
                                 cuts: tuple[int, int]) -> None:
-    cfg = llama(layers=3)
+    cfg = (llama if family == "llama" else gpt)(layers=3)
     full = random_weights(cfg, 8)
     tokens, labels = batch(cfg, 2, 8)
     loss1, count1, grads1 = single_stage(cfg, full, tokens, labels)
     kw = {"tp_size": tp, "sequence_parallel": sp, "recompute": recompute}
-    bounds = [0, *cuts, 6]
+    bounds = [0, *cuts, 3 * L]
     plans = [_stage(bounds[i], bounds[i + 1], 3, **kw) for i in range(3)]
     weights = [shards(full, cfg, p) for p in plans]
     # forwards
@@ -53,8 +67,8 @@ def test_three_stages_match_one(tp: int, sp: bool, recompute: str,
                                              for r in range(tp)])
     first = run_tp(cfg, plans[0], "backward", [[*x[r], *out0[r][1:], mid[r][0]]
                                                for r in range(tp)])
-    grads = {**gather_grads(first, 0, cfg, plans[0]), **gather_grads(mid, 1, cfg, plans[1]),
-             **gather_grads(last, 3, cfg, plans[2])}
+    grads = gather_pipeline_grads([(first, 0, plans[0]), (mid, 1, plans[1]),
+                                   (last, 3, plans[2])], cfg)
     assert grads.keys() == grads1.keys()
     for name, g in grads1.items():
         np.testing.assert_allclose(grads[name], g, rtol=0,

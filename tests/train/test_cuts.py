@@ -1,6 +1,7 @@
 """Automatic pipeline cuts: the cost model's stage FLOPs are the programs' own, the split is
-the best one over half layers, a 6-layer model in 3 stages is balanced within 10% (with
-each recomputation mode, for several shapes), and manual cuts are honoured."""
+the best one over layer pieces (the largest stage least, then the lightest heaviest), a
+6-layer model in 3 stages is balanced within 10% (with each recomputation mode, for several
+shapes and heads up to nearly a layer), and manual cuts are honoured."""
 
 from __future__ import annotations
 
@@ -11,18 +12,21 @@ import pytest
 
 from nxcc.compiler.decoder import DecoderConfig
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
+from nxcc.compiler.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 from nxcc.driver.train.config import load_config
 from nxcc.driver.train.cuts import (
     _flops,
     balanced_cuts,
     per_stage_flops,
-    stage_blocks,
     stage_costs,
+    stage_pieces,
 )
+from nxcc.driver.train.model_stage import pieces_text
 from nxcc.driver.train.run import run_training
 from tests.cli_helpers import REPO
 
 EXAMPLE = REPO / "examples" / "train" / "hf_llama_tiny_gqa.yaml"
+L = PIECES_PER_LAYER
 
 
 def _cfg(layers: int = 6, vocab: int = 256, hidden: int = 64, ffn: int = 176,
@@ -33,53 +37,74 @@ def _cfg(layers: int = 6, vocab: int = 256, hidden: int = 64, ffn: int = 176,
 
 
 def _splits(layers: int, stages: int) -> list[tuple[int, ...]]:
-    return list(itertools.combinations(range(1, 2 * layers), stages - 1))
+    return list(itertools.combinations(range(1, L * layers), stages - 1))
 
 
 @pytest.mark.parametrize("recompute", ["none", "selective", "full"])
 def test_costs_are_the_programs_flops(recompute: str) -> None:
     cfg = _cfg()
     costs = stage_costs(cfg, 1, 32, recompute)
-    for cuts in [(4, 8), (2, 10), (3, 9), (7, 8), (1, 11)]:
-        real = [_flops(cfg, DecoderPlan(first_block=r.start, last_block=r.stop,
+    for cuts in [(2 * L, 4 * L), (3, 5 * L + 7), (L + 7, 2 * L + 1), (16, 17), (1, 6 * L - 1),
+                 (4 * L + 5, 4 * L + 6), (MLP_FIRST, 3 * L + QKV_FIRST + 2)]:
+        real = [_flops(cfg, DecoderPlan(first_piece=r.start, last_piece=r.stop,
                                         has_embedding=i == 0, has_head=i == 2,
                                         recompute=recompute, micro_batch=1, seq_length=32))
-                for i, r in enumerate(stage_blocks(cuts, 6))]
+                for i, r in enumerate(stage_pieces(cuts, 6))]
         assert per_stage_flops(costs, cuts, 6) == real, cuts
 
 
-@pytest.mark.parametrize(("vocab", "recompute", "stages"),
-                         [(256, "full", 3), (512, "none", 3), (2048, "none", 3),
-                          (256, "none", 2), (256, "selective", 6)])
-def test_the_split_is_the_best(vocab: int, recompute: str, stages: int) -> None:
-    costs = stage_costs(_cfg(vocab=vocab), 1, 32, recompute)
-    chosen = balanced_cuts(costs, 6, stages)
-    best = min(max(per_stage_flops(costs, c, 6)) for c in _splits(6, stages))
-    assert max(per_stage_flops(costs, chosen, 6)) == best
+@pytest.mark.parametrize(("layers", "vocab", "recompute", "stages"),
+                         [(6, 256, "full", 3), (6, 512, "none", 3), (6, 2048, "none", 3),
+                          (6, 256, "none", 2), (3, 256, "selective", 4)])
+def test_the_split_is_the_best(layers: int, vocab: int, recompute: str, stages: int) -> None:
+    """The largest stage is the least of any split; among such splits the lightest stage
+    is the heaviest."""
+    costs = stage_costs(_cfg(layers=layers, vocab=vocab), 1, 32, recompute)
+    chosen = per_stage_flops(costs, balanced_cuts(costs, layers, stages), layers)
+    every = [per_stage_flops(costs, c, layers) for c in _splits(layers, stages)]
+    least = min(max(f) for f in every)
+    assert max(chosen) == least
+    assert min(chosen) == max(min(f) for f in every if max(f) == least)
 
 
 @pytest.mark.parametrize("recompute", ["none", "selective", "full"])
 @pytest.mark.parametrize("shape", [
-    {"vocab": 64}, {"hidden": 128, "ffn": 344, "vocab": 128},
-    {"family": "gpt", "ffn": 256, "vocab": 64}])
+    {}, {"vocab": 64}, {"vocab": 1024}, {"hidden": 128, "ffn": 344, "vocab": 1024},
+    {"family": "gpt", "ffn": 256, "vocab": 64}, {"family": "gpt", "ffn": 256, "vocab": 512}])
 def test_six_layers_in_three_stages_within_ten_percent(recompute: str, shape: dict) -> None:
-    """With a head lighter than the imbalance allowed (here under a tenth of a layer)."""
+    """The example's shape ({}: the head a third of a layer) and others, heads from a
+    twentieth of a layer to nearly a whole one."""
     costs = stage_costs(_cfg(**shape), 1, 32, recompute)
     flops = per_stage_flops(costs, balanced_cuts(costs, 6, 3), 6)
     assert max(flops) <= 1.1 * min(flops), flops
 
 
 @pytest.mark.parametrize("recompute", ["none", "full"])
-@pytest.mark.parametrize("shape", [{"vocab": 512}, {"hidden": 128, "ffn": 344, "vocab": 1024}])
-def test_half_layers_lighten_the_largest_stage(recompute: str, shape: dict) -> None:
-    """A head of half a layer or more: cutting inside a layer beats every whole-layer split
-    by at least 5% on the largest stage."""
+@pytest.mark.parametrize("shape", [{}, {"hidden": 128, "ffn": 344, "vocab": 1024}])
+def test_cuts_inside_layers_lighten_the_largest_stage(recompute: str, shape: dict) -> None:
+    """A head of a third of a layer or more: cutting inside layers beats every whole-layer
+    split by at least 5% on the largest stage."""
     costs = stage_costs(_cfg(**shape), 1, 32, recompute)
     chosen = balanced_cuts(costs, 6, 3)
-    assert any(c % 2 for c in chosen)
+    assert any(c % L for c in chosen)
     whole = min(max(per_stage_flops(costs, c, 6)) for c in _splits(6, 3)
-                if not any(b % 2 for b in c))
+                if not any(b % L for b in c))
     assert max(per_stage_flops(costs, chosen, 6)) * 1.05 <= whole
+
+
+def test_no_cut_between_chunks_when_told() -> None:
+    costs = stage_costs(_cfg(), 1, 32, "none")
+    inner = {QKV_FIRST + c for c in range(1, CHUNKS)} | {MLP_FIRST + c for c in range(1, CHUNKS)}
+    assert any(c % L in inner for c in balanced_cuts(costs, 6, 3))
+    assert not any(c % L in inner for c in balanced_cuts(costs, 6, 3, inside_projections=False))
+
+
+def test_pieces_text() -> None:
+    assert pieces_text(range(2 * L, 4 * L)) == "layers 2-3"
+    assert pieces_text(range(L, 2 * L)) == "layer 1"
+    assert pieces_text(range(2 * L + QKV_FIRST + 1, 4 * L + MLP_FIRST + 2)) == \
+        "layers 2.attn.qkv.1-4.mlp.1"
+    assert pieces_text(range(5 * L + 4, 5 * L + 5)) == "layer 5.attn.core"
 
 
 def test_a_run_uses_automatic_or_manual_cuts(tmp_path: Path) -> None:
@@ -91,10 +116,11 @@ def test_a_run_uses_automatic_or_manual_cuts(tmp_path: Path) -> None:
               "data.global_batch_size=4", "model.activations_checkpoint_granularity=full")
     lines: list[str] = []
     auto = run_training(load_config(str(EXAMPLE), common), lines.append)
-    assert auto["pipeline_cut_after"] == [1, 3]
-    assert any(line.startswith("pipeline stages (balanced by FLOPs): layers 0-1 | layers 2-3 | "
-                               "layers 4-5")
-               for line in lines)
+    assert auto["pipeline_cut_after"] is None  # the cost model cuts inside layers here
+    cuts = tuple(auto["pipeline_cut_pieces"])
+    text = " | ".join(pieces_text(r) for r in stage_pieces(cuts, 6))
+    assert any(line.startswith(f"pipeline stages (balanced by FLOPs): {text} (FLOPs")
+               for line in lines), text
     manual = run_training(load_config(str(EXAMPLE), (*common, "model.pipeline_cuts="
                                                      "[model.layers.0,model.layers.4]")),
                           lines.append)

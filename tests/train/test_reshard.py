@@ -1,7 +1,8 @@
 """Resuming under another layout: a checkpoint's shards made whole and cut for the new
 ranks (`driver/train/reshard.py`) continue the run with the losses of an uninterrupted one,
-from TP2 x PP2 x DP2 (SP, ZeRO-1) to one rank and back, with the f32 master copy of
-mixed precision, and for the ONNX model between DP degrees."""
+from TP2 x PP2 x DP2 (SP, ZeRO-1) to one rank and back, from pipeline stages cut inside
+layers to one rank and back, with the f32 master copy of mixed precision, and for the ONNX
+model between DP degrees."""
 
 from __future__ import annotations
 
@@ -32,8 +33,13 @@ def _run(example: Path, exp: Path, steps: int, *overrides: str, fresh: bool) -> 
     return run_training(config, lambda _: None)["losses"]
 
 
+# 6 layers on TP2 x PP3: the cost model cuts inside layers, splitting projections' columns
+PP3 = ("trainer.devices=6", "distributed_strategy.pipeline_model_parallel_size=3")
+
+
 @pytest.mark.parametrize(("first", "then", "extra"), [
-    ((), ONE, ()), (ONE, (), ()), ((), ("trainer.devices=4",), ("precision.type=mixed_precision",))])
+    ((), ONE, ()), (ONE, (), ()), ((), ("trainer.devices=4",), ("precision.type=mixed_precision",)),
+    (PP3, ONE, ("model.num_layers=6",)), (ONE, PP3, ("model.num_layers=6",))])
 def test_another_layout_continues_the_run(tmp_path: Path, first: tuple, then: tuple,
                                          extra: tuple) -> None:
     whole = _run(EXAMPLE, tmp_path / "whole", 6, *first, *extra, fresh=True)
