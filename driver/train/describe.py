@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.data import Batches, load_tokens, npy_files
+from nxcc.driver.train.model_stage import RECOMPUTE, decoder_config, pieces_text, plan_pipeline
 
 
 def describe(config: TrainConfig) -> dict[str, object]:
@@ -32,6 +33,7 @@ def describe(config: TrainConfig) -> dict[str, object]:
         "kv_replicator": d.kv_replicator,
         "precision": config.recipe.label,
         "model": _model(config),
+        "pipeline": _pipeline(config),
         "data": {"files": len(files), "tokens": int(batches.tokens.size),
                  "sequences": batches.num_sequences,
                  "batches_per_epoch": batches.batches_per_epoch},
@@ -42,6 +44,22 @@ def describe(config: TrainConfig) -> dict[str, object]:
         "max_steps": config.trainer.max_steps,
         "ignored_keys": list(config.ignored_keys),
     }
+
+
+def _pipeline(config: TrainConfig) -> dict[str, object] | None:
+    """The built-in decoder's stages with PP > 1 (as the run's log line names them), else
+    None."""
+    m = config.model
+    if m is None or config.distributed.pipeline_model_parallel_size == 1:
+        return None
+    cfg = decoder_config(m)
+    recompute = RECOMPUTE.get(m.activations_checkpoint_granularity, "none")
+    plan = plan_pipeline(m, cfg, config.distributed, config.data, recompute)
+    stages = range(config.distributed.pipeline_model_parallel_size)
+    return {"automatic": plan.automatic,
+            "stages": [pieces_text(plan.pieces(s, m.num_layers)) for s in stages],
+            "cut_pieces": list(plan.cuts), "flops_per_micro_batch": list(plan.flops or ()),
+            "line": plan.describe(m.num_layers)}
 
 
 def _model(config: TrainConfig) -> dict[str, object]:
@@ -76,6 +94,7 @@ def describe_lines(info: dict[str, object]) -> list[str]:
     groups = info["groups"]
     assert isinstance(data, dict) and isinstance(groups, dict)
     cuts = m.get("pipeline_cuts") or []
+    pipeline = info.get("pipeline")
     on = {True: "on", False: "off"}
     return [
         f"config: {info['config']} ({info['name']})",
@@ -90,7 +109,8 @@ def describe_lines(info: dict[str, object]) -> list[str]:
         f"features: sequence_parallel {on[bool(info['sequence_parallel'])]}, zero1 "
         f"{on[bool(info['zero1'])]}, recompute {m.get('recompute') or 'none'}, "
         f"kv_replicator {info['kv_replicator']}, precision {info['precision']}",
-        "pipeline cuts: " + (", ".join(cuts) if cuts else "automatic"),
+        pipeline["line"] if isinstance(pipeline, dict) else "pipeline: one stage"
+        if info["pp"] == 1 else "pipeline cuts: " + ", ".join(cuts),
         f"TP groups: {_groups(groups['tp'])}",
         f"DP groups: {_groups(groups['dp'])}",
         f"PP groups: {_groups(groups['pp'])}",

@@ -69,10 +69,28 @@ def test_light_model(name: str, tmp_path: Path) -> None:
     np.testing.assert_allclose(got, numpy_helper.to_array(shipped), rtol=RTOL, atol=ATOL)
 
 
+def without_final_softmax(model: onnx.ModelProto) -> onnx.ModelProto:
+    """`model` with its output the logits when it ends in a Softmax (a copy). The light
+    models' weights are constants, so every class gets the same logit in exact arithmetic
+    and large ones (SqueezeNet's reach 1e10, where float32 steps by 1024): which class
+    rounds highest then decides the softmax, and another summation order (two cores)
+    rightly gives another answer. The logits themselves must agree."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    last = out.graph.node[-1]
+    if last.op_type != "Softmax" or last.output[0] != out.graph.output[0].name:
+        return out
+    out.graph.output[0].name = last.input[0]
+    del out.graph.node[-1]
+    return out
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_light_model_at_lnc2_matches_lnc1(name: str, tmp_path: Path) -> None:
-    """Sharded over the two physical cores of a trn2 logical core, the same outputs."""
-    path = LIGHT / f"light_{name}.onnx"
+    """Sharded over the two physical cores of a trn2 logical core, the same logits (or
+    outputs, without a final softmax), to float32 rounding of their depth and scale."""
+    path = tmp_path / f"{name}.onnx"
+    onnx.save(without_final_softmax(onnx.load(LIGHT / f"light_{name}.onnx")), path)
     key, x = runner_input(onnx.load(path))
     outputs = []
     for target in ("trn1", "trn2"):
@@ -82,4 +100,7 @@ def test_light_model_at_lnc2_matches_lnc1(name: str, tmp_path: Path) -> None:
         model = LoadedModel(read_neff(neff))
         assert len(model.programs) == (2 if target == "trn2" else 1)
         outputs.append(list(model.execute({key: x}).values())[0])
-    np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-5, atol=1e-6)
+    # the logits grow to 1e31 through layers of constant weights, each sum rounded in
+    # float32 in another order on two cores: a few 1e-5 apart
+    scale = float(np.max(np.abs(outputs[0])))
+    np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-4, atol=1e-6 * scale + 1e-6)
