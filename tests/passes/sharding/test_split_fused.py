@@ -49,8 +49,10 @@ def test_split_projections_compute_the_same_numbers() -> None:
     inputs = random_inputs(original)
     want = IRContext(original).call(original.entry, inputs)
     got = IRContext(split).call(split.entry, inputs)
+    # the same products, but BLAS may sum a narrower product in another order (numpy 2.4's
+    # OpenBLAS does for 2 columns against 6): equal to float32 rounding, not bit for bit
     for g, w in zip(got, want, strict=True):
-        np.testing.assert_array_equal(g, w)
+        np.testing.assert_allclose(g, w, rtol=4e-7, atol=1e-7)
 
 
 LEFT_ALONE = {
