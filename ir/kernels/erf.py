@@ -1,5 +1,5 @@
 """Vectorized error functions (numpy has none): `erf` in float64, accurate to a few ulps,
-and `erf_float32` at about float32 cost.
+and `erf_float32` at about float32 cost (a grid table and a short Taylor expansion).
 
 For |x| < 2.5 the everywhere-positive series
     erf(x) = 2/sqrt(pi) * exp(-x^2) * sum_n (2 x^2)^n x / (2n+1)!!
@@ -62,74 +62,89 @@ def erf(x: np.ndarray) -> np.ndarray:
     return out
 
 
-# float32 erf: two fixed polynomials evaluated in float64 (make_erf32_coefficients.py).
-_NEAR_SPLIT = 1.25
-_FAR_LIMIT = 4.0  # erf(a) rounds to 1.0 in float32 for a >= 3.92
+# float32 erf: a Taylor expansion about the nearest point of a fine grid, in float64.
+_SCALE = 256.0  # grid points per unit
+_LIMIT = 4.0  # erf(a) rounds to 1.0 in float32 for a >= 3.92
+_LAST = int(_LIMIT * _SCALE)  # the last grid point's index
+_DEGREE = 3
 _BLOCK = 1 << 14  # elements per block: the float64 scratch arrays stay in the L2 cache
-_NEAR = (1.12837916706981, -0.3761263861945467, 0.11283786533797828, -0.026865813036771848,
-         0.005222729483611473, -0.0008523752294631299, 0.00011768199224778898,
-         -1.2924499338282808e-05, 8.480288135025954e-07)
-_FAR = (0.5642697484259783, -0.002054650520840695, -0.25867470865020586, -0.1552612098846392,
-        1.0750284974813156, -1.7344776972778342, 1.521183098906262, -0.7132656467351001,
-        0.08244852275935721, 0.07474869575200936, -0.026369391707636865)
+_SMALL = 1 << 11  # up to this many elements: one gather of whole table rows
 
 
-def _horner(coefficients: tuple[float, ...], v: np.ndarray) -> np.ndarray:
-    """sum c[k] v^k, in place in one scratch array."""
-    acc = v * coefficients[-1]
-    acc += coefficients[-2]
-    for c in coefficients[-3::-1]:
-        acc *= v
-        acc += c
-    return acc
+def _taylor_table() -> np.ndarray:
+    """[degree + 1, points]: row k holds erf^(k)(p) / k! at every grid point p (k = 0 by
+    the float64 series; erf^(k+1)(p) = (-1)^k H_k(p) erf'(p), Hermite by recurrence)."""
+    p = np.arange(_LAST + 1) / _SCALE
+    slope = _TWO_OVER_SQRT_PI * np.exp(-p * p)
+    rows = [erf(p)]
+    h_prev, h = np.zeros_like(p), np.ones_like(p)
+    for k in range(_DEGREE):
+        rows.append((-1) ** k * h * slope / math.factorial(k + 1))
+        h_prev, h = h, 2 * p * h - 2 * k * h_prev
+    return np.ascontiguousarray(np.stack(rows))
 
 
-def erf_float32(x: np.ndarray) -> np.ndarray:
-    """erf of a float32 array at about float32 cost: a new float32 array. NaN -> NaN,
-    +-inf -> +-1, -0.0 -> -0.0.
+_ROWS = _taylor_table()
+_BY_POINT = np.ascontiguousarray(_ROWS.T)  # [points, degree + 1]
 
-    With a = min(|x|, 4), in float64: erf = a * P(a^2) for a < 1.25 (P of degree 8), else
-    1 - exp(-a^2) * Q(1/a) / a (Q of degree 10, a * erfc(a) * exp(a^2) fitted on
-    [1.25, 4]); the sign copied from x, rounded once to float32. About 45 float64 passes over
-    blocks of 16384 elements, against 160 passes for the float64 series.
 
-    Measured error (tests/ir/kernels/test_unary.py checks a sparser sweep): over every
-    float32 in [2^-20, 4.5] (185,597,952 values) and every 16th float32 below 2^-20
-    (56,098,816), against the float64 series `erf`: at most 0.5025 ulp of the float32
-    result; 2.4e-4 of the values not correctly rounded (one ulp off, where the exact value
-    lies within 0.0025 ulp of a rounding boundary); max absolute error 3.0e-8. Beyond 4.5 the
-    result is exactly +-1 (as is the correctly rounded value); erf is odd and so is this.
+def erf_float32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """erf of a float32 array at about float32 cost: into `out` (float32, x's shape) or a
+    new array, which is returned. NaN -> NaN, +-inf -> +-1, -0.0 -> -0.0.
+
+    With a = min(|x|, 4) and p the nearest multiple of 1/256, in float64: erf(a) = sum over
+    k <= 3 of erf^(k)(p) / k! (a - p)^k (the table holds the coefficients; |a - p| <=
+    1/512 and a - p is exact), the sign copied from x, rounded once to float32. About 20
+    float64 passes over blocks of 16384 elements (4 of them gathers from an 8 KB table),
+    against 160 for the float64 series; under 2,048 elements one gather of whole table
+    rows replaces the four. Only + and x, in a fixed order: the same bits on every CPU,
+    and for every array size.
+
+    Measured error (tests/ir/kernels/test_unary.py checks a sparser sweep): over every 11th
+    float32 in [2^-26, 4.5] (21,448,146 values), against the float64 series `erf`: at most
+    0.5001 ulp of the float32 result; 113 values (5e-6) not correctly rounded (one ulp off,
+    the exact value within 0.0001 ulp of a rounding boundary). Beyond 4.5 the result is
+    exactly +-1 (as is the correctly rounded value); erf is odd and so is this.
     """
     x = np.ascontiguousarray(x, dtype=np.float32)
-    out = np.empty(x.shape, np.float32)
+    if out is not None and not out.flags.c_contiguous:
+        np.copyto(out, erf_float32(x))
+        return out
+    if out is None:
+        out = np.empty(x.shape, np.float32)
     flat, flat_out = x.reshape(-1), out.reshape(-1)
+    if flat.size <= _SMALL:
+        d, index = _offsets(flat)
+        rows = _BY_POINT[index]
+        _expand([rows[:, k] for k in range(_DEGREE + 1)], d, flat, flat_out)
+        return out
     for start in range(0, flat.size, _BLOCK):
         block = slice(start, start + _BLOCK)
-        _erf_float32_block(flat[block], flat_out[block])
+        d, index = _offsets(flat[block])
+        _expand([row.take(index) for row in _ROWS], d, flat[block], flat_out[block])
     return out
 
 
-def _erf_float32_block(x: np.ndarray, out: np.ndarray) -> None:
-    """erf_float32 of one cache-sized block, written into `out`."""
-    with np.errstate(all="ignore"):
-        a = np.abs(x, dtype=np.float64)
-        np.minimum(a, _FAR_LIMIT, out=a)  # NaN stays NaN
-        u = a * a
-        near = _horner(_NEAR, u)
-        near *= a
-        t = np.maximum(a, _NEAR_SPLIT)  # keeps the far branch finite where it is not used
-        np.reciprocal(t, out=t)
-        far = _horner(_FAR, t)
-        far *= t
-        np.negative(u, out=u)
-        np.exp(u, out=u)
-        far *= u
-        np.subtract(1.0, far, out=far)
-        # near * m + far * (1 - m), m = [a < split]: an exact select (both are finite),
-        # faster than np.where's masked copy
-        use_near = np.less(a, _NEAR_SPLIT).astype(np.float64)
-        near *= use_near
-        np.subtract(1.0, use_near, out=use_near)
-        far *= use_near
-        np.add(far, near, out=u)
-        np.copysign(u, x, out=out, casting="unsafe")
+def _offsets(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(min(|x|, 4) - p, the index of p): p the nearest grid point (NaN: the last point,
+    its offset NaN)."""
+    a = np.abs(x, dtype=np.float64)
+    np.minimum(a, _LIMIT, out=a)  # NaN stays NaN
+    r = a * _SCALE
+    np.rint(r, out=r)
+    np.fmin(r, _LAST, out=r)  # NaN -> the last point
+    index = r.astype(np.intp)
+    r *= 1.0 / _SCALE
+    np.subtract(a, r, out=a)  # exact: both hold few bits at nearby scales
+    return a, index
+
+
+def _expand(coefficients: list[np.ndarray], d: np.ndarray, x: np.ndarray,
+            out: np.ndarray) -> None:
+    """out = sign(x) * sum_k coefficients[k] d^k (Horner, in float64, rounded once)."""
+    acc = coefficients[_DEGREE] * d
+    for k in range(_DEGREE - 1, 0, -1):
+        acc += coefficients[k]
+        acc *= d
+    acc += coefficients[0]
+    np.copysign(acc, x, out=out, casting="unsafe")

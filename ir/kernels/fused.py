@@ -28,6 +28,7 @@ from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import FusedProgram, Step, parse_program
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
+from nxcc.ir.kernels.erf import erf_float32
 from nxcc.ir.opdef import ElementwiseDef, get_opdef
 
 #: elements per block: a few block-sized float32 buffers stay in a 1 MB cache
@@ -35,6 +36,7 @@ BLOCK = 16384
 
 _NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
 _FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+_F32 = np.dtype(np.float32)
 # ops whose kernel is their ufunc for native dtypes (the others round through float64 or
 # dispatch by kind)
 _UFUNC_OPS = frozenset({"add", "subtract", "multiply", "maximum", "minimum", "negate"})
@@ -85,6 +87,8 @@ def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], ob
         return functools.partial(np.divide, *ins, out=out)
     if step.opcode == "compare" and same and ins[0].dtype in _NATIVE:
         return functools.partial(COMPARE_UFUNCS[step.qualifier], *ins, out=out)
+    if step.opcode == "erf" and ins[0].dtype == out.dtype == _F32:
+        return functools.partial(erf_float32, ins[0], out)  # the erf kernel's own float32 path
     opdef = get_opdef(step.opcode)
     args = [np.broadcast_to(x, out.shape) for x in ins]
     attrs = step.attrs() if not isinstance(opdef, ElementwiseDef) else {}
