@@ -2,22 +2,23 @@
 
 Without `model.pipeline_cuts` the model is split so that the stages' compute per
 micro-batch (forward + backward FLOPs of their programs, `ir.flops`) is as even as the
-model's pieces allow. A layer has five pieces (`compiler.decoder.config.PIECES`: the
-attention's projection, its core, its output projection, the MLP's up and down
-projections), so a cut may fall inside a layer, at any piece; a head that weighs a large
-part of a layer is balanced that way where whole layers, or half layers, could not be.
-A cut inside a layer hands the next stage more than the residual stream (`handoff.py`);
-that costs bytes on the link, not FLOPs, and the split is chosen by FLOPs alone.
+model's pieces allow. A layer has ten pieces (`compiler.decoder.config.PIECES`: the q/k/v
+projection in four column chunks, the attention core, the output projection, the MLP in
+four column chunks), so a cut may fall inside a layer, at any piece; a head that weighs a
+large part of a layer is balanced that way where whole layers could not be. A cut inside
+a layer hands the next stage more than the residual stream (`compiler.decoder.handoff`)
+and may split a projection's weight by columns; that costs bytes on the link, not FLOPs,
+and the split is chosen by FLOPs alone.
 
 `stage_costs` measures the decoder's own stage programs for each kind of stage (first:
-with the embedding; middle; last: with the head and loss): a first stage with 0 .. 5 pieces
-of a layer, a last stage with its last 0 .. 5, a middle stage with each piece alone and
-with a whole layer. They give each kind's own part (`base`: the embedding, or the head and
-loss) and each piece's cost; a stage's cost is its base plus its pieces' (the tests check
-this against the programs). `balanced_cuts`
-picks the contiguous split over pieces that minimises the largest stage (exact, by dynamic
-programming); among splits as good, the one with fewest cuts inside layers, then the
-earliest.
+with the embedding; middle; last: with the head and loss): a first stage with the first 0
+.. 10 pieces of a layer, a last stage with its last 0 .. 10, a middle stage with every run
+of a layer's pieces. A stage's cost is its kind's base plus the cost of each run of pieces
+it holds in each layer (`StageCosts.of`; exact, which the tests check against the
+programs). `balanced_cuts` picks the contiguous split over pieces whose largest stage is
+least (bisection over a greedy feasibility test), then among those the one whose lightest
+stage is heaviest, then the one with fewest cuts inside layers, then the earliest (dynamic
+programming over stages and end pieces).
 """
 
 from __future__ import annotations
