@@ -123,6 +123,19 @@ def format_row(r: dict) -> str:
             f"{r['ratio']:.2f}x | {r['nxcc_peak_mb']:.0f} | {r['ort_peak_mb']:.0f} |")
 
 
+def cpu_name() -> str:
+    """The CPU's model name and family from /proc/cpuinfo (else what `platform` knows)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            pairs = [line.split(":", 1) for line in f.read(1 << 16).splitlines() if ":" in line]
+        fields = {k.strip(): v for k, v in pairs}
+    except OSError:
+        return platform.processor() or "?"
+    name = fields.get("model name", "?").strip()
+    family = fields.get("cpu family", "").strip()
+    return f"{name} (family {family})" if family else name
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", default=MODELS, metavar="MODEL")
@@ -135,7 +148,8 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
     opts = parser.parse_args()
     paths = [(name, model_path(name, opts.models_dir)) for name in opts.models]
-    print(f"# {platform.node()}: {os.cpu_count()} CPUs, {platform.processor() or '?'}; "
+    print(f"# {platform.node()}: {os.cpu_count()} CPUs, {cpu_name()}; "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
           f"{opts.threads} threads each; median latency over {opts.duration} s after "
           f"{opts.warmup} warm-up runs; nxcc from {Path(opts.nxcc_tree).resolve()}")
     print(HEADER, flush=True)
