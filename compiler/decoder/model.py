@@ -132,13 +132,17 @@ class Model:
         return (b.add(x, total),)
 
     def loss(self, x: Value, labels: Value) -> tuple[Value, Value]:
-        """Final norm, vocabulary-parallel head and cross-entropy: (the sum over positions
-        whose label is not -100 of -log softmax(logits)[label], the number of them). The
+        """Final norm, vocabulary-parallel head (with tied embeddings the embedding table
+        transposed: its rank's rows are the same vocabulary range) and cross-entropy: (the
+        sum over positions whose label is not -100 of -log softmax(logits)[label], the
+        number of them). The
         shift (the max logit, all_reduce max over ranks) passes no gradient; the exp-sum
         and the label's logit are summed over ranks by one all_reduce."""
         k, b = self.k, self.k.b
         h = k.enter_parallel(self._norm(x, "final_norm"))
-        logits = k.matmul(h, self.p["head"])
+        head = self.p["head"] if "head" in self.p else \
+            b.transpose(self.p["embed.tokens"], permutation=(1, 0))  # tied: [H, V / TP]
+        logits = k.matmul(h, head)
         shape = logits.type.shape
         last = (len(shape) - 1,)
         top = reduce_all(b, logits, "maximum", last)

@@ -14,7 +14,8 @@ Names (layer `i`; `[gpt]` only with biases, LayerNorm and learned positions):
     layers.i.mlp.gate_up [H, 2F] [llama] column-parallel: gate | up, each split
     layers.i.mlp.down [F, H]            row-parallel (.down_bias [H] replicated [gpt])
     final_norm.weight [H]               replicated (.bias [gpt])
-    head [H, V]                         vocabulary-parallel (columns split)
+    head [H, V]                         vocabulary-parallel (columns split); none with tied
+                                        embeddings: the head is embed.tokens transposed
 
 (n attention heads, k key/value heads, d head size, F the MLP size, V the vocabulary, P the
 positions; products are x @ W, weights [in, out].) A fused weight is split segment by
@@ -145,7 +146,8 @@ def embedding_specs(cfg: DecoderConfig) -> list[ParamSpec]:
 
 def head_specs(cfg: DecoderConfig) -> list[ParamSpec]:
     v, h = cfg.vocab_size, cfg.hidden_size
-    return [*_norm("final_norm", cfg), ParamSpec("head", (h, v), 1, (Segment(v),))]
+    norm = _norm("final_norm", cfg)
+    return norm if cfg.tie_embeddings else [*norm, ParamSpec("head", (h, v), 1, (Segment(v),))]
 
 
 def model_specs(cfg: DecoderConfig, kv_replicator: int = 1) -> list[ParamSpec]:

@@ -120,11 +120,7 @@ def plan_pipeline(model: ModelConfig, cfg: DecoderConfig, distributed: Distribut
 def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfig,
                     data: DataConfig) -> tuple[StageBuilder, Pipeline]:
     """The builder of every rank's stage, and the pipeline's split."""
-    cfg = decoder_config(model)
-    if cfg.tie_embeddings and distributed.pipeline_model_parallel_size > 1:
-        raise TrainConfigError("model.share_embeddings_and_output_weights",
-                               "tied embeddings across pipeline stages are not supported: "
-                               "set it to false or pipeline_model_parallel_size to 1")
+    cfg = decoder_config(model)  # tied embeddings with PP > 1 were refused at config load
     recompute = RECOMPUTE.get(model.activations_checkpoint_granularity, "none")
     try:
         pipeline = plan_pipeline(model, cfg, distributed, data, recompute)

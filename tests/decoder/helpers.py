@@ -31,6 +31,11 @@ def llama(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
     return DecoderConfig("llama", **args)
 
 
+def gpt_tied(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
+    """`gpt` with the head tied to the embedding (NxD's share_embeddings_and_output_weights)."""
+    return gpt(layers, dtype, tie_embeddings=True, **kw)
+
+
 def gpt(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
     args = {"num_layers": layers, "hidden_size": 16, "num_attention_heads": 4,
             "ffn_hidden_size": 32, "vocab_size": 32, "max_position_embeddings": 16,
@@ -121,7 +126,8 @@ def reference_loss(cfg: DecoderConfig, weights: Mapping[str, np.ndarray], tokens
         x = x + w["embed.positions"][:tokens.shape[1]]
     for i in range(cfg.num_layers):
         x = _layer(cfg, x, w, i)
-    logits = _norm(cfg, x, w, "final_norm") @ w["head"]
+    head = w["head"] if "head" in w else w["embed.tokens"].T  # tied embeddings
+    logits = _norm(cfg, x, w, "final_norm") @ head
     top = logits.max(-1, keepdims=True)
     lse = np.log(np.exp(logits - top).sum(-1)) + top[..., 0]
     keep = labels != -100

@@ -1,5 +1,5 @@
 """The single-stage TP=1 decoder against a numpy reference: the loss, and the gradients
-against central finite differences (float64)."""
+against central finite differences (float64); GPT also with its head tied to the embedding."""
 
 from __future__ import annotations
 
@@ -7,10 +7,18 @@ import numpy as np
 import pytest
 
 from nxcc.compiler.decoder import init_full_weights
-from tests.decoder.helpers import batch, gpt, llama, random_weights, reference_loss, single_stage
+from tests.decoder.helpers import (
+    batch,
+    gpt,
+    gpt_tied,
+    llama,
+    random_weights,
+    reference_loss,
+    single_stage,
+)
 
 
-@pytest.mark.parametrize("make", [gpt, llama], ids=["gpt", "llama"])
+@pytest.mark.parametrize("make", [gpt, llama, gpt_tied], ids=["gpt", "llama", "gpt_tied"])
 def test_loss_matches_numpy(make) -> None:
     cfg = make(dtype="float64")
     full = random_weights(cfg, 0)
@@ -21,7 +29,7 @@ def test_loss_matches_numpy(make) -> None:
     assert loss == pytest.approx(want, rel=1e-12)
 
 
-@pytest.mark.parametrize("make", [gpt, llama], ids=["gpt", "llama"])
+@pytest.mark.parametrize("make", [gpt, llama, gpt_tied], ids=["gpt", "llama", "gpt_tied"])
 def test_float32_loss_from_initial_weights(make) -> None:
     cfg = make()
     full = init_full_weights(cfg, 7)
@@ -33,7 +41,7 @@ def test_float32_loss_from_initial_weights(make) -> None:
     assert abs(loss / 15 - np.log(cfg.vocab_size)) < 0.1
 
 
-@pytest.mark.parametrize("make", [gpt, llama], ids=["gpt", "llama"])
+@pytest.mark.parametrize("make", [gpt, llama, gpt_tied], ids=["gpt", "llama", "gpt_tied"])
 def test_gradients_match_finite_differences(make) -> None:
     cfg = make(layers=1, dtype="float64")
     full = random_weights(cfg, 3)
