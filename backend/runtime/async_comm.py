@@ -9,7 +9,10 @@ transport). Every collective and transfer of the rank runs on that thread, in pr
   copies its operands, queues the collective and returns at once with a context (u32[])
   naming it; the compute thread goes on with what follows;
 - `<kind>_done` waits for the collective its context names and gives its results;
-- any other collective or transfer is queued and waited for (it is synchronous).
+- any other collective or transfer is synchronous: it runs on the calling thread when no
+  started collective is outstanding (every earlier job is then finished, so the order is
+  kept), else it is queued behind them and waited for. The executor runs a start directly
+  followed by its done as one such synchronous collective (nothing to overlap).
 
 A failure on the communication thread surfaces at the op that waits for it.
 """
@@ -100,6 +103,10 @@ class AsyncEndpoint:
             with self._lock:
                 future = self._started.pop(int(args[0]))
             return future.result()
+        with self._lock:
+            idle = not self._started
+        if idle:  # nothing queued before it: run it here, without two thread switches
+            return self._timed(opcode, lambda: inner.collective(opcode, args, attrs))()
         return self._submit(self._timed(
             opcode, lambda: inner.collective(opcode, args, attrs))).result()
 

@@ -21,6 +21,7 @@ when it returns True the execution raises `ExecutionStopped`. The runtime uses i
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
+from nxcc.backend.runtime.async_comm import DONES, STARTS
 from nxcc.backend.runtime.bound_steps import bind_step
 from nxcc.backend.runtime.profile import COMPUTE
 from nxcc.ir.attributes import AttrValue, Dense
@@ -118,6 +120,7 @@ class _Bound:
                       attrs, ctx, [i in fn.fixed for i in ins])
             for kern, ins, outs, attrs, opcode in fn.instructions
         ]
+        _join_adjacent_collectives(fn.instructions, arrays, self.steps, ctx)
         self.names = [opcode for *_, opcode in fn.instructions]
 
 
@@ -229,6 +232,33 @@ class ProgramExecutor:
         if self.communicator is None:
             raise ExecutionError(f"{opcode}: this program runs on one core, with no communicator")
         return self.communicator.collective(opcode, args, attrs)
+
+
+def _join_adjacent_collectives(instructions: list, arrays: dict[int, np.ndarray],
+                               steps: list, ctx: KernelContext) -> None:
+    """A `<kind>_start` whose `_done` is the very next instruction overlaps nothing: bind the
+    pair as one synchronous `<kind>` at the done (the start does nothing), which the
+    communicator can run without handing it to its communication thread."""
+    for i in range(len(instructions) - 1):
+        _, ins, outs, attrs, opcode = instructions[i]
+        _, done_ins, done_outs, _, done_opcode = instructions[i + 1]
+        kind = STARTS.get(opcode)
+        if kind is None or done_opcode not in DONES or done_ins[:1] != outs[:1]:
+            continue
+        args = [arrays[k] for k in ins]
+        results = [arrays[k] for k in done_outs]
+        steps[i] = _nothing
+        steps[i + 1] = functools.partial(_collective_into, ctx, kind, args, attrs, results)
+
+
+def _nothing() -> None:
+    return None
+
+
+def _collective_into(ctx: KernelContext, kind: str, args: list[np.ndarray],
+                     attrs: Mapping[str, AttrValue], outs: list[np.ndarray]) -> None:
+    for out, r in zip(outs, ctx.collective(kind, args, attrs), strict=True):
+        np.copyto(out, r)
 
 
 def _failure(fn: _Function, index: int, exc: Exception) -> ExecutionError:
