@@ -151,14 +151,18 @@ def _reduce_grads(st: _Stage, grads: list[Value]) -> list[Value]:
     rep = k.plan.kv_replicator
     if rep > 1:
         groups = tuple(tuple(range(h * rep, (h + 1) * rep)) for h in range(k.cfg.kv_heads))
-        q = k.heads * k.cfg.head_dim
         for i, s in enumerate(st.specs):
             if s.name.endswith((".attn.qkv", ".attn.qkv_bias")):
                 g = grads[i]
                 width = g.type.shape[-1]
+                # the key/value columns of the slice (or of the pipeline part of it held)
+                q = max(k.heads * k.cfg.head_dim - (s.part[0] if s.part else 0), 0)
+                if q >= width:
+                    continue
                 kv = b.all_reduce(k.slice_last(g, q, width), reduction="sum",
                                   replica_groups=groups)
-                grads[i] = b.concatenate(k.slice_last(g, 0, q), kv, dimension=g.type.rank - 1)
+                grads[i] = kv if q == 0 else b.concatenate(k.slice_last(g, 0, q), kv,
+                                                           dimension=g.type.rank - 1)
     return grads
 
 

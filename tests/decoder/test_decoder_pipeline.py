@@ -42,14 +42,18 @@ L, MLP = PIECES_PER_LAYER, PIECES.index("mlp.0")
     ("llama", 2, True, "none", (MLP + 2, L + MLP + 1)),
     ("llama", 1, False, "full", (L + 4, L + 5)), ("llama", 2, False, "full", (MLP + 3, L + 1)),
     # GPT: the q/k/v and up biases split with their columns, the down bias at the last chunk
-    ("gpt", 2, True, "none", (1, L + MLP + 2)), ("gpt", 1, False, "full", (MLP + 1, L + 2))])
+    ("gpt", 2, True, "none", (1, L + MLP + 2)), ("gpt", 1, False, "full", (MLP + 1, L + 2)),
+    # key/value heads replicated over TP (kv_replicator 2): their gradient's all-reduce on
+    # the part of the q/k/v columns a stage holds
+    ("llama_kv", 4, True, "none", (1, L + 3)), ("llama_kv", 4, False, "full", (3, 2 * L + 2))])
 def test_three_stages_match_one(family: str, tp: int, sp: bool, recompute: str,
                                 cuts: tuple[int, int]) -> None:
-    cfg = (llama if family == "llama" else gpt)(layers=3)
+    cfg = (gpt if family == "gpt" else llama)(layers=3)
     full = random_weights(cfg, 8)
     tokens, labels = batch(cfg, 2, 8)
     loss1, count1, grads1 = single_stage(cfg, full, tokens, labels)
-    kw = {"tp_size": tp, "sequence_parallel": sp, "recompute": recompute}
+    kw = {"tp_size": tp, "sequence_parallel": sp, "recompute": recompute,
+          "kv_replicator": 2 if family == "llama_kv" else 1}
     bounds = [0, *cuts, 3 * L]
     plans = [_stage(bounds[i], bounds[i + 1], 3, **kw) for i in range(3)]
     weights = [shards(full, cfg, p) for p in plans]
