@@ -2,11 +2,12 @@
 
 At a cut between layers, or between a layer's attention and its MLP, the next piece reads
 only the residual stream x [micro_batch, seq, hidden], which crosses as it is. At a cut
-inside the attention or the MLP it reads several values (x and q, k, v; x and the context;
-x and the MLP's activation: `model.Model.piece`); `pack` joins them flattened, in order,
-into one vector and `unpack` cuts the vector back into values of the given types, so the
-engine sends one array per micro-batch whatever the cut. Both are reshapes, one
-concatenate or slices: no arithmetic, so the FLOP counts of the stages do not change.
+inside the attention or the MLP it reads several values (x with the normed input and a
+projection's columns or partial sum so far; x and q, k, v; x and the context:
+`model.Model.run`); `pack` joins them flattened, in order, into one vector and `unpack`
+cuts the vector back into values of the given types, so the engine sends one array per
+micro-batch whatever the cut. Both are reshapes, one concatenate or slices: no
+arithmetic, so the FLOP counts of the stages do not change.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ class Model:
         if qkv:
             state = self._qkv(state, pre, qkv.start == 0, qkv.stop == CHUNKS)
         if CORE in pieces:
-            state = self._core(state, pre)
+            state = self._core(state)
         if OUT in pieces:
             state = self._out(state, pre)
         mlp = chunks_in(pieces, MLP_FIRST)
@@ -97,7 +97,7 @@ class Model:
         value = k.heads_first(k.slice_last(qkv, nq + nkv, nq + 2 * nkv), k.kv, False)
         return x, q, key, value
 
-    def _core(self, state: tuple[Value, ...], pre: str) -> tuple[Value, ...]:
+    def _core(self, state: tuple[Value, ...]) -> tuple[Value, ...]:
         x, q, key, value = state
         return x, self.k.attention_core(q, key, value)
 

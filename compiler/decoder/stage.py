@@ -77,7 +77,7 @@ def token_type(plan: StagePlan) -> TensorType:
 
 def handoff_types(cfg: DecoderConfig, plan: StagePlan, piece: int) -> list[TensorType]:
     """The types of the values piece `piece` reads from the one before it on `plan`'s rank
-    (`Model.piece`): x alone at the start of an attention or an MLP, else found by building
+    (`Model.run`): x alone at the start of an attention or an MLP, else found by building
     the layer's earlier pieces."""
     within = piece % PIECES_PER_LAYER
     if within in (0, MLP_FIRST):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.data import Batches, load_tokens, npy_files
-from nxcc.driver.train.model_stage import RECOMPUTE, decoder_config, pieces_text, plan_pipeline
+from nxcc.driver.train.model_stage import pieces_text, plan_pipeline
 
 
 def describe(config: TrainConfig) -> dict[str, object]:
@@ -52,9 +52,7 @@ def _pipeline(config: TrainConfig) -> dict[str, object] | None:
     m = config.model
     if m is None or config.distributed.pipeline_model_parallel_size == 1:
         return None
-    cfg = decoder_config(m)
-    recompute = RECOMPUTE.get(m.activations_checkpoint_granularity, "none")
-    plan = plan_pipeline(m, cfg, config.distributed, config.data, recompute)
+    plan = plan_pipeline(m, config.distributed, config.data)
     stages = range(config.distributed.pipeline_model_parallel_size)
     return {"automatic": plan.automatic,
             "stages": [pieces_text(plan.pieces(s, m.num_layers)) for s in stages],

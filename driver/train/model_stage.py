@@ -32,7 +32,7 @@ from nxcc.compiler.decoder import (
 )
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
 from nxcc.compiler.decoder.config import PIECES, PIECES_PER_LAYER, chunks_fit
-from nxcc.compiler.decoder.weights import join_parts, unshard
+from nxcc.compiler.decoder.weights import ParamSpec, join_parts, unshard
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_model import ModelConfig
 from nxcc.driver.train.cuts import (
@@ -65,8 +65,8 @@ def decoder_config(model: ModelConfig) -> DecoderConfig:
 @dataclass(frozen=True)
 class Pipeline:
     """The stages' pieces (`cuts`: the first piece of each stage but the first; piece
-    5i + j is layer i's `PIECES[j]`), whether the cost model chose them, and each stage's
-    FLOPs per micro-batch (None with PP = 1)."""
+    PIECES_PER_LAYER * i + j is layer i's `PIECES[j]`), whether the cost model chose them,
+    and each stage's FLOPs per micro-batch (None with PP = 1)."""
 
     cuts: tuple[int, ...]
     automatic: bool
@@ -103,13 +103,18 @@ def pieces_text(pieces: range) -> str:
     return f"layer {a}" if a == b else f"layers {a}-{b}"
 
 
-def plan_pipeline(model: ModelConfig, cfg: DecoderConfig, distributed: DistributedConfig,
-                  data: DataConfig, recompute: str) -> Pipeline:
-    """The stages' pieces: the configured cuts, else the balanced ones."""
+def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: DataConfig
+                  ) -> Pipeline:
+    """The stages' pieces: the configured cuts, else the balanced ones (TrainConfigError
+    when the decoder refuses the model)."""
     stages = distributed.pipeline_model_parallel_size
     if stages == 1:
         return Pipeline((), False, None)
-    costs = stage_costs(cfg, data.micro_batch_size, data.seq_length, recompute)
+    cfg = decoder_config(model)
+    try:
+        costs = stage_costs(cfg, data.micro_batch_size, data.seq_length, recompute_mode(model))
+    except DecoderError as exc:
+        raise TrainConfigError("model", str(exc)) from None
     inside = chunks_fit(cfg, distributed.tensor_model_parallel_size, distributed.kv_replicator)
     cuts = layer_cuts(model.cut_after) if model.cut_after else \
         balanced_cuts(costs, model.num_layers, stages, inside)
@@ -117,15 +122,17 @@ def plan_pipeline(model: ModelConfig, cfg: DecoderConfig, distributed: Distribut
     return Pipeline(cuts, not model.cut_after, flops)
 
 
+def recompute_mode(model: ModelConfig) -> str:
+    """The decoder's recomputation mode for `activations_checkpoint_granularity`."""
+    return RECOMPUTE.get(model.activations_checkpoint_granularity, "none")
+
+
 def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfig,
                     data: DataConfig) -> tuple[StageBuilder, Pipeline]:
     """The builder of every rank's stage, and the pipeline's split."""
     cfg = decoder_config(model)  # tied embeddings with PP > 1 were refused at config load
-    recompute = RECOMPUTE.get(model.activations_checkpoint_granularity, "none")
-    try:
-        pipeline = plan_pipeline(model, cfg, distributed, data, recompute)
-    except DecoderError as exc:
-        raise TrainConfigError("model", str(exc)) from None
+    recompute = recompute_mode(model)
+    pipeline = plan_pipeline(model, distributed, data)
     full: dict[str, np.ndarray] = {}
     lock = threading.Lock()
 
@@ -161,8 +168,12 @@ def decoder_unshard(model: ModelConfig
     wrote them) into the whole tensor (`reshard.whole_state`)."""
     cfg = decoder_config(model)
 
+    specs: dict[int, dict[str, ParamSpec]] = {}  # by kv_replicator, made once
+
     def join(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:
-        spec = {s.name: s for s in model_specs(cfg, kv_replicator)}[name]
+        if kv_replicator not in specs:
+            specs[kv_replicator] = {s.name: s for s in model_specs(cfg, kv_replicator)}
+        spec = specs[kv_replicator][name]
         return unshard(spec, [join_parts(spec, stages) for stages in parts])
 
     return join

@@ -16,7 +16,6 @@ from nxcc.compiler.decoder import (
     program,
     shard_weights,
     stage_specs,
-    unshard_weights,
 )
 from nxcc.compiler.decoder.weights import ParamSpec, join_parts, unshard
 from nxcc.ir.attributes import AttrValue
@@ -185,9 +184,7 @@ def shards(full: Mapping[str, np.ndarray], cfg: DecoderConfig, plan: StagePlan
 def gather_grads(outs: Sequence[Sequence[np.ndarray]], first: int, cfg: DecoderConfig,
                  plan: StagePlan) -> dict[str, np.ndarray]:
     """The full gradients from every rank's outputs (gradients from index `first`)."""
-    specs = stage_specs(cfg, plan)
-    parts = [{s.name: o[first + j] for j, s in enumerate(specs)} for o in outs]
-    return unshard_weights(parts, cfg, plan)
+    return gather_pipeline_grads([(outs, first, plan)], cfg)
 
 
 def gather_pipeline_grads(stages: Sequence[tuple[Sequence[Sequence[np.ndarray]], int,
