@@ -34,7 +34,7 @@ act before numpy is imported, so they cannot be set from here).
 
 from __future__ import annotations
 
-import threading
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -44,6 +44,7 @@ from nxcc.backend.runtime.barrier import Barrier
 from nxcc.backend.runtime.blas_threads import limit_process, limit_this_thread
 from nxcc.backend.runtime.channels import LocalChannels
 from nxcc.backend.runtime.collective_binding import RING, Binder, CollectiveBinding, Placement
+from nxcc.backend.runtime.core_threads import run_on_threads
 from nxcc.backend.runtime.executor import ExecutionError, ExecutionStopped
 from nxcc.backend.runtime.p2p import P2P_OPS, point_to_point
 from nxcc.backend.runtime.ring_algorithms import run_ring
@@ -169,14 +170,9 @@ def run_cores(work: Sequence[Callable[[], list[np.ndarray]]],
                 group.barrier.abort()
 
     group.reset()
-    threads = [threading.Thread(target=body, args=(k,), name=f"nxcc-core{k}", daemon=True)
-               for k in range(1, n)]
     with limit_process(threads_per_core):  # restored exactly once every core is done
-        for t in threads:
-            t.start()
-        body(0)
-        for t in threads:
-            t.join()
+        run_on_threads([functools.partial(body, k) for k in range(n)],
+                       [f"nxcc-core{k}" for k in range(n)])
     real = [e for e in errors if e is not None and not isinstance(e, CollectiveMismatch)]
     stopped = [e for e in real if isinstance(e, ExecutionStopped)]
     first = (stopped or real or [e for e in errors if e is not None] or [None])[0]
@@ -186,9 +182,14 @@ def run_cores(work: Sequence[Callable[[], list[np.ndarray]]],
 
 
 def _blas_share(n: int) -> int:
+    return max(1, _cpus() // max(n, 1))
+
+
+@functools.cache
+def _cpus() -> int:
     import os
 
-    return max(1, (os.cpu_count() or 1) // max(n, 1))
+    return os.cpu_count() or 1
 
 
 class CoreBlocks:
