@@ -4,8 +4,9 @@ With `-lnc N` (N > 1) the driver then runs `SHARDING_PIPELINE` (`sharding_pipeli
 split fused projections that are only sliced apart, choose shardings with the cost
 model, propagate them, partition into the SPMD program.
 Last in each, `latency-hiding` splits collectives into start/done pairs scheduled apart.
-Then `CORE_PIPELINE` runs on each core's program (`fuse`: elementwise fusion), so autodiff,
-the -O pipeline and sharding all work on unfused IR.
+Then `CORE_PIPELINE` runs on each core's program (`fold-transpose`: matrix products read
+transposed operands directly; `fuse`: elementwise fusion), so autodiff, the -O pipeline and
+sharding all work on unfused IR.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from nxcc.passes.base import Pass
 from nxcc.passes.common_subexpression_elimination import CommonSubexpressionElimination
 from nxcc.passes.constant_folding import ConstantFolding
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
+from nxcc.passes.fold_transpose import FoldTranspose
 from nxcc.passes.fusion.elementwise import FuseElementwise
 from nxcc.passes.latency_hiding import LatencyHiding
 from nxcc.passes.mesh_partition.partition import MeshPartition
@@ -29,7 +31,8 @@ PASSES: dict[str, type] = {
     cls.name: cls
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
                 ShardChoose, ShardPropagate, ShardPartition, AutoCast, SaturateInfinity,
-                LatencyHiding, Differentiate, MeshPartition, FuseElementwise, SplitFused)
+                LatencyHiding, Differentiate, MeshPartition, FoldTranspose, FuseElementwise,
+                SplitFused)
 }
 
 PIPELINES: dict[int, list[str]] = {
@@ -43,7 +46,7 @@ PIPELINES: dict[int, list[str]] = {
 SHARDING_PIPELINE: list[str] = ["shard-split-fused", "fold", "dce", "shard-choose",
                                  "shard-propagate", "shard-partition", "cse", "latency-hiding"]
 
-CORE_PIPELINE: list[str] = ["fuse"]
+CORE_PIPELINE: list[str] = ["fold-transpose", "fuse"]
 
 
 def core_pipeline() -> list[Pass]:

@@ -109,8 +109,9 @@ def test_gpt_decoder_attention_splits_heads_norms_and_residuals_replicated(tmp_p
     two = compile_to(save(models.gpt(layers=1), tmp_path / "gpt1.onnx"), tmp_path / "g.neff", 2)
     lines = read_neff(two).files["sg01/program.ir"].decode().splitlines()
     # 4 heads of 16: each core computes scores and softmax for 2 heads.
+    # (the head transposes are folded into the products: their batch dims vary)
     scores = [line for line in lines if "dot_general(" in line and
-              "lhs_batch_dims = [0, 1]" in line]
+              re.search(r"lhs_batch_dims = \[\d, \d\]", line)]
     assert len(scores) == 2 and all(": f32[1,2,8," in line for line in scores), scores
     # Layer norms reduce whole rows, residual adds are whole: both replicated.
     # (each layer norm's two row reductions are one layer_norm op after fusion)
