@@ -115,8 +115,11 @@ def _registers(program: FusedProgram) -> list[int]:
 
 
 def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
-                  attrs: Mapping[str, AttrValue]) -> Callable[[], None]:
-    """A callable that computes `out` from `args` (fixed arrays) by the op's program."""
+                  attrs: Mapping[str, AttrValue],
+                  constant: Sequence[bool] | None = None) -> Callable[[], None]:
+    """A callable that computes `out` from `args` (fixed arrays) by the op's program.
+    `constant[i]`: args[i]'s values never change (None: the plan is used once, so none
+    change while it is used)."""
     program = parse_program(str(attrs["program"]))
     if out.size == 0:
         return lambda: None
@@ -126,6 +129,9 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
     reg = _registers(program)
     index_list = list(blocks(out.shape))
     first = _sub(out, index_list[0]).shape
+    fixed = [True] * len(args) if constant is None else list(constant)
+    filled = {i: np.full(first, v.flat[0], v.dtype) for i, v in enumerate(views)
+              if fixed[i] and _scalar_for_min_max(program, i, v)}
     # one scratch buffer per register and dtype it is used with
     scratch: dict[tuple[int, DType], np.ndarray] = {}
     for j, r in enumerate(reg):
@@ -138,7 +144,8 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
         for j, s in enumerate(program.steps):
             target = _sub(out, index) if reg[j] < 0 else _sub(scratch[(reg[j], dtypes[j])],
                                                                where)
-            ins = [_sub(views[i], index) if is_op else values[i] for is_op, i in s.args]
+            ins = [values[i] if not is_op else _sub(filled[i], where) if i in filled
+                   else _sub(views[i], index) for is_op, i in s.args]
             calls.append(_call(s, ins, target))
             values.append(target)
 
@@ -147,6 +154,18 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
             c()
 
     return run
+
+
+def _scalar_for_min_max(program: FusedProgram, i: int, view: np.ndarray) -> bool:
+    """Operand i holds one value (every stride 0 or size 1) and a maximum or minimum step
+    reads it: such an operand is read from a block-sized array of that value instead
+    (numpy's maximum and minimum against a broadcast scalar take a scalar loop, 4x slower
+    than against an array: ReLU's maximum(x, 0) after every convolution)."""
+    if view.size == 0 or any(st != 0 and n != 1 for st, n in zip(view.strides, view.shape,
+                                                                 strict=True)):
+        return False
+    return any(s.opcode in ("maximum", "minimum") and (True, i) in s.args
+               for s in program.steps)
 
 
 @kernel(ops.fused_elementwise)

@@ -1,9 +1,10 @@
 """Windowed kernels: reduce_window and select_and_scatter.
 
-reduce_window pads each input with its init value (base dilation inserts init values
-between elements, negative padding crops), views the strided, dilated windows without
-copying, and folds the window axes like reduce (init folded in once per window); with a
-ufunc computation and a window of at most 64 elements, one ufunc call per window offset.
+reduce_window pads each input with its init value when there is padding (base dilation
+inserts init values between elements, negative padding crops), views the strided, dilated
+windows without copying, and folds the window axes like reduce (init folded in once per
+window); with a ufunc computation and a window of at most 64 elements, one ufunc call per
+window offset, accumulating in the out itself when it has the compute dtype.
 
 select_and_scatter (the max-pool gradient): for each window of the padded operand, the
 `select` computation picks one element, scanning the window in row-major order and keeping
@@ -54,28 +55,32 @@ def reduce_window(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     low = [lo for lo, _ in a["padding"]]
     high = [hi for _, hi in a["padding"]]
     interior = [d - 1 for d in a["base_dilations"]]
-    padded = [pad_array(x, i, low, high, interior) for x, i in zip(inputs, inits, strict=True)]
-    ufunc, values = prepare(ctx, a["computation"], padded, inits)
+    if any(low) or any(high) or any(interior):
+        inputs = [pad_array(x, i, low, high, interior) for x, i in zip(inputs, inits, strict=True)]
+    ufunc, values = prepare(ctx, a["computation"], inputs, inits)
     views = [windows(v, a["window_dimensions"], a["window_strides"], a["window_dilations"])
              for v in values]
     if ufunc is not None and 0 < math.prod(a["window_dimensions"]) <= _OFFSET_LOOP_MAX:
-        results = [_fold_by_offsets(ufunc, views[0], inits[0], rank)]
-    else:
-        results = fold(ctx, a["computation"], ufunc, views, range(rank, 2 * rank), inits)
+        out = outs[0]
+        direct = out.dtype == views[0].dtype and out.flags.c_contiguous
+        acc = out if direct else np.empty(views[0].shape[:rank], dtype=views[0].dtype)
+        _fold_by_offsets(ufunc, views[0], inits[0], rank, acc)
+        if not direct:
+            store(out, acc)
+        return
+    results = fold(ctx, a["computation"], ufunc, views, range(rank, 2 * rank), inits)
     for out, r in zip(outs, results, strict=True):
         store(out, r)
 
 
-def _fold_by_offsets(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray,
-                     rank: int) -> np.ndarray:
-    """ufunc-fold of the window axes of `view` (positions..., window...) from `init`, one
-    window offset at a time (each a whole-array ufunc call, cache friendly)."""
-    acc = np.empty(view.shape[:rank], dtype=view.dtype)
+def _fold_by_offsets(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray, rank: int,
+                     acc: np.ndarray) -> None:
+    """acc = the ufunc-fold of the window axes of `view` (positions..., window...) from
+    `init`, one window offset at a time (each a whole-array ufunc call, cache friendly)."""
     store(acc, as_compute(np.asarray(init)))
     with np.errstate(all="ignore"):
         for offset in np.ndindex(*view.shape[rank:]):
             ufunc(acc, view[(Ellipsis, *offset)], out=acc)
-    return acc
 
 
 def compare_direction(ctx: KernelContext, computation: Symbol | str,
