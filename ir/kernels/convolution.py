@@ -9,6 +9,8 @@ product is taken the other way round, (O, I*K) @ (I*K, P) per image, written str
 the out when its layout is (N, O, *spatial): no result transpose, and a 1x1 window at stride 1
 multiplies the input itself (no im2col copy). Padding is skipped when there is none. Depthwise
 convolutions (one input feature per group) instead multiply-add one kernel offset at a time.
+Plain 2-D stride-1 float convolutions with a window over 1x1 go, by their channel counts, to
+`conv_rows` (products on whole padded rows, no im2col transpose) when it is faster.
 
 Groups follow the StableHLO spec: with batch_group_count B the lhs batch is split into B
 contiguous chunks and the kernel output features into B chunks, chunk b convolving with
@@ -27,7 +29,10 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import pad_array, store, windows
+from nxcc.ir.kernels.conv_rows import conv_rows, method
 from nxcc.ir.kernels.linalg import accumulate_dtype
+
+_BLAS_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 
 def _grouped_conv(x: np.ndarray, w: np.ndarray, groups: int, strides: Sequence[int],
@@ -116,6 +121,11 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     low = [lo for lo, _ in a["padding"]]
     high = [hi for _, hi in a["padding"]]
     interior = [d - 1 for d in a["lhs_dilation"]]
+    how = _rows_method(x, w, a, low, high, interior)
+    if how is not None and _canonical(a) and out.dtype == acc and out.flags.c_contiguous:
+        with np.errstate(all="ignore"):
+            conv_rows(x, w, low, high, how, out)
+        return
     if any(low) or any(high) or any(interior):
         x = pad_array(x, np.zeros((), acc), [0, 0, *low], [0, 0, *high], [0, 0, *interior])
 
@@ -137,6 +147,24 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             result = _split_conv(x, w, groups, batch_groups, a)
     final = result.transpose(canonical)
     store(out, final != 0 if out.dtype == np.bool_ else final)
+
+
+def _canonical(a: Mapping) -> bool:
+    """The out's layout is (N, O, *spatial)."""
+    return (a["output_batch_dim"] == 0 and a["output_feature_dim"] == 1
+            and list(a["output_spatial_dims"]) == list(range(2, 2 + len(a["output_spatial_dims"]))))
+
+
+def _rows_method(x: np.ndarray, w: np.ndarray, a: Mapping, low: Sequence[int],
+                 high: Sequence[int], interior: Sequence[int]) -> str | None:
+    """`conv_rows.method` for a plain 2-D stride-1 float convolution with a window larger
+    than 1x1 and no negative padding; None for every other one."""
+    plain = (x.ndim == 4 and x.dtype in _BLAS_FLOATS and a["feature_group_count"] == 1
+             and a["batch_group_count"] == 1 and not any(interior)
+             and all(s == 1 for s in a["window_strides"])
+             and all(d == 1 for d in a["rhs_dilation"])
+             and min(*low, *high) >= 0 and w.shape[2] * w.shape[3] > 1)
+    return method(x.shape[1], w.shape[0]) if plain else None
 
 
 def _split_conv(x: np.ndarray, w: np.ndarray, groups: int, batch_groups: int,

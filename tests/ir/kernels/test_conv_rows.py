@@ -1,0 +1,69 @@
+"""Stride-1 convolutions on whole padded rows (`conv_rows`) against a direct numpy
+reference, for both methods and through the convolution kernel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.lib.stride_tricks import sliding_window_view
+
+from nxcc.ir.kernels import conv_rows as rows
+from nxcc.ir.kernels.conv_rows import ROWS, SHIFTED, conv_rows
+from tests.ir.kernels.fake_ctx import run1
+
+RNG = np.random.default_rng(11)
+
+
+def reference(x: np.ndarray, w: np.ndarray, low, high) -> np.ndarray:
+    padded = np.pad(x.astype(np.float64), [(0, 0), (0, 0), (low[0], high[0]), (low[1], high[1])])
+    win = sliding_window_view(padded, w.shape[2:], axis=(2, 3))  # (N, C, Ho, Wo, kh, kw)
+    return np.einsum("nchwij,ocij->nohw", win, w.astype(np.float64))
+
+
+@pytest.mark.parametrize("how", [ROWS, SHIFTED])
+@pytest.mark.parametrize(("shape", "kernel", "low", "high"), [
+    ((1, 8, 9, 9), (4, 8, 3, 3), (1, 1), (1, 1)),
+    ((2, 6, 7, 11), (5, 6, 3, 2), (0, 2), (1, 0)),   # two images, asymmetric, non-square
+    ((1, 3, 5, 5), (2, 3, 5, 5), (0, 0), (0, 0)),    # one output position
+    ((1, 4, 1, 6), (3, 4, 1, 3), (0, 1), (0, 1)),    # one row
+])
+def test_both_methods_match_the_reference(how: str, shape, kernel, low, high) -> None:
+    for dtype, tol in ((np.float32, 1e-5), (np.float64, 1e-12)):
+        x = RNG.standard_normal(shape).astype(dtype)
+        w = RNG.standard_normal(kernel).astype(dtype)
+        want = reference(x, w, low, high)
+        out = np.full(want.shape, np.nan, dtype)
+        conv_rows(x, w, low, high, how, out)
+        np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
+
+
+def test_the_method_follows_the_channel_counts() -> None:
+    assert rows.method(128, 32) == SHIFTED   # DenseNet's 3x3 convolutions
+    assert rows.method(16, 64) == ROWS       # SqueezeNet's expand convolutions
+    assert rows.method(256, 256) is None     # im2col
+
+
+ATTRS = dict(window_strides=[1, 1], lhs_dilation=[1, 1], rhs_dilation=[1, 1],
+             input_batch_dim=0, input_feature_dim=1, input_spatial_dims=[2, 3],
+             kernel_output_feature_dim=0, kernel_input_feature_dim=1, kernel_spatial_dims=[2, 3],
+             output_batch_dim=0, output_feature_dim=1, output_spatial_dims=[2, 3],
+             feature_group_count=1, batch_group_count=1)
+
+
+@pytest.mark.parametrize(("c", "o", "route"), [(8, 2, SHIFTED), (4, 6, ROWS), (200, 150, None)])
+def test_the_convolution_kernel_gives_the_same_numbers_by_every_route(c: int, o: int, route,
+                                                                     monkeypatch) -> None:
+    from nxcc.ir.kernels import convolution
+
+    taken: list = []
+
+    def spy(*args):
+        taken.append(args[4])
+        return conv_rows(*args)
+
+    monkeypatch.setattr(convolution, "conv_rows", spy)
+    x = RNG.standard_normal((1, c, 6, 6)).astype(np.float32)
+    w = RNG.standard_normal((o, c, 3, 3)).astype(np.float32)
+    got = run1("convolution", [x, w], {**ATTRS, "padding": [[1, 1], [1, 1]]})
+    np.testing.assert_allclose(got, reference(x, w, (1, 1), (1, 1)), rtol=1e-4, atol=1e-4)
+    assert taken == ([route] if route else [])
