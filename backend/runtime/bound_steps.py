@@ -12,6 +12,8 @@ made in advance:
   calls for those dtypes (the executor ignores floating-point errors once per execution, as
   every kernel does per op);
 - fused_elementwise: its block-by-block plan, made once (`ir/kernels/fused.prepare_fused`);
+- convolution on the row route: its buffers and kernel matrices, made once
+  (`ir/kernels/convolution.prepare_convolution`);
 - reshape, transpose, broadcast_in_dim, copy: `np.copyto(out, view)` with the view made once;
 - dot_general into a contiguous out of the accumulation dtype: `np.matmul(a, b, out=out3)`
   with its 3-D operands made once when they are views of their slot or constants (a
@@ -33,6 +35,7 @@ import numpy as np
 
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import Kernel, KernelContext
+from nxcc.ir.kernels.convolution import prepare_convolution
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.fused import prepare_fused
 from nxcc.ir.kernels.linalg import matmul_operands
@@ -97,6 +100,8 @@ def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarra
         return None
     if opcode == "dot_general":
         return _matmul_step(args, out, attrs, constant)
+    if opcode == "convolution":
+        return prepare_convolution(args, out, attrs, constant)
     if opcode == "fused_elementwise":
         return prepare_fused(args, out, attrs, constant)
     view = _moved_view(opcode, args, out, attrs)

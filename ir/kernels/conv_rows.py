@@ -24,7 +24,7 @@ always computes the same bits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -46,6 +46,15 @@ def conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[i
               how: str, out: np.ndarray) -> None:
     """out (N, O, Ho, Wo), contiguous = the stride-1 convolution of x (N, C, H, W) padded
     by `low`/`high` (>= 0) with w (O, C, kh, kw); all of one float dtype."""
+    prepare_conv_rows(x, w, low, high, how, out, weights_fixed=True)()
+
+
+def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[int],
+                      how: str, out: np.ndarray, weights_fixed: bool) -> Callable[[], None]:
+    """`conv_rows` on these fixed arrays as a callable: the buffers, views and kernel
+    matrices made once (fresh buffers per call cost page faults: a third of a small
+    convolution's time). With `weights_fixed` false, the kernel matrices are copied from
+    w on every call, so they follow its values."""
     nb, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     hp, wp = h + low[0] + high[0], wd + low[1] + high[1]
@@ -55,24 +64,45 @@ def conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[i
     padded = flat[:c * hp * wp].reshape(c, hp, wp)
     inner = padded[:, low[0]:low[0] + h, low[1]:low[1] + wd]
     wide = np.empty((o, ho * wp), x.dtype)
+    crops = [(out[n], wide.reshape(o, ho, wp)[:, :, :wo]) for n in range(nb)]
     if how == ROWS:
         columns = np.empty((c, kh, kw, ho * wp), x.dtype)
         source = as_strided(flat, (c, kh, kw, ho * wp), (hp * wp * item, wp * item, item, item),
                             writeable=False)
-        kernel = np.ascontiguousarray(w.reshape(o, c * kh * kw))
+        kernel = np.empty((o, c * kh * kw), x.dtype)
+        sources = [(kernel.reshape(o, c, kh, kw), w)]
+        matrix = columns.reshape(c * kh * kw, ho * wp)
+
+        def product() -> None:
+            np.copyto(columns, source)
+            np.matmul(kernel, matrix, out=wide)
     else:
         shifted = [as_strided(flat[i * wp + j:], (c, ho * wp), (hp * wp * item, item),
                               writeable=False) for i in range(kh) for j in range(kw)]
-        kernels = [np.ascontiguousarray(w[:, :, i, j]) for i in range(kh) for j in range(kw)]
+        kernels = [np.empty((o, c), x.dtype) for _ in shifted]
+        sources = [(k, w[:, :, i, j]) for k, (i, j) in
+                   zip(kernels, np.ndindex(kh, kw), strict=True)]
         term = np.empty_like(wide)
-    for n in range(nb):
-        np.copyto(inner, x[n])
-        if how == ROWS:
-            np.copyto(columns, source)
-            np.matmul(kernel, columns.reshape(c * kh * kw, ho * wp), out=wide)
-        else:
+        pairs = list(zip(kernels[1:], shifted[1:], strict=True))
+
+        def product() -> None:
             np.matmul(kernels[0], shifted[0], out=wide)
-            for k, xs in zip(kernels[1:], shifted[1:], strict=True):
+            for k, xs in pairs:
                 np.matmul(k, xs, out=term)
-                wide += term
-        np.copyto(out[n], wide.reshape(o, ho, wp)[:, :, :wo])
+                np.add(wide, term, out=wide)
+
+    def refresh() -> None:
+        for target, source_view in sources:
+            np.copyto(target, source_view)
+
+    refresh()
+
+    def run() -> None:
+        if not weights_fixed:
+            refresh()
+        for n in range(nb):
+            np.copyto(inner, x[n])
+            product()
+            np.copyto(*crops[n])
+
+    return run

@@ -21,7 +21,7 @@ into G chunks likewise; results are concatenated along the output features.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -29,7 +29,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import pad_array, store, windows
-from nxcc.ir.kernels.conv_rows import conv_rows, method
+from nxcc.ir.kernels.conv_rows import conv_rows, method, prepare_conv_rows
 from nxcc.ir.kernels.linalg import accumulate_dtype
 
 _BLAS_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
@@ -113,9 +113,7 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     acc = accumulate_dtype(lhs.dtype, out.dtype)
     if lhs.dtype == np.bool_:
         acc = np.dtype(np.int64)
-    x = lhs.transpose([a["input_batch_dim"], a["input_feature_dim"], *a["input_spatial_dims"]])
-    w = rhs.transpose([a["kernel_output_feature_dim"], a["kernel_input_feature_dim"],
-                       *a["kernel_spatial_dims"]])
+    x, w = _canonical_operands(lhs, rhs, a)
     x = x.astype(acc, copy=False)
     w = w.astype(acc, copy=False)
     low = [lo for lo, _ in a["padding"]]
@@ -147,6 +145,36 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             result = _split_conv(x, w, groups, batch_groups, a)
     final = result.transpose(canonical)
     store(out, final != 0 if out.dtype == np.bool_ else final)
+
+
+def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
+                        attrs: Mapping[str, AttrValue],
+                        constant: Sequence[bool]) -> Callable[[], None] | None:
+    """The convolution on these fixed arrays as a callable, with its buffers and kernel
+    matrices made once (`conv_rows.prepare_conv_rows`), when it takes the row route and
+    needs no conversion; None otherwise (the kernel then runs per call)."""
+    lhs, rhs = args
+    a: Mapping = attrs
+    acc = accumulate_dtype(lhs.dtype, out.dtype)
+    if not (lhs.dtype == rhs.dtype == out.dtype == acc and out.flags.c_contiguous
+            and _canonical(a)):
+        return None
+    x, w = _canonical_operands(lhs, rhs, a)
+    low = [lo for lo, _ in a["padding"]]
+    high = [hi for _, hi in a["padding"]]
+    how = _rows_method(x, w, a, low, high, [d - 1 for d in a["lhs_dilation"]])
+    if how is None:
+        return None
+    return prepare_conv_rows(x, w, low, high, how, out, weights_fixed=constant[1])
+
+
+def _canonical_operands(lhs: np.ndarray, rhs: np.ndarray,
+                        a: Mapping) -> tuple[np.ndarray, np.ndarray]:
+    """lhs as (N, C, *spatial) and rhs as (O, I, *window): views."""
+    x = lhs.transpose([a["input_batch_dim"], a["input_feature_dim"], *a["input_spatial_dims"]])
+    w = rhs.transpose([a["kernel_output_feature_dim"], a["kernel_input_feature_dim"],
+                       *a["kernel_spatial_dims"]])
+    return x, w
 
 
 def _canonical(a: Mapping) -> bool:

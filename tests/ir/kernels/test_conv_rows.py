@@ -67,3 +67,44 @@ def test_the_convolution_kernel_gives_the_same_numbers_by_every_route(c: int, o:
     got = run1("convolution", [x, w], {**ATTRS, "padding": [[1, 1], [1, 1]]})
     np.testing.assert_allclose(got, reference(x, w, (1, 1), (1, 1)), rtol=1e-4, atol=1e-4)
     assert taken == ([route] if route else [])
+
+
+@pytest.mark.parametrize("how", [ROWS, SHIFTED])
+def test_a_prepared_convolution_follows_its_input_and_unfixed_weights(how: str) -> None:
+    from nxcc.ir.kernels.conv_rows import prepare_conv_rows
+
+    x = RNG.standard_normal((2, 6, 5, 7)).astype(np.float32)
+    w = RNG.standard_normal((3, 6, 3, 3)).astype(np.float32)
+    out = np.empty((2, 3, 5, 7), np.float32)
+    run = prepare_conv_rows(x, w, (1, 1), (1, 1), how, out, weights_fixed=False)
+    for _ in range(2):
+        run()
+        np.testing.assert_allclose(out, reference(x, w, (1, 1), (1, 1)), rtol=1e-4, atol=1e-4)
+        x[...] = RNG.standard_normal(x.shape)
+        w[...] = RNG.standard_normal(w.shape)
+
+
+def test_the_executor_binds_a_row_route_convolution_once() -> None:
+    """Through the NEFF lowering and the executor: the bound step is the prepared one and
+    gives the reference numbers for new inputs."""
+    from nxcc.backend.program.lower import WeightTable, lower_module
+    from nxcc.backend.runtime.executor import ProgramExecutor
+    from nxcc.ir.parser import parse_module
+
+    text = """\
+module @m {
+  func @main(%x: f32[1,16,9,9], %w: f32[4,16,3,3]) -> (f32[1,4,9,9]) {
+    %c = convolution(%x, %w) {window_strides = [1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], rhs_dilation = [1, 1], input_batch_dim = 0, input_feature_dim = 1, input_spatial_dims = [2, 3], kernel_input_feature_dim = 1, kernel_output_feature_dim = 0, kernel_spatial_dims = [2, 3], output_batch_dim = 0, output_feature_dim = 1, output_spatial_dims = [2, 3]} : f32[1,4,9,9]
+    return %c
+  }
+}
+"""
+    table = WeightTable()
+    ex = ProgramExecutor(lower_module(parse_module(text), table), table.arrays)
+    for _ in range(2):
+        x = RNG.standard_normal((1, 16, 9, 9)).astype(np.float32)
+        w = RNG.standard_normal((4, 16, 3, 3)).astype(np.float32)
+        (got,) = ex.run([x, w])
+        np.testing.assert_allclose(got, reference(x, w, (1, 1), (1, 1)), rtol=1e-4, atol=1e-4)
+    step = ex.functions["main"].bound(ex).steps[0]
+    assert step.__qualname__.startswith("prepare_conv_rows")
