@@ -12,8 +12,8 @@ made in advance:
   calls for those dtypes (the executor ignores floating-point errors once per execution, as
   every kernel does per op);
 - fused_elementwise: its block-by-block plan, made once (`ir/kernels/fused.prepare_fused`);
-- convolution on the row route: its buffers and kernel matrices, made once
-  (`ir/kernels/convolution.prepare_convolution`);
+- convolution on the row route: its kernel matrices made once, its padded image and tile
+  buffers in the function's shared scratch (`ir/kernels/convolution.prepare_convolution`);
 - reshape, transpose, broadcast_in_dim, copy: `np.copyto(out, view)` with the view made once;
 - dot_general into a contiguous out of the accumulation dtype: `np.matmul(a, b, out=out3)`
   with its 3-D operands made once when they are views of their slot or constants (a
@@ -39,6 +39,7 @@ from nxcc.ir.kernels.convolution import prepare_convolution
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.fused import prepare_fused
 from nxcc.ir.kernels.linalg import matmul_operands
+from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 Step = Callable[[], object]
 
@@ -63,12 +64,13 @@ _UNARY: dict[str, tuple[np.ufunc, frozenset[np.dtype]]] = {
 
 def bind_step(opcode: str, kern: Kernel, args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
               attrs: Mapping[str, AttrValue], ctx: KernelContext,
-              constant: Sequence[bool]) -> Step:
+              constant: Sequence[bool], pool: ScratchPool | None = None) -> Step:
     """The instruction as a callable on these fixed arrays. `constant[i]`: args[i] never
-    changes (a weight or splat), so what is derived from it may be computed now."""
+    changes (a weight or splat), so what is derived from it may be computed now. `pool`:
+    scratch shared with the other steps of the function (they run one at a time)."""
     if opcode in _BLAS_OPS:
         args = [_dense(a) if fixed else a for a, fixed in zip(args, constant, strict=True)]
-    fast = _fast_step(opcode, args, outs, attrs, constant)
+    fast = _fast_step(opcode, args, outs, attrs, constant, pool or ScratchPool())
     if fast is not None:
         return fast
     return functools.partial(kern, list(args), list(outs), attrs, ctx)
@@ -84,7 +86,8 @@ def _dense(x: np.ndarray) -> np.ndarray:
 
 
 def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
-               attrs: Mapping[str, AttrValue], constant: Sequence[bool]) -> Step | None:
+               attrs: Mapping[str, AttrValue], constant: Sequence[bool],
+               pool: ScratchPool) -> Step | None:
     if len(outs) != 1:
         return None
     out = outs[0]
@@ -101,7 +104,7 @@ def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarra
     if opcode == "dot_general":
         return _matmul_step(args, out, attrs, constant)
     if opcode == "convolution":
-        return prepare_convolution(args, out, attrs, constant)
+        return prepare_convolution(args, out, attrs, constant, pool)
     if opcode == "fused_elementwise":
         return prepare_fused(args, out, attrs, constant)
     view = _moved_view(opcode, args, out, attrs)

@@ -37,6 +37,7 @@ from nxcc.ir.dtypes import DType
 from nxcc.ir.interpreter import allocate_results
 from nxcc.ir.kernels import get_kernel
 from nxcc.ir.kernels.base import KernelContext
+from nxcc.ir.kernels.scratch_pool import ScratchPool
 from nxcc.ir.types import TensorType
 
 if TYPE_CHECKING:
@@ -115,9 +116,10 @@ class _Bound:
             arrays[p] = np.empty(fn.types[p].shape, fn.types[p].dtype.numpy)
         self.param_buffers = [arrays[p] for p in fn.params]
         self.results = [arrays[r] for r in fn.results]
+        pool = ScratchPool()  # the steps run one at a time: they share their scratch
         self.steps = [
             bind_step(opcode, kern, [arrays[i] for i in ins], [arrays[o] for o in outs],
-                      attrs, ctx, [i in fn.fixed for i in ins])
+                      attrs, ctx, [i in fn.fixed for i in ins], pool)
             for kern, ins, outs, attrs, opcode in fn.instructions
         ]
         _join_adjacent_collectives(fn.instructions, arrays, self.steps, ctx)

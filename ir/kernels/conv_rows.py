@@ -13,6 +13,11 @@ first Wo columns of each row are kept, by one of:
 - `SHIFTED`: no copy at all: out_wide = sum over (i, j) of W_ij (O, C) @ X_ij, one product
   per kernel offset (numpy hands BLAS the strided X_ij), accumulated in a second buffer.
 
+The output rows are taken in tiles whose buffers fit in TILE_BYTES (4 MiB), so a large
+image never needs its whole column matrix; the padded image and the tile buffers are
+scratch shared by the bound function's steps (`scratch_pool`), so a model's convolutions
+hold one set between them.
+
 `method(c, o)` picks one by shape (None: keep im2col), from interleaved timings of the
 light models' convolutions on the 2-core machine (README, "Measured figures"): ROWS for few
 input channels (C <= 128: the copy is small against im2col's, whose short runs dominate
@@ -29,6 +34,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from nxcc.ir.kernels.scratch_pool import ScratchPool
+
 ROWS = "rows"
 SHIFTED = "shifted"
 
@@ -42,6 +49,10 @@ def method(c: int, o: int) -> str | None:
     return None
 
 
+#: bytes of tile buffers (columns and products) per tile of output rows
+TILE_BYTES = 4 << 20
+
+
 def conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[int],
               how: str, out: np.ndarray) -> None:
     """out (N, O, Ho, Wo), contiguous = the stride-1 convolution of x (N, C, H, W) padded
@@ -50,46 +61,26 @@ def conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[i
 
 
 def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[int],
-                      how: str, out: np.ndarray, weights_fixed: bool) -> Callable[[], None]:
-    """`conv_rows` on these fixed arrays as a callable: the buffers, views and kernel
-    matrices made once (fresh buffers per call cost page faults: a third of a small
-    convolution's time). With `weights_fixed` false, the kernel matrices are copied from
-    w on every call, so they follow its values."""
+                      how: str, out: np.ndarray, weights_fixed: bool,
+                      pool: ScratchPool | None = None) -> Callable[[], None]:
+    """`conv_rows` on these fixed arrays as a callable. The output rows are taken in tiles
+    whose column and product buffers fit in TILE_BYTES; those buffers and the padded image
+    are scratch from `pool` (shared with the function's other steps), their views made on
+    the first call; the kernel matrices are made once (with `weights_fixed` false, copied
+    from w on every call, so they follow its values)."""
     nb, c, h, wd = x.shape
     o, _, kh, kw = w.shape
-    hp, wp = h + low[0] + high[0], wd + low[1] + high[1]
-    ho, wo = hp - kh + 1, wp - kw + 1
-    item = x.dtype.itemsize
-    flat = np.zeros(c * hp * wp + kw - 1, x.dtype)  # the spare tail: the last X_ij's end
-    padded = flat[:c * hp * wp].reshape(c, hp, wp)
-    inner = padded[:, low[0]:low[0] + h, low[1]:low[1] + wd]
-    wide = np.empty((o, ho * wp), x.dtype)
-    crops = [(out[n], wide.reshape(o, ho, wp)[:, :, :wo]) for n in range(nb)]
+    geometry = _Geometry(c, h, wd, o, kh, kw, low, high, x.dtype.itemsize, how)
+    dt = x.dtype
     if how == ROWS:
-        columns = np.empty((c, kh, kw, ho * wp), x.dtype)
-        source = as_strided(flat, (c, kh, kw, ho * wp), (hp * wp * item, wp * item, item, item),
-                            writeable=False)
-        kernel = np.empty((o, c * kh * kw), x.dtype)
-        sources = [(kernel.reshape(o, c, kh, kw), w)]
-        matrix = columns.reshape(c * kh * kw, ho * wp)
-
-        def product() -> None:
-            np.copyto(columns, source)
-            np.matmul(kernel, matrix, out=wide)
+        kernels = [np.empty((o, c * kh * kw), dt)]
+        sources = [(kernels[0].reshape(o, c, kh, kw), w)]
     else:
-        shifted = [as_strided(flat[i * wp + j:], (c, ho * wp), (hp * wp * item, item),
-                              writeable=False) for i in range(kh) for j in range(kw)]
-        kernels = [np.empty((o, c), x.dtype) for _ in shifted]
+        kernels = [np.empty((o, c), dt) for _ in range(kh * kw)]
         sources = [(k, w[:, :, i, j]) for k, (i, j) in
                    zip(kernels, np.ndindex(kh, kw), strict=True)]
-        term = np.empty_like(wide)
-        pairs = list(zip(kernels[1:], shifted[1:], strict=True))
-
-        def product() -> None:
-            np.matmul(kernels[0], shifted[0], out=wide)
-            for k, xs in pairs:
-                np.matmul(k, xs, out=term)
-                np.add(wide, term, out=wide)
+    reservation = (pool or ScratchPool()).reserve(geometry.scratch(dt))
+    views: list[_TileViews] = []
 
     def refresh() -> None:
         for target, source_view in sources:
@@ -98,11 +89,96 @@ def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Se
     refresh()
 
     def run() -> None:
+        if not views:
+            views.extend(geometry.views(reservation.arrays(), out, kernels))
         if not weights_fixed:
             refresh()
         for n in range(nb):
-            np.copyto(inner, x[n])
-            product()
-            np.copyto(*crops[n])
+            views[0].load(x[n])
+            for tile in views:
+                tile.compute(n)
 
     return run
+
+
+class _Geometry:
+    """The padded image, the tiles of output rows and the buffers they need."""
+
+    def __init__(self, c: int, h: int, wd: int, o: int, kh: int, kw: int,
+                 low: Sequence[int], high: Sequence[int], item: int, how: str) -> None:
+        self.c, self.h, self.wd, self.o, self.kh, self.kw = c, h, wd, o, kh, kw
+        self.low, self.item, self.how = list(low), item, how
+        self.hp, self.wp = h + low[0] + high[0], wd + low[1] + high[1]
+        self.ho, self.wo = self.hp - kh + 1, self.wp - kw + 1
+        per_row = (c * kh * kw + o if how == ROWS else 2 * o) * self.wp * item
+        self.rows = max(1, min(self.ho, TILE_BYTES // per_row))
+
+    def scratch(self, dtype: np.dtype) -> list[tuple[tuple[int, ...], np.dtype]]:
+        """(shape, dtype) of: the flat padded image (plus kw - 1 spare elements: the last
+        X_ij's end), the tile's columns (ROWS) or second product (SHIFTED), its product."""
+        flat = (self.c * self.hp * self.wp + self.kw - 1,)
+        span = self.rows * self.wp
+        second = (self.c * self.kh * self.kw * span,) if self.how == ROWS else (self.o * span,)
+        return [(flat, dtype), (second, dtype), ((self.o * span,), dtype)]
+
+    def views(self, arrays: list[np.ndarray], out: np.ndarray,
+              kernels: list[np.ndarray]) -> list[_TileViews]:
+        flat, second, product = arrays
+        return [_TileViews(self, flat, second, product, out, kernels, y0,
+                           min(self.rows, self.ho - y0))
+                for y0 in range(0, self.ho, self.rows)]
+
+
+class _TileViews:
+    """One tile of output rows [y0, y0 + r): its views, and its share of a call."""
+
+    def __init__(self, g: _Geometry, flat: np.ndarray, second: np.ndarray,
+                 product: np.ndarray, out: np.ndarray, kernels: list[np.ndarray],
+                 y0: int, r: int) -> None:
+        c, hp, wp, item = g.c, g.hp, g.wp, g.item
+        span = r * wp
+        padded = flat[:c * hp * wp].reshape(c, hp, wp)
+        lo_h, lo_w = g.low
+        self.inner = padded[:, lo_h:lo_h + g.h, lo_w:lo_w + g.wd]
+        self.borders = [b for b in (padded[:, :lo_h], padded[:, lo_h + g.h:],
+                                    padded[:, lo_h:lo_h + g.h, :lo_w],
+                                    padded[:, lo_h:lo_h + g.h, lo_w + g.wd:]) if b.size]
+        self.wide = product[:g.o * span].reshape(g.o, span)
+        self.crops = [(out[n, :, y0:y0 + r], self.wide.reshape(g.o, r, wp)[:, :, :g.wo])
+                      for n in range(out.shape[0])]
+        start = y0 * wp
+        # the last element any X_ij of this tile reads is within flat (see the module doc)
+        assert start + (c - 1) * hp * wp + (g.kh - 1) * wp + g.kw - 1 + span <= flat.size
+        self.kernels = kernels
+        if g.how == ROWS:
+            self.columns = second[:c * g.kh * g.kw * span].reshape(c, g.kh, g.kw, span)
+            self.source = as_strided(flat[start:], (c, g.kh, g.kw, span),
+                                     (hp * wp * item, wp * item, item, item), writeable=False)
+            self.matrix = self.columns.reshape(c * g.kh * g.kw, span)
+            self.compute_product = self._rows
+        else:
+            self.term = second[:g.o * span].reshape(g.o, span)
+            self.shifted = [as_strided(flat[start + i * wp + j:], (c, span),
+                                       (hp * wp * item, item), writeable=False)
+                            for i in range(g.kh) for j in range(g.kw)]
+            self.compute_product = self._shifted
+
+    def load(self, image: np.ndarray) -> None:
+        """The padded image from one (C, H, W) image (borders zeroed: the buffer is shared)."""
+        for border in self.borders:
+            border.fill(0)
+        np.copyto(self.inner, image)
+
+    def compute(self, n: int) -> None:
+        self.compute_product()
+        np.copyto(*self.crops[n])
+
+    def _rows(self) -> None:
+        np.copyto(self.columns, self.source)
+        np.matmul(self.kernels[0], self.matrix, out=self.wide)
+
+    def _shifted(self) -> None:
+        np.matmul(self.kernels[0], self.shifted[0], out=self.wide)
+        for k, xs in zip(self.kernels[1:], self.shifted[1:], strict=True):
+            np.matmul(k, xs, out=self.term)
+            np.add(self.wide, self.term, out=self.wide)

@@ -31,6 +31,7 @@ from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import pad_array, store, windows
 from nxcc.ir.kernels.conv_rows import conv_rows, method, prepare_conv_rows
 from nxcc.ir.kernels.linalg import accumulate_dtype
+from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 _BLAS_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
@@ -148,8 +149,8 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 
 
 def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
-                        attrs: Mapping[str, AttrValue],
-                        constant: Sequence[bool]) -> Callable[[], None] | None:
+                        attrs: Mapping[str, AttrValue], constant: Sequence[bool],
+                        pool: ScratchPool | None = None) -> Callable[[], None] | None:
     """The convolution on these fixed arrays as a callable, with its buffers and kernel
     matrices made once (`conv_rows.prepare_conv_rows`), when it takes the row route and
     needs no conversion; None otherwise (the kernel then runs per call)."""
@@ -165,7 +166,7 @@ def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
     how = _rows_method(x, w, a, low, high, [d - 1 for d in a["lhs_dilation"]])
     if how is None:
         return None
-    return prepare_conv_rows(x, w, low, high, how, out, weights_fixed=constant[1])
+    return prepare_conv_rows(x, w, low, high, how, out, constant[1], pool)
 
 
 def _canonical_operands(lhs: np.ndarray, rhs: np.ndarray,

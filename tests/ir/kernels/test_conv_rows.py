@@ -20,14 +20,17 @@ def reference(x: np.ndarray, w: np.ndarray, low, high) -> np.ndarray:
     return np.einsum("nchwij,ocij->nohw", win, w.astype(np.float64))
 
 
-@pytest.mark.parametrize("how", [ROWS, SHIFTED])
+@pytest.mark.parametrize("tile_bytes", [rows.TILE_BYTES, 1, 700])  # one tile; one row each;
+@pytest.mark.parametrize("how", [ROWS, SHIFTED])                   # a few, the last shorter
 @pytest.mark.parametrize(("shape", "kernel", "low", "high"), [
     ((1, 8, 9, 9), (4, 8, 3, 3), (1, 1), (1, 1)),
     ((2, 6, 7, 11), (5, 6, 3, 2), (0, 2), (1, 0)),   # two images, asymmetric, non-square
     ((1, 3, 5, 5), (2, 3, 5, 5), (0, 0), (0, 0)),    # one output position
     ((1, 4, 1, 6), (3, 4, 1, 3), (0, 1), (0, 1)),    # one row
 ])
-def test_both_methods_match_the_reference(how: str, shape, kernel, low, high) -> None:
+def test_both_methods_match_the_reference(how: str, shape, kernel, low, high, tile_bytes,
+                                          monkeypatch) -> None:
+    monkeypatch.setattr(rows, "TILE_BYTES", tile_bytes)
     for dtype, tol in ((np.float32, 1e-5), (np.float64, 1e-12)):
         x = RNG.standard_normal(shape).astype(dtype)
         w = RNG.standard_normal(kernel).astype(dtype)
@@ -108,3 +111,49 @@ module @m {
         np.testing.assert_allclose(got, reference(x, w, (1, 1), (1, 1)), rtol=1e-4, atol=1e-4)
     step = ex.functions["main"].bound(ex).steps[0]
     assert step.__qualname__.startswith("prepare_conv_rows")
+
+
+def test_convolutions_of_one_function_share_scratch_and_rezero_their_borders() -> None:
+    """Two row-route convolutions of different padding in one bound function: the second
+    finds the first's data in the shared buffer and must not read it as padding."""
+    from nxcc.backend.program.lower import WeightTable, lower_module
+    from nxcc.backend.runtime.executor import ProgramExecutor
+    from nxcc.ir.parser import parse_module
+
+    dims = ("lhs_dilation = [1, 1], rhs_dilation = [1, 1], input_batch_dim = 0, "
+            "input_feature_dim = 1, input_spatial_dims = [2, 3], kernel_input_feature_dim = 1, "
+            "kernel_output_feature_dim = 0, kernel_spatial_dims = [2, 3], output_batch_dim = 0, "
+            "output_feature_dim = 1, output_spatial_dims = [2, 3]")
+    text = f"""\
+module @m {{
+  func @main(%x: f32[1,8,9,9], %w: f32[4,8,3,3], %v: f32[8,4,5,5]) -> (f32[1,8,9,9]) {{
+    %c = convolution(%x, %w) {{window_strides = [1, 1], padding = [[1, 1], [1, 1]], {dims}}} : f32[1,4,9,9]
+    %d = convolution(%c, %v) {{window_strides = [1, 1], padding = [[2, 2], [2, 2]], {dims}}} : f32[1,8,9,9]
+    return %d
+  }}
+}}
+"""
+    table = WeightTable()
+    ex = ProgramExecutor(lower_module(parse_module(text), table), table.arrays)
+    for _ in range(2):
+        x = RNG.standard_normal((1, 8, 9, 9)).astype(np.float32) + 5  # no zeros to confuse
+        w = RNG.standard_normal((4, 8, 3, 3)).astype(np.float32)
+        v = RNG.standard_normal((8, 4, 5, 5)).astype(np.float32)
+        (got,) = ex.run([x, w, v])
+        c = reference(x, w, (1, 1), (1, 1)).astype(np.float32)
+        np.testing.assert_allclose(got, reference(c, v, (2, 2), (2, 2)), rtol=1e-4, atol=1e-3)
+    steps = ex.functions["main"].bound(ex).steps
+    assert all(s.__qualname__.startswith("prepare_conv_rows") for s in steps)
+
+
+def test_scratch_reservations_share_the_buffer_from_offset_0() -> None:
+    from nxcc.ir.kernels.scratch_pool import ScratchPool
+
+    pool = ScratchPool()
+    a = pool.reserve([((10,), np.dtype(np.float32)), ((3, 2), np.dtype(np.float64))])
+    b = pool.reserve([((100,), np.dtype(np.float32))])
+    assert pool.nbytes == 448  # 400 rounded up to 64 bytes; the larger of 64 + 64 and it
+    (xa, ya), (xb,) = a.arrays(), b.arrays()
+    assert np.shares_memory(xa, xb) and ya.ctypes.data % 64 == 0 and ya.shape == (3, 2)
+    with pytest.raises(RuntimeError):
+        pool.reserve([((1000,), np.dtype(np.float32))])
