@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from nxcc.ir import ops
 from nxcc.ir.core import Module, Op, Value
-from nxcc.ir.patterns import RewritePattern, Rewriter, apply_patterns
+from nxcc.ir.patterns import RewritePattern, Rewriter, rewrite_function
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 
 _SIDES = (("lhs_batch_dims", "lhs_contracting_dims"), ("rhs_batch_dims", "rhs_contracting_dims"))
@@ -61,13 +61,22 @@ class _TransposeIntoDot(RewritePattern):
         return [folded]
 
 
+def _reads_a_transpose(op: Op) -> bool:
+    return op.opcode == ops.dot_general.name and any(
+        v.owner is not None and v.owner.opcode == ops.transpose.name for v in op.operands)
+
+
 class FoldTranspose:
     """Folds transposes into the dot_generals that read them (see the module docstring)."""
 
     name: ClassVar[str] = "fold-transpose"
 
     def run(self, module: Module) -> bool:
-        changed = apply_patterns(module, [_TransposeIntoDot()])
+        patterns = [_TransposeIntoDot()]
+        changed = False
+        for fn in module.functions.values():
+            if any(_reads_a_transpose(op) for op in fn.body):  # a cheap scan first: a
+                changed |= bool(rewrite_function(module, fn, patterns))  # sweep costs more
         if changed:
             DeadCodeElimination().run(module)
         return changed

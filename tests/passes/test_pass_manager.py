@@ -63,3 +63,24 @@ def test_print_after_and_timings() -> None:
     assert "%c = add(%a, %a)" in printed[0]
     assert [t[0] for t in manager.timings] == ["cse", "dce"]
     assert manager.timings[0][2] is True
+
+
+@dataclass(frozen=True)
+class Reports:
+    """A pass that changes nothing and reports `changed`."""
+
+    changed: bool
+    name: ClassVar[str] = "reports"
+
+    def run(self, module: Module) -> bool:
+        return self.changed
+
+
+def test_a_pass_that_changed_nothing_is_not_verified_again(monkeypatch) -> None:
+    from nxcc.passes import manager as manager_module
+
+    calls: list[int] = []
+    real = manager_module.verify_module
+    monkeypatch.setattr(manager_module, "verify_module", lambda m: calls.append(1) or real(m))
+    PassManager([Reports(False), Reports(True), Reports(False)]).run(parse_module(TEXT))
+    assert len(calls) == 2  # the frontend's module, and after the pass that changed it
