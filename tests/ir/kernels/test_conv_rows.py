@@ -157,3 +157,18 @@ def test_scratch_reservations_share_the_buffer_from_offset_0() -> None:
     assert np.shares_memory(xa, xb) and ya.ctypes.data % 64 == 0 and ya.shape == (3, 2)
     with pytest.raises(RuntimeError):
         pool.reserve([((1000,), np.dtype(np.float32))])
+
+
+@pytest.mark.parametrize(("x_shape", "w_shape", "pad"), [
+    ((1, 4, 2, 2), (2, 4, 3, 3), 0),   # the window larger than the image: no output
+    ((0, 4, 5, 5), (2, 4, 3, 3), 1),   # no image
+    ((1, 0, 5, 5), (2, 0, 3, 3), 1),   # no input channel: zeros
+])
+def test_empty_convolutions(x_shape, w_shape, pad) -> None:
+    x = np.ones(x_shape, np.float32)
+    w = np.ones(w_shape, np.float32)
+    got = run1("convolution", [x, w], {**ATTRS, "padding": [[pad, pad], [pad, pad]]})
+    size = [max(n + 2 * pad - k + 1, 0) for n, k in zip(x_shape[2:], w_shape[2:], strict=True)]
+    want = (reference(x, w, (pad, pad), (pad, pad)) if min(size) > 0 else
+            np.zeros((x_shape[0], w_shape[0], *size)))
+    np.testing.assert_array_equal(got, want)
