@@ -40,6 +40,12 @@ ROWS = "rows"
 SHIFTED = "shifted"
 
 
+#: kernel offsets (kh * kw) up to which the row route is taken: a window as large as an
+#: image (a weight gradient's) would need a product per offset, or a row of columns per
+#: offset; im2col is the better route there
+MAX_WINDOW = 49
+
+
 def method(c: int, o: int) -> str | None:
     """How to convolve C input with O output channels (ROWS, SHIFTED or None: im2col)."""
     if 2 * o <= c:

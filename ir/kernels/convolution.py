@@ -29,7 +29,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import pad_array, store, windows
-from nxcc.ir.kernels.conv_rows import conv_rows, method, prepare_conv_rows
+from nxcc.ir.kernels.conv_rows import MAX_WINDOW, conv_rows, method, prepare_conv_rows
 from nxcc.ir.kernels.linalg import accumulate_dtype
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
@@ -187,13 +187,13 @@ def _canonical(a: Mapping) -> bool:
 def _rows_method(x: np.ndarray, w: np.ndarray, a: Mapping, low: Sequence[int],
                  high: Sequence[int], interior: Sequence[int]) -> str | None:
     """`conv_rows.method` for a plain 2-D stride-1 float convolution with a window larger
-    than 1x1, no negative padding, and at least one input element and output position;
-    None for every other one."""
+    than 1x1 and at most MAX_WINDOW offsets, no negative padding, and at least one input
+    element and output position; None for every other one."""
     plain = (x.ndim == 4 and x.dtype in _BLAS_FLOATS and a["feature_group_count"] == 1
              and a["batch_group_count"] == 1 and not any(interior)
              and all(s == 1 for s in a["window_strides"])
              and all(d == 1 for d in a["rhs_dilation"])
-             and min(*low, *high) >= 0 and w.shape[2] * w.shape[3] > 1 and x.size > 0
+             and min(*low, *high) >= 0 and 1 < w.shape[2] * w.shape[3] <= MAX_WINDOW and x.size > 0
              and all(x.shape[2 + d] + low[d] + high[d] >= w.shape[2 + d] for d in range(2)))
     return method(x.shape[1], w.shape[0]) if plain else None
 

@@ -172,3 +172,15 @@ def test_empty_convolutions(x_shape, w_shape, pad) -> None:
     want = (reference(x, w, (pad, pad), (pad, pad)) if min(size) > 0 else
             np.zeros((x_shape[0], w_shape[0], *size)))
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_window_as_large_as_a_weight_gradients_takes_im2col(monkeypatch) -> None:
+    from nxcc.ir.kernels import convolution
+
+    taken: list = []
+    monkeypatch.setattr(convolution, "conv_rows", lambda *a: taken.append(a[4]))
+    x = RNG.standard_normal((1, 64, 10, 10)).astype(np.float32)
+    w = RNG.standard_normal((2, 64, 8, 8)).astype(np.float32)  # 64 offsets > MAX_WINDOW
+    got = run1("convolution", [x, w], {**ATTRS, "padding": [[0, 0], [0, 0]]})
+    np.testing.assert_allclose(got, reference(x, w, (0, 0), (0, 0)), rtol=1e-4, atol=1e-3)
+    assert taken == []
