@@ -10,7 +10,8 @@ the out when its layout is (N, O, *spatial): no result transpose, and a 1x1 wind
 multiplies the input itself (no im2col copy). Padding is skipped when there is none. Depthwise
 convolutions (one input feature per group) instead multiply-add one kernel offset at a time.
 Plain 2-D stride-1 float convolutions with a window over 1x1 go, by their channel counts, to
-`conv_rows` (products on whole padded rows, no im2col transpose) when it is faster.
+`conv_rows` (products on whole padded rows, no im2col transpose) when it is faster
+(`prepare_convolution`, which the executor binds once and this kernel runs per call).
 
 Groups follow the StableHLO spec: with batch_group_count B the lhs batch is split into B
 contiguous chunks and the kernel output features into B chunks, chunk b convolving with
@@ -29,7 +30,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import pad_array, store, windows
-from nxcc.ir.kernels.conv_rows import MAX_WINDOW, conv_rows, method, prepare_conv_rows
+from nxcc.ir.kernels.conv_rows import MAX_WINDOW, method, prepare_conv_rows
 from nxcc.ir.kernels.linalg import accumulate_dtype
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
@@ -110,6 +111,11 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     lhs, rhs = args
     out = outs[0]
     a: Mapping = attrs
+    rows = prepare_convolution(args, out, attrs, (True, True))
+    if rows is not None:
+        with np.errstate(all="ignore"):
+            rows()
+        return
     n = len(a["input_spatial_dims"])
     acc = accumulate_dtype(lhs.dtype, out.dtype)
     if lhs.dtype == np.bool_:
@@ -120,11 +126,6 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     low = [lo for lo, _ in a["padding"]]
     high = [hi for _, hi in a["padding"]]
     interior = [d - 1 for d in a["lhs_dilation"]]
-    how = _rows_method(x, w, a, low, high, interior)
-    if how is not None and _canonical(a) and out.dtype == acc and out.flags.c_contiguous:
-        with np.errstate(all="ignore"):
-            conv_rows(x, w, low, high, how, out)
-        return
     if any(low) or any(high) or any(interior):
         x = pad_array(x, np.zeros((), acc), [0, 0, *low], [0, 0, *high], [0, 0, *interior])
 

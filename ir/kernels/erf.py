@@ -114,11 +114,6 @@ def erf_float32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     if out is None:
         out = np.empty(x.shape, np.float32)
     flat, flat_out = x.reshape(-1), out.reshape(-1)
-    if flat.size <= _SMALL:
-        d, index = _offsets(flat)
-        rows = _BY_POINT[index]
-        _expand([rows[:, k] for k in range(_DEGREE + 1)], d, flat, flat_out)
-        return out
     scratch = _scratch()
     with np.errstate(invalid="ignore"):  # a NaN's index (see _erf_block)
         for start in range(0, flat.size, _BLOCK):
@@ -152,12 +147,14 @@ def _scratch() -> _Scratch:
 
 
 def _erf_block(x: np.ndarray, out: np.ndarray, s: _Scratch) -> None:
-    """`_offsets`, the gathers and `_expand` of one block (at most _BLOCK elements), every
-    step into `s`: the same values in the same order, so the same bits. Cheaper forms of
-    the same steps: the minimum takes an array of 4.0 (numpy's minimum with a scalar is
-    4x slower), a NaN's index is left to the gathers' "clip" mode instead of `fmin` (its
-    offset is NaN, so its result is NaN whichever row it gets), and the sign is copied
-    after the rounding to float32 (rounding to nearest is odd, so the same result)."""
+    """out = erf(x) for one block (at most _BLOCK elements), every step into `s`.
+
+    a = min(|x|, 4) (against an array of 4.0: numpy's minimum with a scalar is 4x slower);
+    p = rint(256 a) / 256 and a - p (exact: both hold few bits at nearby scales); the
+    coefficients of p's row gathered (four gathers, or under _SMALL elements one gather of
+    whole rows) in "clip" mode, which also gives a NaN's garbage index some row (its
+    offset is NaN, so its result is NaN whichever row it gets); Horner in float64; rounded
+    once to float32, then the sign of x copied (rounding to nearest is odd)."""
     n = x.size
     a, r, index, acc = s.d[:n], s.r[:n], s.index[:n], s.acc[:n]
     np.abs(x, out=a, dtype=np.float64)
@@ -167,8 +164,12 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: _Scratch) -> None:
     np.copyto(index, r, casting="unsafe")
     r *= 1.0 / _SCALE
     np.subtract(a, r, out=a)
-    coefficients = [row.take(index, out=c[:n], mode="clip")
-                    for row, c in zip(_ROWS, s.coefficients, strict=True)]
+    if n <= _SMALL:
+        rows = _BY_POINT.take(index, axis=0, mode="clip")
+        coefficients = [rows[:, k] for k in range(_DEGREE + 1)]
+    else:
+        coefficients = [row.take(index, out=c[:n], mode="clip")
+                        for row, c in zip(_ROWS, s.coefficients, strict=True)]
     np.multiply(coefficients[_DEGREE], a, out=acc)
     for k in range(_DEGREE - 1, 0, -1):
         acc += coefficients[k]
@@ -176,28 +177,3 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: _Scratch) -> None:
     acc += coefficients[0]
     np.copyto(out, acc, casting="unsafe")
     np.copysign(out, x, out=out)
-
-
-def _offsets(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(min(|x|, 4) - p, the index of p): p the nearest grid point (NaN: the last point,
-    its offset NaN)."""
-    a = np.abs(x, dtype=np.float64)
-    np.minimum(a, _LIMIT, out=a)  # NaN stays NaN
-    r = a * _SCALE
-    np.rint(r, out=r)
-    np.fmin(r, _LAST, out=r)  # NaN -> the last point
-    index = r.astype(np.intp)
-    r *= 1.0 / _SCALE
-    np.subtract(a, r, out=a)  # exact: both hold few bits at nearby scales
-    return a, index
-
-
-def _expand(coefficients: list[np.ndarray], d: np.ndarray, x: np.ndarray,
-            out: np.ndarray) -> None:
-    """out = sign(x) * sum_k coefficients[k] d^k (Horner, in float64, rounded once)."""
-    acc = coefficients[_DEGREE] * d
-    for k in range(_DEGREE - 1, 0, -1):
-        acc += coefficients[k]
-        acc *= d
-    acc += coefficients[0]
-    np.copysign(acc, x, out=out, casting="unsafe")

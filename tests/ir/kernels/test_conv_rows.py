@@ -8,7 +8,7 @@ import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
 from nxcc.ir.kernels import conv_rows as rows
-from nxcc.ir.kernels.conv_rows import ROWS, SHIFTED, conv_rows
+from nxcc.ir.kernels.conv_rows import ROWS, SHIFTED, conv_rows, prepare_conv_rows
 from tests.ir.kernels.fake_ctx import run1
 
 RNG = np.random.default_rng(11)
@@ -62,9 +62,9 @@ def test_the_convolution_kernel_gives_the_same_numbers_by_every_route(c: int, o:
 
     def spy(*args):
         taken.append(args[4])
-        return conv_rows(*args)
+        return prepare_conv_rows(*args)
 
-    monkeypatch.setattr(convolution, "conv_rows", spy)
+    monkeypatch.setattr(convolution, "prepare_conv_rows", spy)
     x = RNG.standard_normal((1, c, 6, 6)).astype(np.float32)
     w = RNG.standard_normal((o, c, 3, 3)).astype(np.float32)
     got = run1("convolution", [x, w], {**ATTRS, "padding": [[1, 1], [1, 1]]})
@@ -74,8 +74,6 @@ def test_the_convolution_kernel_gives_the_same_numbers_by_every_route(c: int, o:
 
 @pytest.mark.parametrize("how", [ROWS, SHIFTED])
 def test_a_prepared_convolution_follows_its_input_and_unfixed_weights(how: str) -> None:
-    from nxcc.ir.kernels.conv_rows import prepare_conv_rows
-
     x = RNG.standard_normal((2, 6, 5, 7)).astype(np.float32)
     w = RNG.standard_normal((3, 6, 3, 3)).astype(np.float32)
     out = np.empty((2, 3, 5, 7), np.float32)
@@ -178,7 +176,7 @@ def test_a_window_as_large_as_a_weight_gradients_takes_im2col(monkeypatch) -> No
     from nxcc.ir.kernels import convolution
 
     taken: list = []
-    monkeypatch.setattr(convolution, "conv_rows", lambda *a: taken.append(a[4]))
+    monkeypatch.setattr(convolution, "prepare_conv_rows", lambda *a: taken.append(a[4]))
     x = RNG.standard_normal((1, 64, 10, 10)).astype(np.float32)
     w = RNG.standard_normal((2, 64, 8, 8)).astype(np.float32)  # 64 offsets > MAX_WINDOW
     got = run1("convolution", [x, w], {**ATTRS, "padding": [[0, 0], [0, 0]]})
