@@ -10,11 +10,13 @@ A worker is a daemon thread blocked on its own `go` lock; the caller releases `g
 acquires the worker's `done` lock, which the worker releases when its task returned (a task
 must catch its own exceptions: `run_cores` does). A worker left idle for `IDLE_SECONDS`
 ends its thread, so a process does not keep threads it no longer uses; the next task starts
-a fresh one (a lock decides between "exit" and "a task arrived just now").
+a fresh one (a lock decides between "exit" and "a task arrived just now"). A forked child
+starts with an empty pool.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Sequence
 
@@ -63,6 +65,17 @@ class _Worker:
 
 _pool_lock = threading.Lock()
 _idle: list[_Worker] = []
+
+
+def _forget_workers() -> None:
+    """In a forked child: the parent's worker threads do not exist here (a worker whose
+    thread is gone would never run its task), and the lock may have been held."""
+    global _pool_lock, _idle
+    _pool_lock = threading.Lock()
+    _idle = []
+
+
+os.register_at_fork(after_in_child=_forget_workers)
 
 
 def run_on_threads(tasks: Sequence[Callable[[], None]], names: Sequence[str]) -> None:

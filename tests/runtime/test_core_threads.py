@@ -52,3 +52,24 @@ def test_an_idle_worker_ends_its_thread_and_a_new_one_serves_later(monkeypatch) 
     assert not thread.is_alive()
     run_on_threads([lambda: None, _record(seen, 1)], ["a", "idle-test"])
     assert len(seen) == 2 and seen[1][1] == "idle-test"
+
+
+def test_a_forked_child_gets_fresh_workers() -> None:
+    """The parent's pooled threads do not exist in a forked child: its runs must not wait
+    for them."""
+    import multiprocessing
+
+    run_on_threads([lambda: None, lambda: None], ["a", "b"])  # the parent now has a worker
+
+    def child() -> None:
+        seen: list = []
+        run_on_threads([lambda: None, _record(seen, 1)], ["a", "b"])
+        raise SystemExit(0 if seen else 3)
+
+    process = multiprocessing.get_context("fork").Process(target=child)
+    process.start()
+    process.join(timeout=30)
+    alive = process.is_alive()
+    if alive:
+        process.kill()
+    assert not alive and process.exitcode == 0
