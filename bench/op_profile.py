@@ -1,0 +1,97 @@
+"""Where one NEFF's time goes: its bound instructions timed one by one, summed by kind.
+
+    python bench/op_profile.py F.neff MODEL.onnx [--rounds N] [--top K]
+
+Loads F.neff as `neuronx-cc benchmark` does, feeds it seeded random inputs shaped like
+MODEL.onnx's (int64 ids in [0, 100), floats standard normal), runs its entry function's
+bound steps one at a time for `--rounds` executions, and prints per kind (opcode and operand
+shapes; a fused op by the length of its program and its shape) the count and the median
+milliseconds per execution, largest first, after the median total. The per-step timer adds
+a little to each step: compare kinds, not the total with `neuronx-cc benchmark`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from nxcc.backend.neff import read_neff  # noqa: E402
+from nxcc.backend.runtime.model import LoadedModel  # noqa: E402
+
+
+def model_inputs(path: Path) -> dict[str, np.ndarray]:
+    """Seeded random arrays for the graph inputs of an ONNX model (initializers skipped)."""
+    import onnx
+
+    graph = onnx.load(str(path), load_external_data=False).graph
+    weights = {t.name for t in graph.initializer}
+    rng = np.random.default_rng(0)
+    inputs = {}
+    for value in graph.input:
+        if value.name in weights:
+            continue
+        tensor = value.type.tensor_type
+        shape = [d.dim_value for d in tensor.shape.dim]
+        inputs[value.name] = (rng.integers(0, 100, shape).astype(np.int64)
+                              if tensor.elem_type == onnx.TensorProto.INT64
+                              else rng.standard_normal(shape).astype(np.float32))
+    return inputs
+
+
+def kinds(function) -> list[str]:
+    """A label per instruction: opcode and operand shapes (fused: program length, shape)."""
+    labels = []
+    for _kern, ins, outs, attrs, opcode in function.instructions:
+        if opcode == "fused_elementwise":
+            shape = "x".join(map(str, function.types[outs[0]].shape))
+            labels.append(f"{opcode} {len(str(attrs['program']))}:{shape}")
+        else:
+            shapes = " ".join("x".join(map(str, function.types[i].shape)) for i in ins)
+            labels.append(f"{opcode} {shapes}")
+    return labels
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("neff", type=Path)
+    parser.add_argument("model", type=Path, help="the ONNX model the NEFF was compiled from")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--top", type=int, default=25)
+    args = parser.parse_args()
+    model = LoadedModel(read_neff(str(args.neff)))
+    inputs = model_inputs(args.model)
+    model.execute(inputs)  # binds the steps and fills the parameter buffers
+    executor = model.executors[0]
+    function = executor.functions[executor.entry]
+    bound = function.bound(executor)
+    labels = kinds(function)
+    per_kind: dict[str, list[float]] = collections.defaultdict(list)
+    totals = []
+    with np.errstate(all="ignore"):
+        for _ in range(args.rounds):
+            spent: dict[str, float] = collections.defaultdict(float)
+            for step, label in zip(bound.steps, labels, strict=True):
+                start = time.perf_counter()
+                step()
+                spent[label] += time.perf_counter() - start
+            totals.append(sum(spent.values()))
+            for label, seconds in spent.items():
+                per_kind[label].append(seconds)
+    count = collections.Counter(labels)
+    print(f"{args.neff}: {len(labels)} instructions, median total "
+          f"{statistics.median(totals) * 1e3:.3f} ms over {args.rounds} rounds")
+    rows = sorted(per_kind.items(), key=lambda kv: -statistics.median(kv[1]))
+    for label, seconds in rows[:args.top]:
+        print(f"{statistics.median(seconds) * 1e3:9.3f} ms  x{count[label]:<4} {label}")
+
+
+if __name__ == "__main__":
+    main()
