@@ -59,17 +59,12 @@ def method(c: int, o: int) -> str | None:
 TILE_BYTES = 4 << 20
 
 
-def conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[int],
-              how: str, out: np.ndarray) -> None:
-    """out (N, O, Ho, Wo), contiguous = the stride-1 convolution of x (N, C, H, W) padded
-    by `low`/`high` (>= 0) with w (O, C, kh, kw); all of one float dtype."""
-    prepare_conv_rows(x, w, low, high, how, out, weights_fixed=True)()
-
-
 def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[int],
                       how: str, out: np.ndarray, weights_fixed: bool,
                       pool: ScratchPool | None = None) -> Callable[[], None]:
-    """`conv_rows` on these fixed arrays as a callable. The output rows are taken in tiles
+    """out (N, O, Ho, Wo), contiguous = the stride-1 convolution of x (N, C, H, W) padded
+    by `low`/`high` (>= 0) with w (O, C, kh, kw), all of one float dtype, as a callable on
+    these fixed arrays. The output rows are taken in tiles
     whose column and product buffers fit in TILE_BYTES; those buffers and the padded image
     are scratch from `pool` (shared with the function's other steps), their views made on
     the first call; the kernel matrices are made once (with `weights_fixed` false, copied
@@ -86,6 +81,7 @@ def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Se
         sources = [(k, w[:, :, i, j]) for k, (i, j) in
                    zip(kernels, np.ndindex(kh, kw), strict=True)]
     reservation = (pool or ScratchPool()).reserve(geometry.scratch(dt))
+    image: list[_Image] = []
     views: list[_TileViews] = []
 
     def refresh() -> None:
@@ -96,11 +92,13 @@ def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Se
 
     def run() -> None:
         if not views:
-            views.extend(geometry.views(reservation.arrays(), out, kernels))
+            arrays = reservation.arrays()
+            image.append(_Image(geometry, arrays[0]))
+            views.extend(geometry.views(arrays, out, kernels))
         if not weights_fixed:
             refresh()
         for n in range(nb):
-            views[0].load(x[n])
+            image[0].load(x[n])
             for tile in views:
                 tile.compute(n)
 
@@ -135,6 +133,24 @@ class _Geometry:
                 for y0 in range(0, self.ho, self.rows)]
 
 
+class _Image:
+    """The padded image in the flat buffer: its interior and its zero borders."""
+
+    def __init__(self, g: _Geometry, flat: np.ndarray) -> None:
+        padded = flat[:g.c * g.hp * g.wp].reshape(g.c, g.hp, g.wp)
+        lo_h, lo_w = g.low
+        self.inner = padded[:, lo_h:lo_h + g.h, lo_w:lo_w + g.wd]
+        self.borders = [b for b in (padded[:, :lo_h], padded[:, lo_h + g.h:],
+                                    padded[:, lo_h:lo_h + g.h, :lo_w],
+                                    padded[:, lo_h:lo_h + g.h, lo_w + g.wd:]) if b.size]
+
+    def load(self, image: np.ndarray) -> None:
+        """The padded image from one (C, H, W) image (borders zeroed: the buffer is shared)."""
+        for border in self.borders:
+            border.fill(0)
+        np.copyto(self.inner, image)
+
+
 class _TileViews:
     """One tile of output rows [y0, y0 + r): its views, and its share of a call."""
 
@@ -143,12 +159,6 @@ class _TileViews:
                  y0: int, r: int) -> None:
         c, hp, wp, item = g.c, g.hp, g.wp, g.item
         span = r * wp
-        padded = flat[:c * hp * wp].reshape(c, hp, wp)
-        lo_h, lo_w = g.low
-        self.inner = padded[:, lo_h:lo_h + g.h, lo_w:lo_w + g.wd]
-        self.borders = [b for b in (padded[:, :lo_h], padded[:, lo_h + g.h:],
-                                    padded[:, lo_h:lo_h + g.h, :lo_w],
-                                    padded[:, lo_h:lo_h + g.h, lo_w + g.wd:]) if b.size]
         self.wide = product[:g.o * span].reshape(g.o, span)
         self.crops = [(out[n, :, y0:y0 + r], self.wide.reshape(g.o, r, wp)[:, :, :g.wo])
                       for n in range(out.shape[0])]
@@ -168,12 +178,6 @@ class _TileViews:
                                        (hp * wp * item, item), writeable=False)
                             for i in range(g.kh) for j in range(g.kw)]
             self.compute_product = self._shifted
-
-    def load(self, image: np.ndarray) -> None:
-        """The padded image from one (C, H, W) image (borders zeroed: the buffer is shared)."""
-        for border in self.borders:
-            border.fill(0)
-        np.copyto(self.inner, image)
 
     def compute(self, n: int) -> None:
         self.compute_product()

@@ -1,4 +1,4 @@
-"""Stride-1 convolutions on whole padded rows (`conv_rows`) against a direct numpy
+"""Stride-1 convolutions on whole padded rows (`conv_rows.prepare_conv_rows`) against a direct numpy
 reference, for both methods and through the convolution kernel."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
 from nxcc.ir.kernels import conv_rows as rows
-from nxcc.ir.kernels.conv_rows import ROWS, SHIFTED, conv_rows, prepare_conv_rows
+from nxcc.ir.kernels.conv_rows import ROWS, SHIFTED, prepare_conv_rows
 from tests.ir.kernels.fake_ctx import run1
 
 RNG = np.random.default_rng(11)
@@ -36,7 +36,7 @@ def test_both_methods_match_the_reference(how: str, shape, kernel, low, high, ti
         w = RNG.standard_normal(kernel).astype(dtype)
         want = reference(x, w, low, high)
         out = np.full(want.shape, np.nan, dtype)
-        conv_rows(x, w, low, high, how, out)
+        prepare_conv_rows(x, w, low, high, how, out, weights_fixed=True)()
         np.testing.assert_allclose(out, want, rtol=tol, atol=tol)
 
 
