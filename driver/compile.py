@@ -16,9 +16,9 @@ from nxcc.backend.neff import NeffError, NeffHeader
 from nxcc.backend.neff.constants import NXCC_VERSION
 from nxcc.backend.program.package import NeffSpec, write_program_neff
 from nxcc.backend.program.state import StateBuffer
+from nxcc.driver.compile_gc import compile_gc
 from nxcc.driver.errors import CompileError, write_error
 from nxcc.driver.frontends import choose_framework, import_xla
-from nxcc.driver.gc_threshold import compile_gc
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.save_temps import SavedTemps, make_workdir
 from nxcc.driver.sharding_stage import core_programs, mesh_passes

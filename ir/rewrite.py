@@ -50,17 +50,20 @@ def use_counts(fn: Function) -> dict[int, int]:
 def referenced_functions(op: Op) -> list[str]:
     """Names of the functions `op`'s attributes refer to."""
     names: list[str] = []
-
-    def visit(a: object) -> None:
-        if isinstance(a, Symbol):
-            names.append(a.name)
-        elif isinstance(a, tuple):
-            for x in a:
-                visit(x)
-
     for a in op.attrs.values():
-        visit(a)
+        _symbols_into(a, names)
     return names
+
+
+def _symbols_into(a: object, names: list[str]) -> None:
+    """Append the names of the symbols in attribute value `a` (nested tuples) to `names`.
+    (A module function, not a closure: a recursive closure is a reference cycle, and a
+    compile made one per op, left to the cyclic collector.)"""
+    if isinstance(a, Symbol):
+        names.append(a.name)
+    elif isinstance(a, tuple):
+        for x in a:
+            _symbols_into(x, names)
 
 
 def reachable_functions(module: Module, root: str | None = None) -> list[str]:

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from nxcc.ir.core import Module
+from nxcc.ir.core import Module, Op
 from nxcc.ir.printer import print_module
 from nxcc.ir.verifier import VerificationError, verify_module
 from nxcc.passes.base import Pass
@@ -65,6 +65,7 @@ class PassManager:
             if self.before_pass is not None:
                 self.before_pass(p.name)
             start = time.perf_counter()
+            before = _all_ops(module)
             try:
                 changed = p.run(module)
             except Exception as exc:
@@ -76,6 +77,8 @@ class PassManager:
             self.timings.append((p.name, seconds, changed))
             log.debug("pass %-6s %8.2f ms  %s", p.name, seconds * 1e3,
                       "changed" if changed else "unchanged")
+            if changed:
+                _release_removed(before, module)
             if self.verify and changed:  # unchanged: the module verified before it
                 self._verify(module, f"pass '{p.name}' (after {', '.join(done) or 'none'})")
             done.append(p.name)
@@ -96,3 +99,22 @@ class PassManager:
             verify_module(module)
         except VerificationError as exc:
             raise PassFailure(f"invalid IR after {where}: {exc}") from None
+
+
+def _all_ops(module: Module) -> list[Op]:
+    """Every op of every function of `module`."""
+    return [op for fn in module.functions.values() for op in fn.body]
+
+
+def _release_removed(before: list[Op], module: Module) -> None:
+    """Unlink the ops of `before` that a pass removed from `module`: each of their results
+    that still names the op as its owner forgets it. A removed op and its results form a
+    reference cycle (op -> results -> owner -> op) that only the cyclic collector frees,
+    and a full collection over a compile's dead ops cost 0.55 s of a 100,000-op chain's
+    6.9 s; unlinked, reference counting frees them as the pass drops them."""
+    kept = {id(op) for op in _all_ops(module)}
+    for op in before:
+        if id(op) not in kept:
+            for value in op.results:
+                if value.owner is op:
+                    value.owner = None

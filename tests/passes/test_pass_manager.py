@@ -84,3 +84,15 @@ def test_a_pass_that_changed_nothing_is_not_verified_again(monkeypatch) -> None:
     monkeypatch.setattr(manager_module, "verify_module", lambda m: calls.append(1) or real(m))
     PassManager([Reports(False), Reports(True), Reports(False)]).run(parse_module(TEXT))
     assert len(calls) == 2  # the frontend's module, and after the pass that changed it
+
+
+def test_ops_a_pass_removes_are_unlinked_from_their_results() -> None:
+    module = parse_module(TEXT)
+    fn = module.entry_function
+    a_op, b_op, c_op = fn.body
+    PassManager([PASSES["cse"]()]).run(module)
+    assert [op.opcode for op in fn.body] == ["exp", "add"]
+    removed = b_op if fn.body[0] is a_op else a_op
+    kept = fn.body[0]
+    assert all(v.owner is None for v in removed.results)  # no op <-> value cycle left
+    assert all(v.owner is op for op in (kept, c_op) for v in op.results)
