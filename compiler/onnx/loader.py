@@ -279,6 +279,29 @@ def weightless(proto: onnx.ModelProto) -> onnx.ModelProto:
     return light
 
 
+#: ops whose output shape depends on the values of an input (a target shape, axes, sizes,
+#: pads, repeats, counts...): only through them can ONNX's data propagation, which computes
+#: such values from Shape, Concat, Gather... of known ones, add anything to an inferred type
+SHAPE_VALUE_READERS = frozenset({
+    "AffineGrid", "CenterCropPad", "Col2Im", "ConstantOfShape", "DFT", "Expand",
+    "MelWeightMatrix", "OneHot", "Pad", "Range", "Reshape", "Resize", "Slice", "Split",
+    "Squeeze", "STFT", "Tile", "TopK", "Unsqueeze", "Upsample"})
+
+
+def reads_shape_values(graph: onnx.GraphProto) -> bool:
+    """Whether ONNX's data propagation can sharpen `graph`'s inferred types: a node reads
+    shape values (`SHAPE_VALUE_READERS`, a reduction's axes input), is of another domain, or
+    holds a subgraph. Propagation is most of inference's cost on a long chain of arithmetic
+    (0.55 of 0.58 s for 100,000 elementwise ops) and gives such a graph nothing."""
+    for node in graph.node:
+        if (node.op_type in SHAPE_VALUE_READERS or node.op_type.startswith("Reduce")
+                or node.domain not in ("", "ai.onnx")
+                or any(a.type in (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+                       for a in node.attribute)):
+            return True
+    return False
+
+
 def infer_shapes(proto: onnx.ModelProto, types: Sequence[tuple[str, TensorType]]
                  ) -> onnx.ModelProto:
     """`weightless(proto)` with its parameters given the static `types`, shape-inferred:
@@ -299,6 +322,7 @@ def infer_shapes(proto: onnx.ModelProto, types: Sequence[tuple[str, TensorType]]
     if fixed.ByteSize() >= TWO_GB:
         return fixed
     try:
-        return onnx.shape_inference.infer_shapes(fixed, strict_mode=False, data_prop=True)
+        return onnx.shape_inference.infer_shapes(fixed, strict_mode=False,
+                                                 data_prop=reads_shape_values(fixed.graph))
     except Exception:  # noqa: BLE001 - inference is only advisory
         return fixed
