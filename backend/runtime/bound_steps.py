@@ -14,6 +14,8 @@ made in advance:
 - fused_elementwise: its block-by-block plan, made once (`ir/kernels/fused.prepare_fused`);
 - convolution on the row route: its kernel matrices made once, its padded image and tile
   buffers in the function's shared scratch (`ir/kernels/convolution.prepare_convolution`);
+- softmax over the last axis of contiguous floats: its kernel's steps block by block of
+  rows, planned once (`ir/kernels/normalize.prepare_softmax`);
 - reshape, transpose, broadcast_in_dim, copy: `np.copyto(out, view)` with the view made once;
 - dot_general into a contiguous out of the accumulation dtype: `np.matmul(a, b, out=out3)`
   with its 3-D operands made once when they are views of their slot or constants (a
@@ -39,6 +41,7 @@ from nxcc.ir.kernels.convolution import prepare_convolution
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.fused import prepare_fused
 from nxcc.ir.kernels.linalg import matmul_operands
+from nxcc.ir.kernels.normalize import prepare_softmax
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 Step = Callable[[], object]
@@ -107,6 +110,8 @@ def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarra
         return prepare_convolution(args, out, attrs, constant, pool)
     if opcode == "fused_elementwise":
         return prepare_fused(args, out, attrs, constant)
+    if opcode == "softmax":
+        return prepare_softmax(args[0], out, int(attrs["dimension"]))  # type: ignore[call-overload]
     view = _moved_view(opcode, args, out, attrs)
     if view is None:
         return None

@@ -163,7 +163,7 @@ class ProgramExecutor:
             raise ExecutionStopped(f"stopped before @{function}")
         # A scalar computation called on whole arrays runs elementwise, in fresh arrays;
         # otherwise results go to the planned buffers.
-        if all(np.shape(a) == s for a, s in zip(args, fn.param_shapes, strict=True)):
+        if all(_shape(a) == s for a, s in zip(args, fn.param_shapes, strict=True)):
             return self._run_bound(fn, args)
         return self._run_fresh(fn, args)
 
@@ -187,7 +187,7 @@ class ProgramExecutor:
             raise
         except Exception as exc:
             raise _failure(fn, index, exc) from exc
-        return [np.array(r, copy=True) for r in bound.results]
+        return [r.copy() for r in bound.results]
 
     @staticmethod
     def _run_reporting(fn: _Function, bound: _Bound,
@@ -278,3 +278,8 @@ def _as_type(arr: np.ndarray, t: TensorType) -> np.ndarray:
 
 def _no_weight(name: str) -> Dense:
     raise AssertionError("a splat holds a scalar")
+
+
+def _shape(a: object) -> tuple[int, ...]:
+    """The shape of an array argument (an attribute read), or of anything np.shape takes."""
+    return a.shape if isinstance(a, np.ndarray) else np.shape(a)

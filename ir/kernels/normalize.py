@@ -4,17 +4,25 @@ Each runs the steps of the op chain it replaces, in the same order and precision
 reduction as the reduce kernel does it, `exp` and `rsqrt` by their own kernels, rounded
 once from float64), but in the result buffer and one row-statistics array instead of a
 full-size array per op.
+
+`prepare_softmax` plans a softmax over the last axis of fixed contiguous float arrays once
+(the executor binds it at load): the same steps, block by block of whole rows (about
+`BLOCK` elements), so a row's values stay in cache from its maximum to its division, and
+the masked-score floor is read from a block-sized array (numpy's maximum against a scalar
+takes a scalar loop). A row's steps are the same numpy calls on the same row, so the
+results are bit for bit the kernel's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
+from nxcc.ir.kernels.fused import BLOCK
 
 _NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 _F32 = np.dtype(np.float32)
@@ -39,6 +47,36 @@ def softmax(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             get_kernel(ops.exp)([out], [out], {}, ctx)  # elementwise: in place is safe
         np.add.reduce(out, axis=axis, keepdims=True, out=row)
         np.divide(out, row, out=out)
+
+
+def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], None] | None:
+    """A callable computing the softmax of `x` into `out` along `axis` (the softmax kernel's
+    steps, block by block of rows), or None unless `axis` is the last, `x` and `out` are
+    C-contiguous arrays of one native float dtype and not empty."""
+    if (axis not in (-1, x.ndim - 1) or x.dtype != out.dtype or out.dtype not in _NATIVE
+            or x.shape != out.shape or x.size == 0 or not x.flags.c_contiguous
+            or not out.flags.c_contiguous):
+        return None
+    n = x.shape[-1]
+    x2, out2 = x.reshape(-1, n), out.reshape(-1, n)
+    rows = min(max(1, BLOCK // n), x2.shape[0])
+    row = np.empty((rows, 1), out.dtype)
+    floor = np.full((rows, n), _FLOOR, out.dtype) if out.dtype == _F32 else None
+    blocks = [(x2[i:i + rows], out2[i:i + rows], row[:min(rows, x2.shape[0] - i)],
+               None if floor is None else floor[:min(rows, x2.shape[0] - i)])
+              for i in range(0, x2.shape[0], rows)]
+
+    def run() -> None:
+        for xb, ob, m, low in blocks:
+            np.maximum.reduce(xb, axis=1, keepdims=True, out=m)
+            np.subtract(xb, m, out=ob)
+            if low is not None:
+                np.maximum(ob, low, out=ob)
+            np.exp(ob, out=ob, dtype=np.float64, casting="unsafe")
+            np.add.reduce(ob, axis=1, keepdims=True, out=m)
+            np.divide(ob, m, out=ob)
+
+    return run
 
 
 @kernel(ops.layer_norm)
