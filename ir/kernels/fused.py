@@ -28,7 +28,7 @@ from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import FusedProgram, Step, parse_program
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
-from nxcc.ir.kernels.erf import erf_float32
+from nxcc.ir.kernels.erf import erf_float32, prepare_erf_float32
 from nxcc.ir.opdef import ElementwiseDef, get_opdef
 
 #: elements per block: a few block-sized float32 buffers stay in a 1 MB cache
@@ -88,7 +88,8 @@ def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], ob
     if step.opcode == "compare" and same and ins[0].dtype in _NATIVE:
         return functools.partial(COMPARE_UFUNCS[step.qualifier], *ins, out=out)
     if step.opcode == "erf" and ins[0].dtype == out.dtype == _F32:
-        return functools.partial(erf_float32, ins[0], out)  # the erf kernel's own float32 path
+        planned = prepare_erf_float32(ins[0], out)  # a small block: its own buffers
+        return planned or functools.partial(erf_float32, ins[0], out)  # the kernel's path
     opdef = get_opdef(step.opcode)
     args = [np.broadcast_to(x, out.shape) for x in ins]
     attrs = step.attrs() if not isinstance(opdef, ElementwiseDef) else {}
