@@ -82,6 +82,8 @@ class Group:
     members: dict[int, Op] = field(default_factory=dict)
     leaves: list[tuple[Value, tuple[int, ...]]] = field(default_factory=list)
     broadcasts: int = 0
+    #: (id of a leaf's value, its dims) -> its index in `leaves`
+    leaf_index: dict[tuple[int, tuple[int, ...]], int] = field(default_factory=dict)
 
 
 def fuse_function(fn: Function) -> bool:
@@ -146,11 +148,12 @@ def _operand_ref(v: Value, group: Group, index: dict[int, int],
         return False, index[id(v.owner)]
     through = read_through(v.owner, shape)
     leaf = through if through is not None else (v, tuple(range(v.type.rank)))
-    for k, (w, dims) in enumerate(group.leaves):
-        if w is leaf[0] and dims == leaf[1]:
-            return True, k
-    group.leaves.append(leaf)
-    return True, len(group.leaves) - 1
+    key = (id(leaf[0]), leaf[1])
+    k = group.leaf_index.get(key)
+    if k is None:  # a dict, not a scan of the leaves: a group of n ops has up to 2n leaves
+        k = group.leaf_index[key] = len(group.leaves)
+        group.leaves.append(leaf)
+    return True, k
 
 
 def _small_power(op: Op) -> int:
