@@ -150,7 +150,7 @@ class ProgramExecutor:
         if on_result is None:
             return self.call(self.entry, args)
         fn = self.functions[self.entry]
-        if not all(np.shape(a) == s for a, s in zip(args, fn.param_shapes, strict=True)):
+        if not all(_shape(a) == s for a, s in zip(args, fn.param_shapes, strict=True)):
             raise ExecutionError(f"@{fn.name}: arguments of other shapes than its parameters")
         return self._run_bound(fn, args, on_result)
 

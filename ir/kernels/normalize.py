@@ -34,19 +34,28 @@ def softmax(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     x, out = args[0], outs[0]
     axis = int(attrs["dimension"])  # type: ignore[call-overload]
+    row = np.empty(x.shape[:axis] + (1,) + x.shape[axis + 1:], x.dtype)
     with np.errstate(all="ignore"):
-        row = np.maximum.reduce(x, axis=axis, keepdims=True)
-        np.subtract(x, row, out=out)
-        if out.dtype == _F32:
-            # a masked score (-1e4, float32's min, -inf) takes numpy's slow float64 exp path
-            # (4x on GPT-2's causal softmax); below -700 float32's result is 0 either way
-            np.maximum(out, _FLOOR, out=out)  # NaN stays NaN
-        if out.dtype in _NATIVE:  # what the exp kernel does for these, without its checks
-            np.exp(out, out=out, dtype=np.float64, casting="unsafe")
-        else:
-            get_kernel(ops.exp)([out], [out], {}, ctx)  # elementwise: in place is safe
-        np.add.reduce(out, axis=axis, keepdims=True, out=row)
-        np.divide(out, row, out=out)
+        _softmax_steps(x, out, row, axis, _FLOOR if out.dtype == _F32 else None, ctx)
+
+
+def _softmax_steps(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
+                   floor: np.ndarray | np.floating | None, ctx: KernelContext | None) -> None:
+    """out = softmax(x) along `axis`, with `row` (x's shape, size 1 along `axis`) for the
+    row statistics. `floor`: float32 scores are raised to it first (a scalar, or an array
+    of out's shape: numpy's maximum against a scalar takes a scalar loop). A masked score
+    (-1e4, float32's min, -inf) takes numpy's slow float64 exp path (4x on GPT-2's causal
+    softmax); below -700 float32's result is 0 either way, and NaN stays NaN."""
+    np.maximum.reduce(x, axis=axis, keepdims=True, out=row)
+    np.subtract(x, row, out=out)
+    if floor is not None:
+        np.maximum(out, floor, out=out)
+    if out.dtype in _NATIVE:  # what the exp kernel does for these, without its checks
+        np.exp(out, out=out, dtype=np.float64, casting="unsafe")
+    else:
+        get_kernel(ops.exp)([out], [out], {}, ctx)  # elementwise: in place is safe
+    np.add.reduce(out, axis=axis, keepdims=True, out=row)
+    np.divide(out, row, out=out)
 
 
 def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], None] | None:
@@ -68,13 +77,7 @@ def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], N
 
     def run() -> None:
         for xb, ob, m, low in blocks:
-            np.maximum.reduce(xb, axis=1, keepdims=True, out=m)
-            np.subtract(xb, m, out=ob)
-            if low is not None:
-                np.maximum(ob, low, out=ob)
-            np.exp(ob, out=ob, dtype=np.float64, casting="unsafe")
-            np.add.reduce(ob, axis=1, keepdims=True, out=m)
-            np.divide(ob, m, out=ob)
+            _softmax_steps(xb, ob, m, 1, low, None)
 
     return run
 
