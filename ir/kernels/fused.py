@@ -9,9 +9,11 @@ executor binds it at load (`backend/runtime/bound_steps.py`), the kernel plans p
 
 Each step is exactly the unfused op's computation on a block: the op's ufunc with `out=`
 when the op's kernel is that ufunc for these dtypes (add, multiply... on float32/float64/
-int32/int64, compare on those), otherwise the op's own kernel on the block (operands
-broadcast as views). Elementwise results do not depend on blocking, so a fused chain gives
-bit for bit the results of its ops run one by one.
+int32/int64, compare on those; exp, tanh, log... on float32/float64 as the kernel calls
+them, evaluated in float64 straight into the block), a float-to-float convert as a cast
+into the block, float32 erf by `erf_float32` into the block, otherwise the op's own kernel
+on the block (operands broadcast as views). Elementwise results do not depend on blocking,
+so a fused chain gives bit for bit the results of its ops run one by one.
 """
 
 from __future__ import annotations
@@ -90,10 +92,22 @@ def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], ob
     if step.opcode == "erf" and ins[0].dtype == out.dtype == _F32:
         planned = prepare_erf_float32(ins[0], out)  # a small block: its own buffers
         return planned or functools.partial(erf_float32, ins[0], out)  # the kernel's path
+    if step.opcode == "convert" and ins[0].dtype in _FLOATS and out.dtype in _FLOATS:
+        return functools.partial(np.copyto, out, ins[0], casting="unsafe")  # as astype
     opdef = get_opdef(step.opcode)
+    if _float64_ufunc(opdef) and ins[0].dtype == out.dtype in _FLOATS:
+        # what unary_kernel calls for these dtypes, without its per-call wrapping
+        return functools.partial(opdef.fn, ins[0], out=out, dtype=np.float64,  # type: ignore[attr-defined]
+                                 casting="unsafe")
     args = [np.broadcast_to(x, out.shape) for x in ins]
     attrs = step.attrs() if not isinstance(opdef, ElementwiseDef) else {}
     return functools.partial(get_kernel(opdef), args, [out], attrs, None)
+
+
+def _float64_ufunc(opdef: object) -> bool:
+    """A unary op whose kernel evaluates floats by its numpy ufunc in float64 (`precise`)."""
+    return (isinstance(opdef, ElementwiseDef) and opdef.precise and opdef.operands == 1
+            and isinstance(opdef.fn, np.ufunc))
 
 
 def _registers(program: FusedProgram) -> list[int]:

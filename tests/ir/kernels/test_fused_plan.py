@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from nxcc.ir import DType
 from nxcc.ir.kernels.fused import prepare_fused
+from tests.ir.kernels.fake_ctx import run1
 
 RELU = {"program": "a0[0,1] a1[0,1]; t0 = maximum(a0, a1); t1 = minimum(t0, a1)"}
 SHAPE = (64, 700)  # several blocks, the last one partial
@@ -37,3 +39,26 @@ def test_a_non_constant_one_value_operand_is_not_frozen() -> None:
     bound[0, 0] = 2.0
     run()
     np.testing.assert_array_equal(out, np.maximum(x, np.float32(2.0)).clip(None, 2.0))
+
+
+TANH_GELU = {"program": "a0[0,1] a1[0,1]; t0 = convert.f64(a0); t1 = multiply(t0, t0); "
+                        "t2 = multiply(t1, t0); t3 = convert.f32(t2); t4 = add(a0, t3); "
+                        "t5 = tanh(t4); t6 = exp(t5); t7 = log(a1); t8 = multiply(t6, t7)"}
+
+
+def test_float64_ufunc_and_convert_steps_give_the_op_kernels_bits() -> None:
+    """tanh, exp and log are called into the block as their kernels call them (in float64),
+    converts between floats as casts: the bits of the ops run one by one on whole arrays."""
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal(SHAPE) * 3).astype(np.float32)
+    x[0, :4] = [np.nan, -0.0, np.inf, 1e30]  # 1e30 cubed overflows float32
+    y = rng.uniform(-0.5, 4, SHAPE).astype(np.float32)  # log of negatives is NaN
+    out = np.empty(SHAPE, np.float32)
+    with np.errstate(all="ignore"):
+        prepare_fused([x, y], out, TANH_GELU)()
+        cube = run1("convert", [run1("multiply", [run1("multiply", [
+            x.astype(np.float64), x.astype(np.float64)]), x.astype(np.float64)])],
+            {"dtype": DType.F32})
+        t5 = run1("tanh", [run1("add", [x, cube])])
+        want = run1("multiply", [run1("exp", [t5]), run1("log", [y])])
+    np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))
