@@ -145,7 +145,7 @@ def erf_float32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         out = np.empty(x.shape, np.float32)
     flat, flat_out = x.reshape(-1), out.reshape(-1)
     scratch = _scratch()
-    with np.errstate(invalid="ignore"):  # a NaN's index (see _erf_block)
+    with np.errstate(invalid="ignore"):  # NaN inputs
         for start in range(0, flat.size, _BLOCK):
             block = slice(start, start + _BLOCK)
             _erf_block(flat[block], flat_out[block], scratch)
@@ -164,7 +164,10 @@ class ErfBuffers:
         self.slope = np.empty(n, np.float32)
         self.c2 = np.empty(n, np.float32)
         self.c3 = np.empty(n, np.float32)
+        self.row = np.empty(n, np.int32)
         self.index = np.empty(n, np.intp)
+        self.last_row = np.full(n, 2 * _HALF, np.int32)
+        self.first_row = np.zeros(n, np.int32)
         self.gathered = np.empty((3, n), np.float32) if n > _SMALL else None
         self.high = np.full(n, _LIMIT, np.float32)
         self.low = np.full(n, -_LIMIT, np.float32)
@@ -199,21 +202,32 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: ErfBuffers) -> None:
     `out` (only the first step reads x, so `out` may be `x`).
 
     a = x clamped against arrays of +-4 (numpy's minimum with a scalar is 4x slower; NaN
-    stays NaN); k = 256 a rounded by the magic number and its row read from its bits; -p
-    and d = a - p; the table's columns gathered in "clip" mode, which also gives a NaN's
-    garbage row index some row (its d is NaN, so its result is NaN whichever row it
-    gets); then the expansion of `erf_float32`, innermost first."""
+    stays NaN); k = 256 a rounded by the magic number and its row read from its bits, then
+    clamped to the table (only a NaN's garbage row is outside it: its d is NaN, so its
+    result is NaN whichever row it gets); -p and d = a - p; the table's columns gathered in
+    "wrap" mode, which never wraps a row in the table and is faster than "clip" (a row far
+    outside would make it loop); then the expansion of `erf_float32`, innermost first.
+    A small block gathers whole rows in "clip" mode instead, which clamps the same way
+    with fewer calls."""
     n = x.size
     if n == s.n:
-        d, k, acc, index, high, low = s.d, s.k, s.acc, s.index, s.high, s.low
+        d, k, acc, row, index, high, low = s.d, s.k, s.acc, s.row, s.index, s.high, s.low
+        first_row, last_row = s.first_row, s.last_row
     else:
-        d, k, acc, index, high, low = (s.d[:n], s.k[:n], s.acc[:n], s.index[:n], s.high[:n],
-                                       s.low[:n])
+        d, k, acc, row, index, high, low = (s.d[:n], s.k[:n], s.acc[:n], s.row[:n],
+                                            s.index[:n], s.high[:n], s.low[:n])
+        first_row, last_row = s.first_row[:n], s.last_row[:n]
     np.minimum(x, high, out=d)
     np.maximum(d, low, out=d)  # a
     np.multiply(d, _SCALE, out=k)
     k += _MAGIC
-    np.subtract(k.view(np.int32), _MAGIC_BITS, out=index)
+    if n <= _SMALL:  # fewer calls: the clamping done by "clip"
+        np.subtract(k.view(np.int32), _MAGIC_BITS, out=index)
+    else:
+        np.subtract(k.view(np.int32), _MAGIC_BITS, out=row)
+        np.minimum(row, last_row, out=row)
+        np.maximum(row, first_row, out=row)
+        np.copyto(index, row)
     k -= _MAGIC
     k *= -1.0 / _SCALE  # -p
     d += k  # d = a - p, exact
@@ -222,7 +236,7 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: ErfBuffers) -> None:
         head, tail, slope_less_one, c2, c3 = (rows[:, j] for j in range(5))
     else:
         assert s.gathered is not None
-        head, tail, slope_less_one = (column.take(index, out=g[:n], mode="clip")
+        head, tail, slope_less_one = (column.take(index, out=g[:n], mode="wrap")
                                       for column, g in zip(_TABLE[:3], s.gathered, strict=True))
         c2, c3 = s.c2[:n], s.c3[:n]
         _higher_terms(k, slope_less_one, s.slope[:n], c2, c3)
