@@ -159,6 +159,35 @@ def test_reduce_window(case, opcode: str) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("case", WINDOW_CASES, ids=[str(i) for i in range(len(WINDOW_CASES))])
+@pytest.mark.parametrize("opcode,dtype,init", [
+    ("maximum", DType.F32, 1.0), ("minimum", DType.F32, np.inf),
+    ("minimum", DType.F32, -1.0), ("maximum", DType.S32, 1), ("minimum", DType.S32, 2**31 - 1),
+])
+def test_max_and_min_windows_folded_by_dimension(case, opcode: str, dtype: DType,
+                                                 init: float) -> None:
+    """Maximum and minimum fold one window dimension at a time: the values of the naive
+    fold, an init that is not the identity folded in, NaN kept."""
+    window, strides, padding, base_dil, win_dil = case
+    module = Module("m")
+    comp = binary_computation(module, opcode, dtype)
+    x = (RNG.normal(size=(5, 6)) * (1 if dtype.is_float else 2)).astype(dtype.numpy)
+    if dtype.is_float:
+        x[1, 2] = np.nan
+    got = run1("reduce_window", [x, np.array(init, dtype.numpy)], {
+        "window_dimensions": window, "window_strides": strides, "padding": padding,
+        "base_dilations": base_dil, "window_dilations": win_dil, "computation": comp}, module)
+
+    def fn(a, b):
+        if np.isnan(a) or np.isnan(b):
+            return np.nan
+        return max(a, b) if opcode == "maximum" else min(a, b)
+
+    want = ref_reduce_window(x.astype(np.float64), float(init), fn, window, strides, padding,
+                             base_dil, win_dil)
+    np.testing.assert_array_equal(got.astype(np.float64), want)
+
+
 @pytest.mark.parametrize("opcode", ["add", "maximum"])
 def test_reduce_window_large_window(opcode: str) -> None:
     """A window of more than 64 elements (ufunc.reduce over the window view)."""
