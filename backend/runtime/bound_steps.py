@@ -16,6 +16,9 @@ made in advance:
   buffers in the function's shared scratch (`ir/kernels/convolution.prepare_convolution`);
 - softmax over the last axis of contiguous floats: its kernel's steps block by block of
   rows, planned once (`ir/kernels/normalize.prepare_softmax`);
+- reduce_window by maximum or minimum without padding (max and min pools): its kernel's
+  fold one window dimension at a time, slices and intermediates made once
+  (`ir/kernels/windowed.prepare_reduce_window`);
 - reshape, transpose, broadcast_in_dim, copy: `np.copyto(out, view)` with the view made once;
 - dot_general into a contiguous out of the accumulation dtype: `np.matmul(a, b, out=out3)`
   with its 3-D operands made once when they are views of their slot or constants (a
@@ -43,6 +46,7 @@ from nxcc.ir.kernels.fused import prepare_fused
 from nxcc.ir.kernels.linalg import matmul_operands
 from nxcc.ir.kernels.normalize import prepare_softmax
 from nxcc.ir.kernels.scratch_pool import ScratchPool
+from nxcc.ir.kernels.windowed import prepare_reduce_window
 
 Step = Callable[[], object]
 
@@ -73,7 +77,7 @@ def bind_step(opcode: str, kern: Kernel, args: Sequence[np.ndarray], outs: Seque
     scratch shared with the other steps of the function (they run one at a time)."""
     if opcode in _BLAS_OPS:
         args = [_dense(a) if fixed else a for a, fixed in zip(args, constant, strict=True)]
-    fast = _fast_step(opcode, args, outs, attrs, constant, pool or ScratchPool())
+    fast = _fast_step(opcode, args, outs, attrs, ctx, constant, pool or ScratchPool())
     if fast is not None:
         return fast
     return functools.partial(kern, list(args), list(outs), attrs, ctx)
@@ -89,7 +93,7 @@ def _dense(x: np.ndarray) -> np.ndarray:
 
 
 def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
-               attrs: Mapping[str, AttrValue], constant: Sequence[bool],
+               attrs: Mapping[str, AttrValue], ctx: KernelContext, constant: Sequence[bool],
                pool: ScratchPool) -> Step | None:
     if len(outs) != 1:
         return None
@@ -110,6 +114,8 @@ def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarra
         return prepare_convolution(args, out, attrs, constant, pool)
     if opcode == "fused_elementwise":
         return prepare_fused(args, out, attrs, constant)
+    if opcode == "reduce_window":
+        return prepare_reduce_window(args, out, attrs, ctx, constant)
     if opcode == "softmax":
         return prepare_softmax(args[0], out, int(attrs["dimension"]))  # type: ignore[call-overload]
     view = _moved_view(opcode, args, out, attrs)

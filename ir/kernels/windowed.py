@@ -21,6 +21,7 @@ the select computation.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -33,10 +34,11 @@ from nxcc.ir.kernels.combine import combine_at
 from nxcc.ir.kernels.common import as_compute, pad_array, store, windows
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.gather import element_strides
-from nxcc.ir.kernels.reducer import call, fn_name, fold, prepare
+from nxcc.ir.kernels.reducer import call, fast_ufunc, fn_name, fold, prepare
 
 _OFFSET_LOOP_MAX = 64  # windows up to this many elements are folded offset by offset
 _EXACT_FOLDS = (np.maximum, np.minimum)  # folded one window dimension at a time
+_NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
 
 _PROBE_PATTERNS = {
     (True, False, False): "EQ",
@@ -86,47 +88,99 @@ def reduce_window(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 def _fold_by_dimensions(ufunc: np.ufunc, x: np.ndarray, init: np.ndarray,
                         window: Sequence[int], strides: Sequence[int],
                         dilations: Sequence[int], acc: np.ndarray) -> None:
-    """acc = the fold by `ufunc` (maximum or minimum) of each window of `x`, from `init`,
-    one window dimension at a time: along each dimension d, part = ufunc over the window
-    offsets k of part's strided slices k * dilation + stride * (0 .. count - 1). Max and
-    min are exact, so this gives the values of folding every window offset in turn (a
-    window holding both +0.0 and -0.0 may keep the other zero), with each slice of the
-    leading dimensions contiguous along the trailing ones: a 3x3 / 2 max pool on
-    f32[1,64,111,111] takes 0.33 ms instead of 0.66, a 2x2 / 2 one on f32[1,64,224,224]
-    1.8 instead of 3.0. `init` is folded last, and only when it is not the fold's
-    identity (-inf for maximum, +inf for minimum, the integer bounds)."""
+    """acc = the fold by `ufunc` (maximum or minimum) of each window of `x`, from `init`:
+    the steps of `_dimension_fold`, then `init` folded in unless it is the identity."""
+    for step in _dimension_fold(ufunc, x, window, strides, dilations, acc):
+        step()
+    if not _is_identity(ufunc, init, acc.dtype):
+        ufunc(as_compute(np.asarray(init)), acc, out=acc)
+
+
+def _dimension_fold(ufunc: np.ufunc, x: np.ndarray, window: Sequence[int],
+                    strides: Sequence[int], dilations: Sequence[int],
+                    acc: np.ndarray) -> list[Callable[[], object]]:
+    """The ufunc calls that fold each window of `x` into `acc` without init, one window
+    dimension at a time: the strided slices of the size-1 window dimensions first (views),
+    then along each other dimension d, part = ufunc over the window offsets k of part's
+    slices k * dilation + stride * (0 .. count - 1), into a new array (the last one into
+    `acc`). Max and min are exact, so this gives the values of folding every window offset
+    in turn (a window holding both +0.0 and -0.0 may keep the other zero), with every slice
+    contiguous along the trailing dimensions: a 3x3 / 2 max pool on f32[1,64,111,111] takes
+    0.33 ms instead of 0.66, a 2x2 / 2 one on f32[1,64,224,224] 1.8 instead of 3.0."""
     part = x
-    for d, (w, s, dl, count) in enumerate(zip(window, strides, dilations, acc.shape,
-                                              strict=True)):
-        def offset(k: int, d: int = d, s: int = s, dl: int = dl, count: int = count,
-                   part: np.ndarray = part) -> np.ndarray:
-            index = [slice(None)] * part.ndim
-            index[d] = slice(k * dl, k * dl + s * (count - 1) + 1, s)
-            return part[tuple(index)]
-        if w == 1:
-            part = offset(0) if part.shape[d] != count else part
-            continue
-        folded = np.empty(part.shape[:d] + (count,) + part.shape[d + 1:], part.dtype)
-        ufunc(offset(0), offset(1), out=folded)
-        for k in range(2, w):
-            ufunc(folded, offset(k), out=folded)
-        part = folded
-    identity = _identity(ufunc, acc.dtype)
-    init = as_compute(np.asarray(init))
-    if identity is not None and init.shape == () and init == identity:
-        np.copyto(acc, part)
-    else:
-        ufunc(init, part, out=acc)
+    for d, (w, s, count) in enumerate(zip(window, strides, acc.shape, strict=True)):
+        if w == 1 and part.shape[d] != count:
+            part = _slice_along(part, d, 0, s, count)
+    reduced = [d for d, w in enumerate(window) if w > 1]
+    if not reduced:
+        return [functools.partial(np.copyto, acc, part)]
+    steps: list[Callable[[], object]] = []
+    for d in reduced:
+        count = acc.shape[d]
+        target = acc if d == reduced[-1] else np.empty(
+            part.shape[:d] + (count,) + part.shape[d + 1:], part.dtype)
+        slices = [_slice_along(part, d, k * dilations[d], strides[d], count)
+                  for k in range(window[d])]
+        steps.append(functools.partial(ufunc, slices[0], slices[1], out=target))
+        steps += [functools.partial(ufunc, target, later, out=target) for later in slices[2:]]
+        part = target
+    return steps
 
 
-def _identity(ufunc: np.ufunc, dtype: np.dtype) -> object:
-    """The value folding with which changes nothing for maximum / minimum on `dtype`."""
+def _slice_along(x: np.ndarray, d: int, start: int, step: int, count: int) -> np.ndarray:
+    """x's elements start, start + step, ... (count of them) along dimension d (a view)."""
+    index = [slice(None)] * x.ndim
+    index[d] = slice(start, start + step * (count - 1) + 1, step)
+    return x[tuple(index)]
+
+
+def _is_identity(ufunc: np.ufunc, init: np.ndarray, dtype: np.dtype) -> bool:
+    """`init` is one value that folding with changes nothing for maximum / minimum on
+    `dtype` (-inf / +inf, the integer bounds)."""
+    value = as_compute(np.asarray(init))
+    if value.shape != ():
+        return False
     if dtype.kind == "f":
-        return -np.inf if ufunc is np.maximum else np.inf
+        return bool(value == (-np.inf if ufunc is np.maximum else np.inf))
     if dtype.kind in "iu":
         info = np.iinfo(dtype)
-        return info.min if ufunc is np.maximum else info.max
-    return None
+        return bool(value == (info.min if ufunc is np.maximum else info.max))
+    return False
+
+
+def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
+                          attrs: Mapping[str, AttrValue], ctx: KernelContext,
+                          constant: Sequence[bool]) -> Callable[[], None] | None:
+    """reduce_window's max or min fold planned once for these fixed arrays (its slices and
+    intermediate arrays made now, the last step writing into `out`; the same values as the
+    kernel), or None unless: one input of out's native dtype (float32/float64/int32/int64)
+    with its init, a maximum or minimum computation, no padding or base dilation, a window
+    that fits, `out` C-contiguous. `constant[1]`: the init never changes, so an identity
+    init is skipped for good."""
+    a: Mapping = attrs
+    if len(args) != 2 or out.size == 0 or not out.flags.c_contiguous:
+        return None
+    x, init = args
+    if x.dtype != out.dtype or init.dtype != out.dtype or out.dtype not in _NATIVE:
+        return None
+    if any(lo or hi for lo, hi in a["padding"]) or any(b != 1 for b in a["base_dilations"]):
+        return None
+    ufunc = fast_ufunc(ctx, a["computation"], [init.dtype])
+    if ufunc not in _EXACT_FOLDS or 0 in a["window_dimensions"]:
+        return None
+    if windows(x, a["window_dimensions"], a["window_strides"], a["window_dilations"]).shape[
+            :x.ndim] != out.shape:
+        return None
+    steps = _dimension_fold(ufunc, x, a["window_dimensions"], a["window_strides"],
+                            a["window_dilations"], out)
+    if not (constant[1] and _is_identity(ufunc, init, out.dtype)):
+        steps.append(functools.partial(ufunc, init, out, out=out))
+
+    def run() -> None:
+        for step in steps:
+            step()
+
+    return run
 
 
 def _fold_by_offsets(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray, rank: int,
