@@ -93,11 +93,11 @@ def _higher_terms(minus_p: np.ndarray, slope_less_one: np.ndarray, slope: np.nda
 
 
 def _grid_table() -> np.ndarray:
-    """[5, points] float32 for the grid points p = k / 256, k = -1024 .. 1024: erf(p) as a
+    """[6, points] float32 for the grid points p = k / 256, k = -1024 .. 1024: erf(p) as a
     float32 head and the float32 rounding of what the head misses (at p = 0 both are -0.0,
     so that erf(-0.0) = -0.0 and erf(+0.0) = +0.0); the slope less one, erf'(p) - 1
     (d + (slope - 1) d is nearer the exact product than a rounded slope times d); and the
-    two higher coefficients (`_higher_terms`). From the float64 series."""
+    two higher coefficients (`_higher_terms`); p itself. From the float64 series."""
     p = np.arange(-_HALF, _HALF + 1) / _SCALE
     exact = erf(p)
     head = exact.astype(np.float32)
@@ -106,11 +106,12 @@ def _grid_table() -> np.ndarray:
     head[_HALF] = tail[_HALF] = -0.0
     c2, c3, slope = (np.empty_like(head) for _ in range(3))
     _higher_terms((-p).astype(np.float32), slope_less_one, slope, c2, c3)
-    return np.ascontiguousarray(np.stack([head, tail, slope_less_one, c2, c3]))
+    return np.ascontiguousarray(np.stack([head, tail, slope_less_one, c2, c3,
+                                          p.astype(np.float32)]))
 
 
 _TABLE = _grid_table()
-_BY_POINT = np.ascontiguousarray(_TABLE.T)  # [points, 5]
+_BY_POINT = np.ascontiguousarray(_TABLE.T)  # [points, 6]
 
 
 def erf_float32(x: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
@@ -169,6 +170,8 @@ class ErfBuffers:
         self.last_row = np.full(n, 2 * _HALF, np.int32)
         self.first_row = np.zeros(n, np.int32)
         self.gathered = np.empty((3, n), np.float32) if n > _SMALL else None
+        self.rows = np.empty((n, _BY_POINT.shape[1]), np.float32) if n <= _SMALL else None
+        self.columns = None if self.rows is None else [c for c in self.rows.T]
         self.high = np.full(n, _LIMIT, np.float32)
         self.low = np.full(n, -_LIMIT, np.float32)
 
@@ -207,8 +210,9 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: ErfBuffers) -> None:
     result is NaN whichever row it gets); -p and d = a - p; the table's columns gathered in
     "wrap" mode, which never wraps a row in the table and is faster than "clip" (a row far
     outside would make it loop); then the expansion of `erf_float32`, innermost first.
-    A small block gathers whole rows in "clip" mode instead, which clamps the same way
-    with fewer calls."""
+    A small block gathers whole rows (with p and the higher coefficients, the bits the
+    large path computes) in "clip" mode instead, which clamps the same way, in fewer
+    calls, into row buffers made once."""
     n = x.size
     if n == s.n:
         d, k, acc, row, index, high, low = s.d, s.k, s.acc, s.row, s.index, s.high, s.low
@@ -221,20 +225,24 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: ErfBuffers) -> None:
     np.maximum(d, low, out=d)  # a
     np.multiply(d, _SCALE, out=k)
     k += _MAGIC
-    if n <= _SMALL:  # fewer calls: the clamping done by "clip"
+    if n <= _SMALL:  # fewer calls: the clamping done by "clip", p gathered with the row
         np.subtract(k.view(np.int32), _MAGIC_BITS, out=index)
+        if s.rows is not None and n == s.n:
+            rows, columns = s.rows, s.columns
+        else:
+            rows = np.empty((n, _BY_POINT.shape[1]), np.float32)
+            columns = list(rows.T)
+        _BY_POINT.take(index, axis=0, out=rows, mode="clip")
+        head, tail, slope_less_one, c2, c3, p = columns  # type: ignore[misc]
+        d -= p  # d = a - p, exact
     else:
         np.subtract(k.view(np.int32), _MAGIC_BITS, out=row)
         np.minimum(row, last_row, out=row)
         np.maximum(row, first_row, out=row)
         np.copyto(index, row)
-    k -= _MAGIC
-    k *= -1.0 / _SCALE  # -p
-    d += k  # d = a - p, exact
-    if n <= _SMALL:
-        rows = _BY_POINT.take(index, axis=0, mode="clip")
-        head, tail, slope_less_one, c2, c3 = (rows[:, j] for j in range(5))
-    else:
+        k -= _MAGIC
+        k *= -1.0 / _SCALE  # -p
+        d += k  # d = a - p, exact
         assert s.gathered is not None
         head, tail, slope_less_one = (column.take(index, out=g[:n], mode="wrap")
                                       for column, g in zip(_TABLE[:3], s.gathered, strict=True))
