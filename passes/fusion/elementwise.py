@@ -57,12 +57,6 @@ def _scalar_computation(fn: Function) -> bool:
     return all(v.type.rank == 0 for v in (*fn.params, *fn.results))
 
 
-def fusible(op: Op) -> bool:
-    """An elementwise op of one result, without side effects."""
-    opdef = get_opdef(op.opcode)
-    return opdef.elementwise and not opdef.side_effects and len(op.results) == 1
-
-
 def read_through(op: Op | None, shape: tuple[int, ...]) -> tuple[Value, tuple[int, ...]] | None:
     """(operand, dims) when `op` is a broadcast_in_dim to `shape` that a group can read as a
     view of its operand; None otherwise."""
@@ -89,18 +83,18 @@ class Group:
 def fuse_function(fn: Function) -> bool:
     """Fuse the groups of `fn` in place; True if any was made."""
     position = {id(op): i for i, op in enumerate(fn.body)}
-    users: dict[int, list[Op | None]] = {}
+    uses: dict[int, int] = {}  # id of a value -> how many operands read it
     for op in fn.body:
         for v in op.operands:
-            users.setdefault(id(v), []).append(op)
-    for v in fn.results:
-        users.setdefault(id(v), []).append(None)  # a function result: used outside
+            uses[id(v)] = uses.get(id(v), 0) + 1
+    outside = {id(v) for v in fn.results}  # function results: used outside
     taken: set[int] = set()
     groups: list[Group] = []
+    fusible_opcode: dict[str, bool] = {}
     for op in reversed(fn.body):
-        if id(op) in taken or not fusible(op):
+        if id(op) in taken or not fusible(op, fusible_opcode):
             continue
-        group = _grow(op, position, users, taken)
+        group = _grow(op, position, uses, outside, taken, fusible_opcode)
         if len(group.members) + group.broadcasts >= 2:
             groups.append(group)
             taken.update(group.members)
@@ -110,28 +104,43 @@ def fuse_function(fn: Function) -> bool:
     return True
 
 
-def _grow(root: Op, position: dict[int, int], users: dict[int, list[Op | None]],
-          taken: set[int]) -> Group:
+def fusible(op: Op, known: dict[str, bool]) -> bool:
+    """An elementwise op of one result, without side effects (what its opcode says is
+    remembered in `known`)."""
+    by_opcode = known.get(op.opcode)
+    if by_opcode is None:
+        opdef = get_opdef(op.opcode)
+        by_opcode = known[op.opcode] = opdef.elementwise and not opdef.side_effects
+    return by_opcode and len(op.results) == 1
+
+
+def _grow(root: Op, position: dict[int, int], uses: dict[int, int], outside: set[int],
+          taken: set[int], fusible_opcode: dict[str, bool]) -> Group:
     """The largest group rooted at `root`: producers are visited latest first, so when one
-    is reached every user of it inside the group has already joined."""
+    is reached every user of it inside the group has already joined, and its operand reads
+    from members (counted in `inside`) tell whether all its uses are in the group."""
     shape = root.result.type.shape
     group = Group(root, {id(root): root})
     heap: list[tuple[int, int, Op]] = []
-    seen: set[int] = set()
+    inside: dict[int, int] = {}  # id of a value -> operands of members reading it
 
     def push(op: Op) -> None:
         for v in op.operands:
             p = v.owner
-            if p is not None and id(p) not in seen:
-                seen.add(id(p))
+            if p is None:
+                continue
+            count = inside.get(id(v))
+            inside[id(v)] = 1 if count is None else count + 1
+            if count is None and len(p.results) == 1:  # the first read: visit its owner
                 heapq.heappush(heap, (-position[id(p)], id(p), p))
 
     push(root)
     while heap:
         _, _, p = heapq.heappop(heap)
-        if (id(p) not in taken and fusible(p) and p.result.type.shape == shape
-                and all(u is not None and id(u) in group.members
-                        for u in users.get(id(p.result), []))):
+        value = p.results[0]
+        if (id(p) not in taken and fusible(p, fusible_opcode)
+                and value.type.shape == shape and id(value) not in outside
+                and inside[id(value)] == uses[id(value)]):
             group.members[id(p)] = p
             push(p)
     group.broadcasts = sum(
