@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from nxcc.ir import DType, Module
 from nxcc.ir.computations import binary_computation
+from nxcc.ir.kernels.common import windows
 from nxcc.ir.kernels.windowed import prepare_reduce_window
 from tests.ir.kernels.fake_ctx import FakeCtx, run1
 
@@ -69,3 +72,41 @@ def test_declines_padding_sums_and_narrow_types() -> None:
     half = x.astype(np.float16)
     assert _plan("maximum", half, init.astype(np.float16), out.astype(np.float16), POOL,
                  (False, True))[2] is None
+
+
+@st.composite
+def _pools(draw) -> tuple[np.ndarray, dict, tuple[int, ...]]:
+    """A float32 array of rank 1-4 and a window that fits it, with strides and dilations."""
+    rank = draw(st.integers(1, 4))
+    shape, window, strides, dilations, counts = [], [], [], [], []
+    for _ in range(rank):
+        w, s, d = draw(st.integers(1, 4)), draw(st.integers(1, 3)), draw(st.integers(1, 2))
+        n = draw(st.integers((w - 1) * d + 1, (w - 1) * d + 9))
+        shape.append(n)
+        window.append(w)
+        strides.append(s)
+        dilations.append(d)
+        counts.append((n - (w - 1) * d - 1) // s + 1)
+    seed = draw(st.integers(0, 2**16))
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    attrs = {"window_dimensions": tuple(window), "window_strides": tuple(strides),
+             "padding": ((0, 0),) * rank, "base_dilations": (1,) * rank,
+             "window_dilations": tuple(dilations)}
+    return x, attrs, tuple(counts)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_pools(), st.sampled_from(["maximum", "minimum"]))
+def test_any_window_matches_the_naive_fold(pool, opcode: str) -> None:
+    """Any rank, window, stride and dilation: the planned fold against the definition."""
+    x, attrs, counts = pool
+    init = np.array(-np.inf if opcode == "maximum" else np.inf, np.float32)
+    out = np.empty(counts, np.float32)
+    _, _, run = _plan(opcode, x, init, out, attrs, (False, True))
+    assert run is not None
+    run()
+    view = windows(x, attrs["window_dimensions"], attrs["window_strides"],
+                   attrs["window_dilations"])
+    axes = tuple(range(x.ndim, 2 * x.ndim))
+    want = view.max(axis=axes) if opcode == "maximum" else view.min(axis=axes)
+    np.testing.assert_array_equal(out, want)
