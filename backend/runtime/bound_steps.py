@@ -40,6 +40,7 @@ import numpy as np
 
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import Kernel, KernelContext
+from nxcc.ir.kernels.common import NATIVE_FLOATS, NATIVE_NUMBERS
 from nxcc.ir.kernels.convolution import prepare_convolution
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.fused import prepare_fused
@@ -50,22 +51,20 @@ from nxcc.ir.kernels.windowed import prepare_reduce_window
 
 Step = Callable[[], object]
 
-_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
-_NUMBERS = _FLOATS | frozenset(np.dtype(t) for t in (np.int32, np.int64))
 # opcode -> (ufunc, dtypes for which the kernel is exactly this ufunc)
 _BINARY: dict[str, tuple[np.ufunc, frozenset[np.dtype]]] = {
-    "add": (np.add, _NUMBERS),
-    "subtract": (np.subtract, _NUMBERS),
-    "multiply": (np.multiply, _NUMBERS),
-    "maximum": (np.maximum, _NUMBERS),
-    "minimum": (np.minimum, _NUMBERS),
-    "divide": (np.divide, _FLOATS),
+    "add": (np.add, NATIVE_NUMBERS),
+    "subtract": (np.subtract, NATIVE_NUMBERS),
+    "multiply": (np.multiply, NATIVE_NUMBERS),
+    "maximum": (np.maximum, NATIVE_NUMBERS),
+    "minimum": (np.minimum, NATIVE_NUMBERS),
+    "divide": (np.divide, NATIVE_FLOATS),
 }
 # ops whose constant operands are made dense at load (`_dense`)
 _BLAS_OPS = frozenset({"dot_general", "convolution"})
 _UNARY: dict[str, tuple[np.ufunc, frozenset[np.dtype]]] = {
-    "negate": (np.negative, _FLOATS),
-    "abs": (np.absolute, _FLOATS),
+    "negate": (np.negative, NATIVE_FLOATS),
+    "abs": (np.absolute, NATIVE_FLOATS),
 }
 
 
@@ -104,7 +103,7 @@ def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarra
             return functools.partial(ufunc, *args, out=out)
         return None
     if opcode == "compare":
-        same = _same(args, args[0].dtype, out.shape) and args[0].dtype in _FLOATS
+        same = _same(args, args[0].dtype, out.shape) and args[0].dtype in NATIVE_FLOATS
         if same and out.dtype == np.bool_:
             return functools.partial(COMPARE_UFUNCS[str(attrs["direction"])], *args, out=out)
         return None

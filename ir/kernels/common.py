@@ -18,6 +18,10 @@ _ML_FLOATS = tuple(np.dtype(t) for t in (
     ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz, ml_dtypes.float8_e8m0fnu,
     ml_dtypes.float4_e2m1fn))
 _LOW_PRECISION = (np.dtype(np.float16), *_ML_FLOATS)
+#: the dtypes numpy computes natively (no rounding through another type): ufuncs and BLAS
+#: give a kernel's exact result on them with `out=` straight into the destination
+NATIVE_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+NATIVE_NUMBERS = NATIVE_FLOATS | frozenset(np.dtype(t) for t in (np.int32, np.int64))
 # Narrow integers (ml_dtypes int4...) are computed in the numpy integer of their signedness.
 _NARROW_INTS = {np.dtype(ml_dtypes.int4): np.dtype(np.int8),
                 np.dtype(ml_dtypes.int2): np.dtype(np.int8),

@@ -29,12 +29,10 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
-from nxcc.ir.kernels.common import pad_array, store, windows
+from nxcc.ir.kernels.common import NATIVE_FLOATS, pad_array, store, windows
 from nxcc.ir.kernels.conv_rows import MAX_WINDOW, method, prepare_conv_rows
 from nxcc.ir.kernels.linalg import accumulate_dtype
 from nxcc.ir.kernels.scratch_pool import ScratchPool
-
-_BLAS_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 
 def _grouped_conv(x: np.ndarray, w: np.ndarray, groups: int, strides: Sequence[int],
@@ -190,7 +188,7 @@ def _rows_method(x: np.ndarray, w: np.ndarray, a: Mapping, low: Sequence[int],
     """`conv_rows.method` for a plain 2-D stride-1 float convolution with a window larger
     than 1x1 and at most MAX_WINDOW offsets, no negative padding, and at least one input
     element and output position; None for every other one."""
-    plain = (x.ndim == 4 and x.dtype in _BLAS_FLOATS and a["feature_group_count"] == 1
+    plain = (x.ndim == 4 and x.dtype in NATIVE_FLOATS and a["feature_group_count"] == 1
              and a["batch_group_count"] == 1 and not any(interior)
              and all(s == 1 for s in a["window_strides"])
              and all(d == 1 for d in a["rhs_dilation"])

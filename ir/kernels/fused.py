@@ -29,6 +29,7 @@ from nxcc.ir.attributes import AttrValue
 from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import FusedProgram, Step, parse_program
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
+from nxcc.ir.kernels.common import NATIVE_FLOATS, NATIVE_NUMBERS
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.erf import erf_float32, prepare_erf_float32
 from nxcc.ir.opdef import ElementwiseDef, get_opdef
@@ -36,8 +37,6 @@ from nxcc.ir.opdef import ElementwiseDef, get_opdef
 #: elements per block: a few block-sized float32 buffers stay in a 1 MB cache
 BLOCK = 16384
 
-_NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
-_FLOATS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 _F32 = np.dtype(np.float32)
 # ops whose kernel is their ufunc for native dtypes (the others round through float64 or
 # dispatch by kind)
@@ -83,19 +82,19 @@ def _scratch_index(index: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[sl
 def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], object]:
     """One step on one block: its ufunc with out= where that is its kernel, else its kernel."""
     same = all(x.dtype == ins[0].dtype for x in ins)
-    if step.opcode in _UFUNC_OPS and same and ins[0].dtype == out.dtype in _NATIVE:
+    if step.opcode in _UFUNC_OPS and same and ins[0].dtype == out.dtype in NATIVE_NUMBERS:
         return functools.partial(get_opdef(step.opcode).fn, *ins, out=out)  # type: ignore[attr-defined]
-    if step.opcode == "divide" and same and ins[0].dtype == out.dtype in _FLOATS:
+    if step.opcode == "divide" and same and ins[0].dtype == out.dtype in NATIVE_FLOATS:
         return functools.partial(np.divide, *ins, out=out)
-    if step.opcode == "compare" and same and ins[0].dtype in _NATIVE:
+    if step.opcode == "compare" and same and ins[0].dtype in NATIVE_NUMBERS:
         return functools.partial(COMPARE_UFUNCS[step.qualifier], *ins, out=out)
     if step.opcode == "erf" and ins[0].dtype == out.dtype == _F32:
         planned = prepare_erf_float32(ins[0], out)  # a small block: its own buffers
         return planned or functools.partial(erf_float32, ins[0], out)  # the kernel's path
-    if step.opcode == "convert" and ins[0].dtype in _FLOATS and out.dtype in _FLOATS:
+    if step.opcode == "convert" and ins[0].dtype in NATIVE_FLOATS and out.dtype in NATIVE_FLOATS:
         return functools.partial(np.copyto, out, ins[0], casting="unsafe")  # as astype
     opdef = get_opdef(step.opcode)
-    if _float64_ufunc(opdef) and ins[0].dtype == out.dtype in _FLOATS:
+    if _float64_ufunc(opdef) and ins[0].dtype == out.dtype in NATIVE_FLOATS:
         # what unary_kernel calls for these dtypes, without its per-call wrapping
         return functools.partial(opdef.fn, ins[0], out=out, dtype=np.float64,  # type: ignore[attr-defined]
                                  casting="unsafe")

@@ -22,9 +22,9 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
+from nxcc.ir.kernels.common import NATIVE_FLOATS
 from nxcc.ir.kernels.fused import BLOCK
 
-_NATIVE = (np.dtype(np.float32), np.dtype(np.float64))
 _F32 = np.dtype(np.float32)
 _FLOOR = np.float32(-700.0)  # exp(-700) is 1e-304 in float64, 0 once rounded to float32
 
@@ -50,7 +50,7 @@ def _softmax_steps(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
     np.subtract(x, row, out=out)
     if floor is not None:
         np.maximum(out, floor, out=out)
-    if out.dtype in _NATIVE:  # what the exp kernel does for these, without its checks
+    if out.dtype in NATIVE_FLOATS:  # what the exp kernel does for these, without its checks
         np.exp(out, out=out, dtype=np.float64, casting="unsafe")
     else:
         get_kernel(ops.exp)([out], [out], {}, ctx)  # elementwise: in place is safe
@@ -62,7 +62,7 @@ def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], N
     """A callable computing the softmax of `x` into `out` along `axis` (the softmax kernel's
     steps, block by block of rows), or None unless `axis` is the last, `x` and `out` are
     C-contiguous arrays of one native float dtype and not empty."""
-    if (axis not in (-1, x.ndim - 1) or x.dtype != out.dtype or out.dtype not in _NATIVE
+    if (axis not in (-1, x.ndim - 1) or x.dtype != out.dtype or out.dtype not in NATIVE_FLOATS
             or x.shape != out.shape or x.size == 0 or not x.flags.c_contiguous
             or not out.flags.c_contiguous):
         return None

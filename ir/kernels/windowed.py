@@ -31,14 +31,13 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Symbol
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.combine import combine_at
-from nxcc.ir.kernels.common import as_compute, pad_array, store, windows
+from nxcc.ir.kernels.common import NATIVE_NUMBERS, as_compute, pad_array, store, windows
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.gather import element_strides
 from nxcc.ir.kernels.reducer import call, fast_ufunc, fn_name, fold, prepare
 
 _OFFSET_LOOP_MAX = 64  # windows up to this many elements are folded offset by offset
 _EXACT_FOLDS = (np.maximum, np.minimum)  # folded one window dimension at a time
-_NATIVE = frozenset(np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64))
 
 _PROBE_PATTERNS = {
     (True, False, False): "EQ",
@@ -161,7 +160,7 @@ def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
     if len(args) != 2 or out.size == 0 or not out.flags.c_contiguous:
         return None
     x, init = args
-    if x.dtype != out.dtype or init.dtype != out.dtype or out.dtype not in _NATIVE:
+    if x.dtype != out.dtype or init.dtype != out.dtype or out.dtype not in NATIVE_NUMBERS:
         return None
     if any(lo or hi for lo, hi in a["padding"]) or any(b != 1 for b in a["base_dilations"]):
         return None
