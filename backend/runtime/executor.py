@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
+from nxcc.backend.runtime import float_errors
 from nxcc.backend.runtime.async_comm import DONES, STARTS
 from nxcc.backend.runtime.bound_steps import bind_step
 from nxcc.backend.runtime.profile import COMPUTE
@@ -163,7 +164,7 @@ class ProgramExecutor:
             raise ExecutionStopped(f"stopped before @{function}")
         # A scalar computation called on whole arrays runs elementwise, in fresh arrays;
         # otherwise results go to the planned buffers.
-        if all(_shape(a) == s for a, s in zip(args, fn.param_shapes, strict=True)):
+        if [_shape(a) for a in args] == fn.param_shapes:
             return self._run_bound(fn, args)
         return self._run_fresh(fn, args)
 
@@ -174,19 +175,21 @@ class ProgramExecutor:
         for buffer, a in zip(bound.param_buffers, args, strict=True):
             np.copyto(buffer, a)
         index = 0
+        quiet = float_errors.ignore()
         try:
-            with np.errstate(all="ignore"):
-                if on_result is not None:
-                    self._run_reporting(fn, bound, on_result)
-                elif self.profiler is not None:
-                    self._run_profiled(bound)
-                else:
-                    for index, step in enumerate(bound.steps):  # noqa: B007
-                        step()
+            if on_result is not None:
+                self._run_reporting(fn, bound, on_result)
+            elif self.profiler is not None:
+                self._run_profiled(bound)
+            else:
+                for index, step in enumerate(bound.steps):  # noqa: B007
+                    step()
         except ExecutionError:
             raise
         except Exception as exc:
             raise _failure(fn, index, exc) from exc
+        finally:
+            float_errors.restore(quiet)
         return [r.copy() for r in bound.results]
 
     @staticmethod

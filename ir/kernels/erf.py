@@ -76,6 +76,15 @@ _F32 = np.dtype(np.float32)
 # the float32; those bits less _MAGIC_BITS are k's table row, 0 .. 2 * _HALF
 _MAGIC = np.float32(1.5 * 2**23)
 _MAGIC_BITS = int(_MAGIC.view(np.int32)) - _HALF
+# The constants as 0-d arrays: numpy multiplies by a 0-d float32 array as by a Python
+# float (the same float32 value), but without converting a Python scalar on every call.
+_SCALE_0D = np.array(_SCALE, np.float32)
+_MAGIC_0D = np.array(_MAGIC, np.float32)
+_MINUS_STEP_0D = np.array(-1.0 / _SCALE, np.float32)
+_MAGIC_BITS_0D = np.array(_MAGIC_BITS, np.intp)
+_ONE_0D = np.array(1.0, np.float32)
+_TWO_THIRDS_0D = np.array(2.0 / 3.0, np.float32)
+_ONE_THIRD_0D = np.array(1.0 / 3.0, np.float32)
 
 
 def _higher_terms(minus_p: np.ndarray, slope_less_one: np.ndarray, slope: np.ndarray,
@@ -84,10 +93,10 @@ def _higher_terms(minus_p: np.ndarray, slope_less_one: np.ndarray, slope: np.nda
     ((2/3) p^2 - 1/3) erf'(p) into c3 (and erf'(p) into slope), from -p and erf'(p) - 1,
     in float32 and in this order. The table's columns are made by this very function, so a
     block that computes them gets the table's bits."""
-    np.add(slope_less_one, 1.0, out=slope)
+    np.add(slope_less_one, _ONE_0D, out=slope)
     np.multiply(minus_p, minus_p, out=c3)
-    c3 *= 2.0 / 3.0
-    c3 -= 1.0 / 3.0
+    np.multiply(c3, _TWO_THIRDS_0D, out=c3)
+    np.subtract(c3, _ONE_THIRD_0D, out=c3)
     c3 *= slope
     np.multiply(minus_p, slope, out=c2)
 
@@ -161,6 +170,7 @@ class ErfBuffers:
         self.n = n
         self.d = np.empty(n, np.float32)
         self.k = np.empty(n, np.float32)
+        self.k_bits = self.k.view(np.int32)
         self.acc = np.empty(n, np.float32)
         self.slope = np.empty(n, np.float32)
         self.c2 = np.empty(n, np.float32)
@@ -223,10 +233,10 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: ErfBuffers) -> None:
         first_row, last_row = s.first_row[:n], s.last_row[:n]
     np.minimum(x, high, out=d)
     np.maximum(d, low, out=d)  # a
-    np.multiply(d, _SCALE, out=k)
-    k += _MAGIC
+    np.multiply(d, _SCALE_0D, out=k)
+    np.add(k, _MAGIC_0D, out=k)
     if n <= _SMALL:  # fewer calls: the clamping done by "clip", p gathered with the row
-        np.subtract(k.view(np.int32), _MAGIC_BITS, out=index)
+        np.subtract(s.k_bits if n == s.n else k.view(np.int32), _MAGIC_BITS_0D, out=index)
         if s.rows is not None and n == s.n:
             rows, columns = s.rows, s.columns
         else:
@@ -240,8 +250,8 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: ErfBuffers) -> None:
         np.minimum(row, last_row, out=row)
         np.maximum(row, first_row, out=row)
         np.copyto(index, row)
-        k -= _MAGIC
-        k *= -1.0 / _SCALE  # -p
+        np.subtract(k, _MAGIC_0D, out=k)
+        np.multiply(k, _MINUS_STEP_0D, out=k)  # -p
         d += k  # d = a - p, exact
         assert s.gathered is not None
         head, tail, slope_less_one = (column.take(index, out=g[:n], mode="wrap")

@@ -73,7 +73,39 @@ def test_cheap_ops_are_bound_to_numpy_calls_not_kernels() -> None:
     ex.run([np.ones((3, 4), np.float32)])
     steps = ex.functions["main"].bound(ex).steps
     called = {s.func for s in steps if isinstance(s, functools.partial)}
-    assert called == {np.copyto, np.matmul, np.add, np.maximum, np.multiply, np.negative}
+    assert called == {np.copyto, np.dot, np.add, np.maximum, np.multiply, np.negative}
+
+
+@pytest.mark.parametrize(("lhs_shape", "rhs_shape", "dims", "dtype"), [
+    ((4, 16), (32, 16), ((1,), (1,), (), ()), np.float32),   # x W^T: rhs read transposed
+    ((16, 4), (16, 32), ((0,), (0,), (), ()), np.float32),   # x^T W: lhs read transposed
+    ((1, 300), (300, 7), ((1,), (0,), (), ()), np.float64),  # a row times a matrix
+    ((2, 5, 6), (2, 6, 3), ((2,), (1,), (0,), (0,)), np.float32),  # a batch: matmul
+])
+def test_bound_matrix_products_give_the_kernels_bits(lhs_shape, rhs_shape, dims,
+                                                     dtype) -> None:
+    """One product is bound as np.dot, a batch as np.matmul: both the dot_general kernel's
+    bits (the kernel calls np.matmul), the lhs an argument the step must follow."""
+    from nxcc.ir.kernels import get_kernel
+    lc, rc, lb, rb = dims
+    module = Module("dot")
+    x = Value(TensorType(DType.from_numpy(np.dtype(dtype)), lhs_shape), "x")
+    fn = Function("main", [x])
+    module.add_function(fn)
+    b = Builder(module, fn)
+    w = RNG.standard_normal(rhs_shape).astype(dtype)
+    y = b.dot_general(x, b.constant(w), lhs_contracting_dims=lc, rhs_contracting_dims=rc,
+                      lhs_batch_dims=lb, rhs_batch_dims=rb)
+    fn.results = [y]
+    fn.result_names = ["y"]
+    ex = executor(module)
+    for _ in range(2):
+        lhs = RNG.standard_normal(lhs_shape).astype(dtype)
+        want = np.empty(y.type.shape, dtype)
+        get_kernel("dot_general")([lhs, w], [want], y.owner.attrs, ex)
+        np.testing.assert_array_equal(ex.run([lhs])[0], want)
+    step = ex.functions["main"].bound(ex).steps[0]
+    assert step.func is (np.matmul if lb else np.dot)
 
 
 def test_a_failing_step_names_the_instruction() -> None:

@@ -62,3 +62,32 @@ def test_float64_ufunc_and_convert_steps_give_the_op_kernels_bits() -> None:
         t5 = run1("tanh", [run1("add", [x, cube])])
         want = run1("multiply", [run1("exp", [t5]), run1("log", [y])])
     np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))
+
+
+SCALED = {"program": "a0[0,1] a1[0,1] a2[0,1]; t0 = divide(a0, a1); t1 = add(t0, a2); "
+                     "t2 = compare.LT(t1, a2); t3 = convert.f32(t2); t4 = multiply(t1, t3)"}
+
+
+def test_one_value_operands_of_ufunc_steps_are_read_as_0d_views() -> None:
+    """A one-value operand of divide, add, compare and multiply is called as a 0-d view
+    (numpy's scalar path): the ops' bits, and a non-constant one follows its slot."""
+    for shape in ((4, 32), SHAPE):
+        x = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+        x[0, :3] = [np.nan, -0.0, np.inf]
+        scale = np.broadcast_to(np.float32(1.4142135), shape)  # a splat: every stride 0
+        shift = np.array([[0.25]], np.float32)  # a buffer of one value
+        out = np.empty(shape, np.float32)
+        run = prepare_fused([x, scale, shift], out, SCALED, [False, True, False])
+        for value in (0.25, -3.0):
+            shift[0, 0] = value
+            with np.errstate(all="ignore"):
+                run()
+                t1 = run1("add", [run1("divide", [x, np.ascontiguousarray(scale)]),
+                                  np.full(shape, value, np.float32)])
+                t3 = run1("convert", [run1("compare", [t1, np.full(shape, value, np.float32)],
+                                           {"direction": "LT"})], {"dtype": DType.F32})
+                want = run1("multiply", [t1, t3])
+            np.testing.assert_array_equal(out.view(np.uint32), want.view(np.uint32))
+        calls = run.__closure__[0].cell_contents  # type: ignore[index]
+        assert any(a.ndim == 0 for c in calls for a in getattr(c, "args", ())
+                   if isinstance(a, np.ndarray))
