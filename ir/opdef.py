@@ -125,12 +125,16 @@ class ElementwiseDef(OpDef):
 
     `kinds` are the allowed element kinds ('float', 'int', 'pred', 'signed' joined by '|');
     `fn` computes the op on whole numpy arrays of the compute dtype; `precise` evaluates
-    floats in float64 and rounds once into the result (transcendental functions).
+    floats in float64 and rounds once into the result (transcendental functions), except
+    float32 when `float32_native`: `fn`'s own float32 loop (numpy's SIMD kernel, float32
+    cost, within a few ulps; for exp, log and tanh, whose float32 bits do not depend on
+    the array's layout, length or stride).
     """
 
     kinds: str = ""
     fn: ElementFn | None = None
     precise: bool = False
+    float32_native: bool = False
 
 
 D = TypeVar("D", bound=OpDef)

@@ -108,13 +108,13 @@ class ModelHandle:
             replica = self.replicas[next(self._turn) % len(self.replicas)]
         model = replica.model
         assert model is not None
-        args = model.check_inputs(inputs)  # before waiting for the replica
+        model.check_inputs(inputs)
         with replica.lock:
             self.history.append(replica.core)
             started = time.monotonic()
             replica.deadline = started + timeout if timeout > 0 else None
             try:
-                return model.execute_checked(args)
+                return model.execute(inputs)
             except NrtError as exc:
                 if isinstance(exc.__cause__, ExecutionStopped):
                     raise self._timeout(replica, timeout, started) from None

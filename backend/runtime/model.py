@@ -130,10 +130,7 @@ class LoadedModel:
         """Run the model once; outputs keyed by the manifest's output names. A model with
         state reads it as the inputs it aliases and keeps the aliased outputs as the new
         state (neither passed nor returned here)."""
-        return self.execute_checked(self.check_inputs(inputs))
-
-    def execute_checked(self, args: list[np.ndarray]) -> dict[str, np.ndarray]:
-        """`execute` on inputs `check_inputs` has returned (in manifest order)."""
+        args = self.check_inputs(inputs)
         if self.state:
             args = self.state.arguments(args, self.n_program_inputs)
         try:

@@ -14,8 +14,9 @@ from nxcc.ir.opdef import ElementwiseDef, all_opdefs
 def derived_kernel(opdef: ElementwiseDef) -> Kernel:
     """The kernel `opdef`'s fields describe."""
     assert opdef.fn is not None, opdef.name
-    make = unary_kernel if opdef.operands == 1 else binary_kernel
-    return make(opdef.fn, opdef.precise)
+    if opdef.operands == 1:
+        return unary_kernel(opdef.fn, opdef.precise, opdef.float32_native)
+    return binary_kernel(opdef.fn, opdef.precise)
 
 
 for _def in all_opdefs():

@@ -9,11 +9,12 @@ executor binds it at load (`backend/runtime/bound_steps.py`), the kernel plans p
 
 Each step is exactly the unfused op's computation on a block: the op's ufunc with `out=`
 when the op's kernel is that ufunc for these dtypes (add, multiply... on float32/float64/
-int32/int64, compare on those; exp, tanh, log... on float32/float64 as the kernel calls
-them, evaluated in float64 straight into the block), a float-to-float convert as a cast
-into the block, float32 erf by `erf_float32` into the block, otherwise the op's own kernel
-on the block (operands broadcast as views). Elementwise results do not depend on blocking,
-so a fused chain gives bit for bit the results of its ops run one by one.
+int32/int64, compare on those; exp, tanh, log... as the kernel calls them, straight into
+the block: float32 exp, tanh and log by numpy's float32 loop, the others in float64), a
+float-to-float convert as a cast into the block, float32 erf by `erf_float32` into the
+block, otherwise the op's own kernel on the block (operands broadcast as views; an operand
+of one value of a ufunc step as a 0-d view). Elementwise results do not depend on
+blocking, so a fused chain gives bit for bit the results of its ops run one by one.
 """
 
 from __future__ import annotations
@@ -97,6 +98,9 @@ def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], ob
     if step.opcode == "convert" and ins[0].dtype in NATIVE_FLOATS and out.dtype in NATIVE_FLOATS:
         return functools.partial(np.copyto, out, ins[0], casting="unsafe")  # as astype
     opdef = get_opdef(step.opcode)
+    if (isinstance(opdef, ElementwiseDef) and opdef.float32_native
+            and ins[0].dtype == out.dtype == _F32):
+        return functools.partial(opdef.fn, ins[0], out=out)  # type: ignore[arg-type]
     if _float64_ufunc(opdef) and ins[0].dtype == out.dtype in NATIVE_FLOATS:
         # what unary_kernel calls for these dtypes, without its per-call wrapping
         return functools.partial(opdef.fn, ins[0], out=out, dtype=np.float64,  # type: ignore[attr-defined]

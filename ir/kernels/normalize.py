@@ -1,16 +1,15 @@
 """Kernels of the fused row ops `softmax` and `layer_norm` (made by `passes/fusion`).
 
 Each runs the steps of the op chain it replaces, in the same order and precision (a row
-reduction as the reduce kernel does it, `exp` and `rsqrt` by their own kernels, rounded
-once from float64), but in the result buffer and one row-statistics array instead of a
-full-size array per op.
+reduction as the reduce kernel does it, `exp` and `rsqrt` as their own kernels compute
+them: float32 exp by numpy's float32 loop, the rest rounded once from float64), but in the
+result buffer and one row-statistics array instead of a full-size array per op.
 
 `prepare_softmax` plans a softmax over the last axis of fixed contiguous float arrays once
 (the executor binds it at load): the same steps, block by block of whole rows (about
-`BLOCK` elements), so a row's values stay in cache from its maximum to its division, and
-the masked-score floor is read from a block-sized array (numpy's maximum against a scalar
-takes a scalar loop). A row's steps are the same numpy calls on the same row, so the
-results are bit for bit the kernel's.
+`BLOCK` elements), so a row's values stay in cache from its maximum to its division. A
+row's steps are the same numpy calls on the same row, so the results are bit for bit the
+kernel's.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from nxcc.ir.kernels.common import NATIVE_FLOATS
 from nxcc.ir.kernels.fused import BLOCK
 
 _F32 = np.dtype(np.float32)
-_FLOOR = np.float32(-700.0)  # exp(-700) is 1e-304 in float64, 0 once rounded to float32
 
 
 @kernel(ops.softmax)
@@ -36,21 +34,20 @@ def softmax(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     axis = int(attrs["dimension"])  # type: ignore[call-overload]
     row = np.empty(x.shape[:axis] + (1,) + x.shape[axis + 1:], x.dtype)
     with np.errstate(all="ignore"):
-        _softmax_steps(x, out, row, axis, _FLOOR if out.dtype == _F32 else None, ctx)
+        _softmax_steps(x, out, row, axis, ctx)
 
 
 def _softmax_steps(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
-                   floor: np.ndarray | np.floating | None, ctx: KernelContext | None) -> None:
+                   ctx: KernelContext | None) -> None:
     """out = softmax(x) along `axis`, with `row` (x's shape, size 1 along `axis`) for the
-    row statistics. `floor`: float32 scores are raised to it first (a scalar, or an array
-    of out's shape: numpy's maximum against a scalar takes a scalar loop). A masked score
-    (-1e4, float32's min, -inf) takes numpy's slow float64 exp path (4x on GPT-2's causal
-    softmax); below -700 float32's result is 0 either way, and NaN stays NaN."""
+    row statistics. (numpy's float32 exp has no slow path for masked scores such as -1e4,
+    float32's min or -inf; its float64 exp, which float32 went through before, is 4x
+    slower on them.)"""
     np.maximum.reduce(x, axis=axis, keepdims=True, out=row)
     np.subtract(x, row, out=out)
-    if floor is not None:
-        np.maximum(out, floor, out=out)
-    if out.dtype in NATIVE_FLOATS:  # what the exp kernel does for these, without its checks
+    if out.dtype == _F32:  # what the exp kernel does for these, without its checks
+        np.exp(out, out=out)
+    elif out.dtype in NATIVE_FLOATS:
         np.exp(out, out=out, dtype=np.float64, casting="unsafe")
     else:
         get_kernel(ops.exp)([out], [out], {}, ctx)  # elementwise: in place is safe
@@ -70,14 +67,12 @@ def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], N
     x2, out2 = x.reshape(-1, n), out.reshape(-1, n)
     rows = min(max(1, BLOCK // n), x2.shape[0])
     row = np.empty((rows, 1), out.dtype)
-    floor = np.full((rows, n), _FLOOR, out.dtype) if out.dtype == _F32 else None
-    blocks = [(x2[i:i + rows], out2[i:i + rows], row[:min(rows, x2.shape[0] - i)],
-               None if floor is None else floor[:min(rows, x2.shape[0] - i)])
+    blocks = [(x2[i:i + rows], out2[i:i + rows], row[:min(rows, x2.shape[0] - i)])
               for i in range(0, x2.shape[0], rows)]
 
     def run() -> None:
-        for xb, ob, m, low in blocks:
-            _softmax_steps(xb, ob, m, 1, low, None)
+        for xb, ob, m in blocks:
+            _softmax_steps(xb, ob, m, 1, None)
 
     return run
 

@@ -41,10 +41,12 @@ def _binary_rule(name: str, allowed: str):
     return rule
 
 
-def unary(name: str, kinds: str, fn: ElementFn, precise: bool = False) -> ElementwiseDef:
+def unary(name: str, kinds: str, fn: ElementFn, precise: bool = False,
+          float32_native: bool = False) -> ElementwiseDef:
     """Define the unary elementwise op `name` on elements of `kinds`, computed by `fn`."""
     return define(ElementwiseDef(name, _unary_rule(name, kinds), operands=1, elementwise=True,
-                                 kinds=kinds, fn=fn, precise=precise))
+                                 kinds=kinds, fn=fn, precise=precise,
+                                 float32_native=float32_native))
 
 
 def binary(name: str, kinds: str, fn: ElementFn, precise: bool = False) -> ElementwiseDef:
@@ -53,18 +55,19 @@ def binary(name: str, kinds: str, fn: ElementFn, precise: bool = False) -> Eleme
                                  kinds=kinds, fn=fn, precise=precise))
 
 
-# Unary ops: name, allowed element kinds, numpy function; precise = evaluated in float64.
+# Unary ops: name, allowed element kinds, numpy function; precise = evaluated in float64,
+# float32_native = but float32 by numpy's float32 loop (`nxcc.ir.kernels.unary`).
 abs = unary("abs", "signed", np.abs)
 negate = unary("negate", "signed|int", np.negative)
 sign = unary("sign", "signed|int", u.sign)
-exp = unary("exp", "float", np.exp, precise=True)
+exp = unary("exp", "float", np.exp, precise=True, float32_native=True)
 expm1 = unary("expm1", "float", np.expm1, precise=True)
-log = unary("log", "float", np.log, precise=True)
+log = unary("log", "float", np.log, precise=True, float32_native=True)
 log1p = unary("log1p", "float", np.log1p, precise=True)
 sqrt = unary("sqrt", "float", np.sqrt)  # IEEE sqrt is correctly rounded in every precision
 rsqrt = unary("rsqrt", "float", u.rsqrt, precise=True)
 cbrt = unary("cbrt", "float", np.cbrt, precise=True)
-tanh = unary("tanh", "float", np.tanh, precise=True)
+tanh = unary("tanh", "float", np.tanh, precise=True, float32_native=True)
 logistic = unary("logistic", "float", u.logistic, precise=True)
 sin = unary("sin", "float", np.sin, precise=True)
 cos = unary("cos", "float", np.cos, precise=True)
