@@ -29,7 +29,8 @@ Program (``sgNN/program.json``)::
                    "instructions": [INSTRUCTION], "binary_opcode": str | null?}
     SLOT        = {"kind": "param"|"buffer"|"weight"|"splat", "dtype": DTYPE, "shape": SHAPE,
                    "index": int (param), "offset": int (buffer), "name": str (weight),
-                   "value": ATTR (splat)}
+                   "value": ATTR (splat), "view_of": slot? and "strides": [int >= 0]?
+                   (a buffer viewing another slot's: byte strides unless C-contiguous)}
     INSTRUCTION = {"op": str, "args": [slot], "outs": [slot], "attrs": {name: ATTR}}
     ATTR        = null | bool | int | float | str | [ATTR] | {"f": str} | {"dtype": DTYPE}
                   | {"symbol": function} | {"weight": name}
@@ -132,7 +133,8 @@ def _float_text(text: object, path: str) -> None:
 
 ATTR = AttrSpec()
 SLOT = Obj({"kind": Str(SLOT_KINDS), "dtype": DTYPE, "shape": SHAPE},
-           {"index": COUNT, "offset": Int(0, MAX_ARENA_BYTES), "name": NAME, "value": ATTR})
+           {"index": COUNT, "offset": Int(0, MAX_ARENA_BYTES), "name": NAME, "value": ATTR,
+            "view_of": COUNT, "strides": ListOf(Int(0, MAX_ARENA_BYTES), max_len=MAX_RANK)})
 SLOT_REQUIRES = {"param": "index", "buffer": "offset", "weight": "name", "splat": "value"}
 INSTRUCTION = Obj({"op": NAME, "args": ListOf(COUNT), "outs": ListOf(COUNT),
                    "attrs": MapOf(ATTR)})

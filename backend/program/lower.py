@@ -12,8 +12,9 @@ A slot is where a value lives at run time: ``{"kind": "param", "index": i}``,
 ``{"kind": "buffer", "offset": o}`` in the function's arena, ``{"kind": "weight",
 "name": "w3"}`` (a weight file), or ``{"kind": "splat", "value": v}``; each with "dtype"
 (IR name) and "shape". Constant ops become weight or splat slots and no instruction, and so
-does a reshape the memory plan makes a view: a buffer slot at its operand's offset, with
-``"view_of": slot`` (written when that slot is).
+does a reshape or slice the memory plan makes a view: a buffer slot at its place in its
+operand's buffer, with ``"view_of": slot`` (written when that slot is) and, unless it is
+C-contiguous, ``"strides": [bytes...]``.
 """
 
 from __future__ import annotations
@@ -90,9 +91,12 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
                 entry = {"kind": "weight", "name": weights.store(d)}
             add_slot(id(op.result), typed(entry, d.type))
             continue
-        if id(op.results[0]) in plan.views:  # a reshape viewing its operand's buffer
-            add_slot(id(op.result), typed({"kind": "buffer", "offset": plan.offsets[id(op.result)],
-                                           "view_of": slot_of[id(op.operands[0])]}, op.result.type))
+        if id(op.results[0]) in plan.views:  # a reshape or slice viewing its operand's buffer
+            view = {"kind": "buffer", "offset": plan.offsets[id(op.result)],
+                    "view_of": slot_of[id(op.operands[0])]}
+            if id(op.result) in plan.strides:
+                view["strides"] = list(plan.strides[id(op.result)])
+            add_slot(id(op.result), typed(view, op.result.type))
             continue
         outs = [add_slot(id(r), typed({"kind": "buffer", "offset": plan.offsets[id(r)]}, r.type))
                 for r in op.results]

@@ -4,16 +4,20 @@ Values live from the op that defines them to their last use (returned values to 
 Offsets are chosen first-fit over the free space, aligned to `ALIGNMENT`. An op's results
 are placed before the operands it last uses are freed, so outputs never overlap inputs.
 
-A `reshape` of a planned value is a view: its result gets its operand's offset (row-major
-order is kept, so the bytes are the same) and no instruction (`views`); the shared buffer
-lives until the last use of any of its views.
+A `reshape` or a `slice` of a planned value is a view: its result gets an offset in its
+operand's buffer, and byte strides there when it is not C-contiguous (`strides`), and no
+instruction (`views`); the shared buffer lives until the last use of any of its views. A
+reshape is a view when numpy could read its operand's layout reshaped in place (always, of
+a C-contiguous operand); a slice always is (positive strides): GPT-2's query, key and value
+slices of the fused projection are then read where the projection wrote them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from nxcc.ir.core import Function, Module, Value
+from nxcc.backend.program.view_layout import Layout, contiguous_strides, reshaped, sliced
+from nxcc.ir.core import Function, Module, Op, Value
 
 ALIGNMENT = 64
 
@@ -25,6 +29,8 @@ class MemoryPlan:
     offsets: dict[int, int]
     arena_bytes: int
     views: frozenset[int] = frozenset()
+    strides: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    """Byte strides of the views that are not C-contiguous, by id."""
 
 
 def _align(n: int) -> int:
@@ -61,11 +67,7 @@ class _FreeList:
 def plan_memory(fn: Function, planned: set[int]) -> MemoryPlan:
     """Offsets for the values of `fn` whose ids are in `planned` (op results needing a
     buffer; constants and parameters are not planned)."""
-    root: dict[int, int] = {}  # a view's id -> the id of the value owning its buffer
-    for op in fn.body:
-        if op.opcode == "reshape" and id(op.operands[0]) in planned and id(op.result) in planned:
-            source = id(op.operands[0])
-            root[id(op.result)] = root.get(source, source)
+    root, layout = _views(fn, planned)
     last_use: dict[int, int] = {}
     for index, op in enumerate(fn.body):
         for v in op.operands:
@@ -80,15 +82,53 @@ def plan_memory(fn: Function, planned: set[int]) -> MemoryPlan:
                 free_at.setdefault(last_use.get(id(r), op_index), []).append(r)
     heap = _FreeList()
     offsets: dict[int, int] = {}
+    strides: dict[int, tuple[int, ...]] = {}
     for index, op in enumerate(fn.body):
         for r in op.results:
             if id(r) in root:
-                offsets[id(r)] = offsets[root[id(r)]]
+                delta, view_strides = layout[id(r)]
+                offsets[id(r)] = offsets[root[id(r)]] + delta
+                if view_strides != contiguous_strides(r.type.shape, r.type.dtype.itemsize):
+                    strides[id(r)] = view_strides
             elif id(r) in planned:
                 offsets[id(r)] = heap.allocate(r.type.nbytes)
         for v in free_at.get(index, []):
             heap.free(offsets[id(v)])
-    return MemoryPlan(offsets, heap.peak, frozenset(root))
+    return MemoryPlan(offsets, heap.peak, frozenset(root), strides)
+
+
+def _views(fn: Function, planned: set[int]) -> tuple[dict[int, int], dict[int, Layout]]:
+    """(root, layout): for each reshape or slice result that views its planned operand's
+    buffer, the id of the value owning that buffer and the view's place in it."""
+    root: dict[int, int] = {}
+    layout: dict[int, Layout] = {}
+    for op in fn.body:
+        if op.opcode not in ("reshape", "slice") or not op.results:
+            continue
+        source, result = op.operands[0], op.result
+        if id(source) not in planned or id(result) not in planned or result.type.size == 0:
+            continue
+        found = _view_layout(op, layout.get(id(source)))
+        if found is not None:
+            root[id(result)] = root.get(id(source), id(source))
+            layout[id(result)] = found
+    return root, layout
+
+
+def _view_layout(op: Op, source: Layout | None) -> Layout | None:
+    """The layout of `op`'s result (a reshape or slice) in its root buffer, given its
+    operand's (None: the operand owns a C-contiguous buffer), or None if it is not a view."""
+    x = op.operands[0]
+    if x.type.size == 0:
+        return None
+    if source is None:
+        source = (0, contiguous_strides(x.type.shape, x.type.dtype.itemsize))
+    if op.opcode == "reshape":
+        return reshaped(source, x.type.shape, op.result.type.shape)
+    steps = tuple(op.attrs.get("strides") or (1,) * x.type.rank)  # type: ignore[arg-type]
+    if any(k < 1 for k in steps):
+        return None
+    return sliced(source, op.attrs["start_indices"], steps)  # type: ignore[arg-type]
 
 
 def peak_activation_bytes(module: Module, fn: str) -> int:

@@ -93,9 +93,10 @@ class _Function:
         last = {o: i for i, ins in enumerate(spec["instructions"]) for o in ins["outs"]}
         self.ready_after: dict[int, list[int]] = {}
         """Instruction index -> the results whose value is final after it (-1: before
-        the first, results no instruction writes)."""
+        the first, results no instruction writes); a view is final when its root is."""
         for k, r in enumerate(self.results):
-            self.ready_after.setdefault(last.get(r, -1), []).append(k)
+            self.ready_after.setdefault(last.get(_root_slot(spec["slots"], r), -1),
+                                        []).append(k)
 
     def bound(self, ctx: KernelContext) -> _Bound:
         """The arena, parameter buffers and bound steps (made once)."""
@@ -111,8 +112,9 @@ class _Bound:
         arena = np.empty(max(fn.arena_bytes, 1), np.uint8)
         arrays: dict[int, np.ndarray] = dict(fn.fixed)
         for i, (s, t) in enumerate(zip(fn.spec["slots"], fn.types, strict=True)):
-            if s["kind"] == "buffer":
-                arrays[i] = np.ndarray(t.shape, t.dtype.numpy, arena, s["offset"])
+            if s["kind"] == "buffer":  # a view of another slot's buffer may have strides
+                arrays[i] = np.ndarray(t.shape, t.dtype.numpy, arena, s["offset"],
+                                       s.get("strides"))
         for p in fn.params:
             arrays[p] = np.empty(fn.types[p].shape, fn.types[p].dtype.numpy)
         self.param_buffers = [arrays[p] for p in fn.params]
@@ -254,6 +256,16 @@ def _join_adjacent_collectives(instructions: list, arrays: dict[int, np.ndarray]
         results = [arrays[k] for k in done_outs]
         steps[i] = _nothing
         steps[i + 1] = functools.partial(_collective_into, ctx, kind, args, attrs, results)
+
+
+def _root_slot(slots: list[dict], i: int) -> int:
+    """The slot owning the buffer slot i views (i itself when it is no view)."""
+    for _ in range(len(slots)):
+        source = slots[i].get("view_of")
+        if not isinstance(source, int) or isinstance(source, bool):
+            break
+        i = source
+    return i
 
 
 def _nothing() -> None:

@@ -119,7 +119,7 @@ def _check_function(name: str, fn: dict, types: list[TensorType], signatures: _S
                                      "instruction writes it")
         for i in ins["outs"]:
             _index(where, "outs", i, len(slots))
-            if slots[i]["kind"] != "buffer" or i in defined:
+            if slots[i]["kind"] != "buffer" or i in defined or "view_of" in slots[i]:
                 raise ProgramProblem(REFERENCE, f"{where} writes slot {i}, which is not a "
                                      "buffer written once")
             defined.add(i)
@@ -148,7 +148,9 @@ def _slot_type(fn: str, i: int, slot: dict, arena: int,
     if nbytes > MAX_TENSOR_BYTES:
         raise ProgramProblem(SIZE, f"{where}: {t} is {nbytes} bytes, over the limit of "
                              f"{MAX_TENSOR_BYTES}")
-    if kind == "buffer" and slot["offset"] + nbytes > arena:
+    if kind == "buffer" and "strides" in slot:
+        _check_strides(where, slot, t, arena)
+    elif kind == "buffer" and slot["offset"] + nbytes > arena:
         raise ProgramProblem(SIZE, f"{where}: buffer {t} at offset {slot['offset']} ends "
                              f"past the {arena}-byte arena")
     if kind == "weight":
@@ -156,6 +158,23 @@ def _slot_type(fn: str, i: int, slot: dict, arena: int,
     if kind == "splat":
         _check_splat(where, slot["value"], t)
     return t
+
+
+def _check_strides(where: str, slot: dict, t: TensorType, arena: int) -> None:
+    """A strided view: one stride (bytes, >= 0) per dimension of a view of another slot,
+    every element it reaches inside the arena."""
+    strides = slot["strides"]
+    if ("view_of" not in slot or not isinstance(strides, list) or len(strides) != t.rank
+            or not all(isinstance(st, int) and not isinstance(st, bool) and st >= 0
+                       for st in strides)):
+        raise ProgramProblem(SCHEMA, f"{where}: 'strides' must be a view's byte strides, one "
+                             f"int >= 0 per dimension of {t}, got {strides!r}")
+    if t.size == 0:
+        return
+    end = slot["offset"] + sum((n - 1) * st for n, st in zip(t.shape, strides, strict=True))
+    if end + t.dtype.itemsize > arena:
+        raise ProgramProblem(SIZE, f"{where}: strided view {t} at offset {slot['offset']} "
+                             f"reaches past the {arena}-byte arena")
 
 
 def _check_weight(where: str, name: str, t: TensorType,

@@ -76,6 +76,14 @@ PROGRAM_CASES: dict[str, tuple[Callable[[dict], object], tuple[str, ...]]] = {
     "buffer past arena": (lambda p: next(s for s in fn(p)["slots"] if s["kind"] == "buffer"
                                          ).update(offset=1 << 20),
                           ("[NRT_ENEFF004]", "past the")),
+    "strides without view_of": (lambda p: _buffer(p).update(strides=[4, 4]),
+                                ("[NRT_ENEFF002]", "'strides' must be a view's")),
+    "negative stride": (lambda p: _buffer(p).update(view_of=0, strides=[-4, 4]),
+                        ("[NRT_ENEFF002]", "strides[0]")),
+    "strided view past arena": (lambda p: _buffer(p).update(view_of=0, strides=[1 << 20, 4]),
+                                ("[NRT_ENEFF004]", "reaches past the")),
+    "instruction writes a view": (lambda p: _buffer(p).update(view_of=0, strides=[4, 16]),
+                                  ("[NRT_ENEFF003]", "which is not a buffer written once")),
     "slot index out of range": (lambda p: fn(p)["instructions"][0].update(args=[0, 999]),
                                 ("[NRT_ENEFF003]", "slot 999")),
     "outputs count differs": (lambda p: fn(p)["results"].append(0),
@@ -90,6 +98,11 @@ PROGRAM_CASES: dict[str, tuple[Callable[[dict], object], tuple[str, ...]]] = {
     "deep attribute": (lambda p: fn(p)["instructions"][0]["attrs"].update(
         lhs_batch_dims=[[[[[[[[[[1]]]]]]]]]]), ("[NRT_ENEFF002]", "nested deeper")),
 }
+
+
+def _buffer(program: dict) -> dict:
+    """The first buffer slot of the entry function (an instruction's result, f32[4,32])."""
+    return next(s for s in fn(program)["slots"] if s["kind"] == "buffer")
 
 
 @pytest.mark.parametrize("case", sorted(PROGRAM_CASES))
