@@ -14,8 +14,9 @@ made in advance:
 - fused_elementwise: its block-by-block plan, made once (`ir/kernels/fused.prepare_fused`);
 - convolution on the row route: its kernel matrices made once, its padded image and tile
   buffers in the function's shared scratch (`ir/kernels/convolution.prepare_convolution`);
-- softmax over the last axis of contiguous floats: its kernel's steps block by block of
-  rows, planned once (`ir/kernels/normalize.prepare_softmax`);
+- softmax and layer norm over the last axis of contiguous floats: their kernels' steps
+  block by block of rows, planned once (`ir/kernels/normalize.prepare_softmax`,
+  `prepare_layer_norm`);
 - reduce_window by maximum or minimum without padding (max and min pools): its kernel's
   fold one window dimension at a time, slices and intermediates made once
   (`ir/kernels/windowed.prepare_reduce_window`);
@@ -45,7 +46,7 @@ from nxcc.ir.kernels.convolution import prepare_convolution
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.fused import prepare_fused
 from nxcc.ir.kernels.linalg import matmul_operands
-from nxcc.ir.kernels.normalize import prepare_softmax
+from nxcc.ir.kernels.normalize import prepare_layer_norm, prepare_softmax
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 from nxcc.ir.kernels.windowed import prepare_reduce_window
 
@@ -117,6 +118,9 @@ def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarra
         return prepare_reduce_window(args, out, attrs, ctx, constant)
     if opcode == "softmax":
         return prepare_softmax(args[0], out, int(attrs["dimension"]))  # type: ignore[call-overload]
+    if opcode == "layer_norm":
+        return prepare_layer_norm(args[0], out, int(attrs["dimension"]),  # type: ignore[call-overload]
+                                  float(attrs["epsilon"]))  # type: ignore[arg-type]
     view = _moved_view(opcode, args, out, attrs)
     if view is None:
         return None
