@@ -262,7 +262,8 @@ def _root_slot(slots: list[dict], i: int) -> int:
     """The slot owning the buffer slot i views (i itself when it is no view)."""
     for _ in range(len(slots)):
         source = slots[i].get("view_of")
-        if not isinstance(source, int) or isinstance(source, bool):
+        if (not isinstance(source, int) or isinstance(source, bool)
+                or not 0 <= source < len(slots)):
             break
         i = source
     return i
