@@ -61,17 +61,27 @@ def _softmax_steps(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
     np.divide(out, row, out=out)
 
 
-def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], None] | None:
-    """A callable computing the softmax of `x` into `out` along `axis` (the softmax kernel's
-    steps, block by block of rows), or None unless `axis` is the last, `x` and `out` are
-    C-contiguous arrays of one native float dtype and not empty."""
+def _as_rows(x: np.ndarray, out: np.ndarray, axis: int
+             ) -> tuple[np.ndarray, np.ndarray, int] | None:
+    """(x and out as [rows, n] views, whole rows per block) for a row op over the last axis
+    of C-contiguous non-empty arrays of one native float dtype; else None."""
     if (axis not in (-1, x.ndim - 1) or x.dtype != out.dtype or out.dtype not in NATIVE_FLOATS
             or x.shape != out.shape or x.size == 0 or not x.flags.c_contiguous
             or not out.flags.c_contiguous):
         return None
     n = x.shape[-1]
     x2, out2 = x.reshape(-1, n), out.reshape(-1, n)
-    rows = min(max(1, ROW_BLOCK // n), x2.shape[0])
+    return x2, out2, min(max(1, ROW_BLOCK // n), x2.shape[0])
+
+
+def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], None] | None:
+    """A callable computing the softmax of `x` into `out` along `axis` (the softmax kernel's
+    steps, block by block of rows), or None unless `axis` is the last, `x` and `out` are
+    C-contiguous arrays of one native float dtype and not empty."""
+    found = _as_rows(x, out, axis)
+    if found is None:
+        return None
+    x2, out2, rows = found
     row = np.empty((rows, 1), out.dtype)
     blocks = [(x2[i:i + rows], out2[i:i + rows], row[:min(rows, x2.shape[0] - i)])
               for i in range(0, x2.shape[0], rows)]
@@ -89,13 +99,11 @@ def prepare_layer_norm(x: np.ndarray, out: np.ndarray, axis: int,
     kernel's steps and bits, block by block of whole rows, with the row statistics, the
     squares and the float64 rsqrt in buffers made once), or None unless `axis` is the last
     and `x` and `out` are C-contiguous non-empty arrays of one native float dtype."""
-    if (axis not in (-1, x.ndim - 1) or x.dtype != out.dtype or out.dtype not in NATIVE_FLOATS
-            or x.shape != out.shape or x.size == 0 or not x.flags.c_contiguous
-            or not out.flags.c_contiguous):
+    found = _as_rows(x, out, axis)
+    if found is None:
         return None
-    n = x.shape[-1]
-    x2, out2 = x.reshape(-1, n), out.reshape(-1, n)
-    rows = min(max(1, ROW_BLOCK // n), x2.shape[0])
+    x2, out2, rows = found
+    n = x2.shape[1]
     row, wide = np.empty((rows, 1), out.dtype), np.empty((rows, 1), np.float64)
     squares = np.empty((rows, n), out.dtype)
     length, eps = out.dtype.type(n), out.dtype.type(epsilon)
