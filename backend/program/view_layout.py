@@ -9,7 +9,7 @@ when `contiguous_strides` of its shape are its strides (the slot then needs no s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 Layout = tuple[int, tuple[int, ...]]  # (byte offset in the root buffer, byte strides)
 
@@ -61,3 +61,16 @@ def reshaped(layout: Layout, shape: Sequence[int], new_shape: Sequence[int]) -> 
     for k in range(ni, len(new)):  # trailing size-1 dimensions
         out[k] = last
     return offset, tuple(out)
+
+
+def view_sources(slots: Sequence[dict], i: int) -> Iterator[int]:
+    """The slots that slot i views through its program's ``view_of`` links, nearest first
+    (none when i is no view); a link that is no slot index ends the walk, as does a cycle
+    (at most len(slots) steps)."""
+    for _ in range(len(slots)):
+        source = slots[i].get("view_of") if 0 <= i < len(slots) else None
+        if (not isinstance(source, int) or isinstance(source, bool)
+                or not 0 <= source < len(slots)):
+            return
+        yield source
+        i = source

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
+from nxcc.backend.program.view_layout import view_sources
 from nxcc.backend.runtime import float_errors
 from nxcc.backend.runtime.async_comm import DONES, STARTS
 from nxcc.backend.runtime.bound_steps import bind_step
@@ -95,8 +96,8 @@ class _Function:
         """Instruction index -> the results whose value is final after it (-1: before
         the first, results no instruction writes); a view is final when its root is."""
         for k, r in enumerate(self.results):
-            self.ready_after.setdefault(last.get(_root_slot(spec["slots"], r), -1),
-                                        []).append(k)
+            root = [r, *view_sources(spec["slots"], r)][-1]  # a view: the slot it views
+            self.ready_after.setdefault(last.get(root, -1), []).append(k)
 
     def bound(self, ctx: KernelContext) -> _Bound:
         """The arena, parameter buffers and bound steps (made once)."""
@@ -256,17 +257,6 @@ def _join_adjacent_collectives(instructions: list, arrays: dict[int, np.ndarray]
         results = [arrays[k] for k in done_outs]
         steps[i] = _nothing
         steps[i + 1] = functools.partial(_collective_into, ctx, kind, args, attrs, results)
-
-
-def _root_slot(slots: list[dict], i: int) -> int:
-    """The slot owning the buffer slot i views (i itself when it is no view)."""
-    for _ in range(len(slots)):
-        source = slots[i].get("view_of")
-        if (not isinstance(source, int) or isinstance(source, bool)
-                or not 0 <= source < len(slots)):
-            break
-        i = source
-    return i
 
 
 def _nothing() -> None:

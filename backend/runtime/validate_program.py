@@ -26,6 +26,7 @@ from nxcc.backend.neff.errors import REFERENCE, SCHEMA, SIZE, NeffError
 from nxcc.backend.neff.limits import MAX_TENSOR_BYTES
 from nxcc.backend.neff.neff_schema import SLOT_REQUIRES
 from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
+from nxcc.backend.program.view_layout import view_sources
 from nxcc.ir.attributes import Dense, Symbol
 from nxcc.ir.dtypes import DType
 from nxcc.ir.kernels import KERNELS
@@ -87,15 +88,9 @@ def _in_range(indices: list[int], types: list[TensorType]) -> list[int]:
 
 
 def _view_written(slots: list[dict], i: int, defined: set[int]) -> bool:
-    """Slot i is a view (a reshape the memory plan made one) of a slot already written."""
-    for _ in range(len(slots)):
-        source = slots[i].get("view_of") if 0 <= i < len(slots) else None
-        if not isinstance(source, int) or isinstance(source, bool):
-            return False
-        if source in defined:
-            return True
-        i = source
-    return False
+    """Slot i is a view (a reshape or slice the memory plan made one) of a slot already
+    written."""
+    return any(source in defined for source in view_sources(slots, i))
 
 
 def _check_function(name: str, fn: dict, types: list[TensorType], signatures: _Signatures,

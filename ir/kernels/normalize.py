@@ -18,6 +18,7 @@ allocates its squares per call: 77).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -107,27 +108,44 @@ def prepare_layer_norm(x: np.ndarray, out: np.ndarray, axis: int,
     row, wide = np.empty((rows, 1), out.dtype), np.empty((rows, 1), np.float64)
     squares = np.empty((rows, n), out.dtype)
     length, eps = out.dtype.type(n), out.dtype.type(epsilon)
-    blocks = []
+    steps = []
     for i in range(0, x2.shape[0], rows):
         k = min(rows, x2.shape[0] - i)
-        blocks.append((x2[i:i + k], out2[i:i + k], row[:k], wide[:k], squares[:k]))
+        steps.append(functools.partial(_layer_norm_steps, x2[i:i + k], out2[i:i + k], row[:k],
+                                       squares[:k], 1, length, eps,
+                                       functools.partial(_rsqrt_float64, wide=wide[:k])))
 
     def run() -> None:
-        for xb, ob, r, r64, sq in blocks:
-            np.add.reduce(xb, axis=1, keepdims=True, out=r)
-            np.divide(r, length, out=r)
-            np.subtract(xb, r, out=ob)
-            np.square(ob, out=sq)
-            np.add.reduce(sq, axis=1, keepdims=True, out=r)
-            np.divide(r, length, out=r)
-            np.add(r, eps, out=r)
-            np.copyto(r64, r)  # rsqrt as its kernel computes it: in float64, rounded once
-            np.sqrt(r64, out=r64)
-            np.reciprocal(r64, out=r64)
-            np.copyto(r, r64, casting="unsafe")
-            np.multiply(ob, r, out=ob)
+        for step in steps:
+            step()
 
     return run
+
+
+def _layer_norm_steps(x: np.ndarray, out: np.ndarray, row: np.ndarray, squares: np.ndarray,
+                      axis: int, length: np.generic, eps: np.generic,
+                      rsqrt: Callable[[np.ndarray], object]) -> None:
+    """out = the layer norm of x along `axis` (no scale or bias), with `row` (x's shape,
+    size 1 along `axis`) for the row statistics, `squares` (out's shape) for the squared
+    deviations, and `rsqrt` computing 1/sqrt of the row variances in place."""
+    np.add.reduce(x, axis=axis, keepdims=True, out=row)
+    np.divide(row, length, out=row)
+    np.subtract(x, row, out=out)
+    np.square(out, out=squares)
+    np.add.reduce(squares, axis=axis, keepdims=True, out=row)
+    np.divide(row, length, out=row)
+    np.add(row, eps, out=row)
+    rsqrt(row)
+    np.multiply(out, row, out=out)
+
+
+def _rsqrt_float64(row: np.ndarray, wide: np.ndarray) -> None:
+    """row = 1 / sqrt(row) as the rsqrt kernel computes it for native floats: in float64
+    (in `wide`, row's shape), rounded once."""
+    np.copyto(wide, row)
+    np.sqrt(wide, out=wide)
+    np.reciprocal(wide, out=wide)
+    np.copyto(row, wide, casting="unsafe")
 
 
 @kernel(ops.layer_norm)
@@ -137,12 +155,7 @@ def layer_norm(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     axis = int(attrs["dimension"])  # type: ignore[call-overload]
     n = out.dtype.type(x.shape[axis])
     eps = out.dtype.type(float(attrs["epsilon"]))  # type: ignore[arg-type]
+    row = np.empty(x.shape[:axis] + (1,) + x.shape[axis + 1:], x.dtype)
     with np.errstate(all="ignore"):
-        row = np.add.reduce(x, axis=axis, keepdims=True)
-        row /= n
-        np.subtract(x, row, out=out)
-        np.add.reduce(np.square(out), axis=axis, keepdims=True, out=row)
-        row /= n
-        row += eps
-        get_kernel(ops.rsqrt)([row], [row], {}, ctx)
-        out *= row
+        _layer_norm_steps(x, out, row, np.empty_like(out), axis, n, eps,
+                          lambda r: get_kernel(ops.rsqrt)([r], [r], {}, ctx))
