@@ -52,7 +52,7 @@ def _softmax_steps(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
     slower on them.)"""
     np.maximum.reduce(x, axis=axis, keepdims=True, out=row)
     np.subtract(x, row, out=out)
-    if out.dtype == _F32:  # what the exp kernel does for these, without its checks
+    if out.dtype == _F32 and ops.exp.float32_native:  # as the exp kernel, without its checks
         np.exp(out, out=out)
     elif out.dtype in NATIVE_FLOATS:
         np.exp(out, out=out, dtype=np.float64, casting="unsafe")
