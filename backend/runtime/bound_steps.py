@@ -120,7 +120,7 @@ def _fast_step(opcode: str, args: Sequence[np.ndarray], outs: Sequence[np.ndarra
         return prepare_softmax(args[0], out, int(attrs["dimension"]))  # type: ignore[call-overload]
     if opcode == "layer_norm":
         return prepare_layer_norm(args[0], out, int(attrs["dimension"]),  # type: ignore[call-overload]
-                                  float(attrs["epsilon"]))  # type: ignore[arg-type]
+                                  float(attrs["epsilon"]), pool)  # type: ignore[arg-type]
     view = _moved_view(opcode, args, out, attrs)
     if view is None:
         return None

@@ -28,6 +28,7 @@ from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS
 from nxcc.ir.kernels.fused import BLOCK
+from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 _F32 = np.dtype(np.float32)
 #: elements per block of whole rows in the planned softmax and layer norm (see above)
@@ -94,28 +95,31 @@ def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], N
     return run
 
 
-def prepare_layer_norm(x: np.ndarray, out: np.ndarray, axis: int,
-                       epsilon: float) -> Callable[[], None] | None:
+def prepare_layer_norm(x: np.ndarray, out: np.ndarray, axis: int, epsilon: float,
+                       pool: ScratchPool | None = None) -> Callable[[], None] | None:
     """A callable computing the layer norm of `x` into `out` along `axis` (the layer_norm
     kernel's steps and bits, block by block of whole rows, with the row statistics, the
-    squares and the float64 rsqrt in buffers made once), or None unless `axis` is the last
-    and `x` and `out` are C-contiguous non-empty arrays of one native float dtype."""
+    squares and the float64 rsqrt in `pool`'s scratch, shared with the function's other
+    steps), or None unless `axis` is the last and `x` and `out` are C-contiguous non-empty
+    arrays of one native float dtype."""
     found = _as_rows(x, out, axis)
     if found is None:
         return None
     x2, out2, rows = found
     n = x2.shape[1]
-    row, wide = np.empty((rows, 1), out.dtype), np.empty((rows, 1), np.float64)
-    squares = np.empty((rows, n), out.dtype)
+    reservation = (pool or ScratchPool()).reserve(
+        [((rows, 1), out.dtype), ((rows, 1), np.dtype(np.float64)), ((rows, n), out.dtype)])
     length, eps = out.dtype.type(n), out.dtype.type(epsilon)
-    steps = []
-    for i in range(0, x2.shape[0], rows):
-        k = min(rows, x2.shape[0] - i)
-        steps.append(functools.partial(_layer_norm_steps, x2[i:i + k], out2[i:i + k], row[:k],
-                                       squares[:k], 1, length, eps,
-                                       functools.partial(_rsqrt_float64, wide=wide[:k])))
+    steps: list[Callable[[], None]] = []
 
     def run() -> None:
+        if not steps:  # the scratch exists once every step of the function is bound
+            row, wide, squares = reservation.arrays()
+            for i in range(0, x2.shape[0], rows):
+                k = min(rows, x2.shape[0] - i)
+                steps.append(functools.partial(
+                    _layer_norm_steps, x2[i:i + k], out2[i:i + k], row[:k], squares[:k], 1,
+                    length, eps, functools.partial(_rsqrt_float64, wide=wide[:k])))
         for step in steps:
             step()
 

@@ -53,3 +53,21 @@ def test_declines_other_axes_dtypes_layouts_and_empty_arrays() -> None:
     assert prepare_layer_norm(half, np.empty_like(half), 1, 1e-5) is None
     empty = np.ones((0, 6), np.float32)
     assert prepare_layer_norm(empty, np.empty_like(empty), 1, 1e-5) is None
+
+
+def test_plans_sharing_one_scratch_pool_give_the_kernels_bits() -> None:
+    """The executor binds a function's steps to one scratch pool (they run one at a time):
+    two layer norms of other shapes, run in turn, each still get the kernel's bits."""
+    from nxcc.ir.kernels.scratch_pool import ScratchPool
+
+    rng = np.random.default_rng(5)
+    pool = ScratchPool()
+    xs = [rng.standard_normal(s).astype(np.float32) for s in ((3, 50, 768), (40, 33))]
+    outs = [np.empty_like(x) for x in xs]
+    runs = [prepare_layer_norm(x, o, x.ndim - 1, 1e-6, pool) for x, o in zip(xs, outs, strict=True)]
+    for _ in range(2):
+        for run, x, out in zip(runs, xs, outs, strict=True):
+            assert run is not None
+            run()
+            np.testing.assert_array_equal(out.view(np.uint8), _kernel(x, 1e-6).view(np.uint8))
+    assert pool.nbytes < sum(x.nbytes for x in xs)  # shared, not one buffer per plan
