@@ -7,13 +7,13 @@ result buffer and one row-statistics array instead of a full-size array per op.
 
 `prepare_softmax` and `prepare_layer_norm` plan a softmax or a layer norm over the last
 axis of fixed contiguous float arrays once (the executor binds them at load): the same
-steps, block by block of whole rows (`ROW_BLOCK` elements), into buffers made once. A row's
-steps are the same numpy calls on the same row, so the results are bit for bit the
-kernel's. The blocks are large because a row-statistics step costs per call more than a
-block's trip through the cache saves: softmax on f32[1,12,128,128] took 319 us in blocks of
-16,384 elements, 291 in blocks of 131,072 (one for BERT's shape), f32[1,12,512,512] 5.25
-against 4.32 ms; a layer norm on f32[1,128,768] 103 against 71 us (the kernel, which
-allocates its squares per call: 77).
+steps, block by block of whole rows (`ROW_BLOCK` elements), into buffers made once (the
+layer norm's in the function's shared scratch). A row's steps are the same numpy calls on
+the same row, so the results are bit for bit the kernel's. The blocks are large because a
+row-statistics step costs per call more than a block's trip through the cache saves:
+softmax on f32[1,12,128,128] took 319 us in blocks of 16,384 elements, 291 in blocks of
+131,072 (one for BERT's shape), f32[1,12,512,512] 5.25 against 4.32 ms; a layer norm on
+f32[1,128,768] 103 against 71 us (the kernel, which allocates its squares per call: 77).
 """
 
 from __future__ import annotations
