@@ -1,0 +1,184 @@
+"""The matrix-product floor: nxcc's matrix products alone, against onnxruntime's whole run.
+
+    python bench/gemm_floor.py [MODEL ...] [--duration S] [--warmup N] [--threads N]
+                               [--rounds R] [--json OUT.json]
+
+MODEL as in `bench/table.py` (default: all of its models). For each model, each step in a
+process of its own with the same BLAS thread count as the table: compile for trn1 at -O2;
+load the NEFF with `numpy.matmul` and `numpy.dot` wrapped so that one execution records
+every matrix product the kernels hand to BLAS (its operands and output, as the kernels lay
+them out: im2col columns, transposed views, batched attention products); then time those
+products alone, back to back on the recorded arrays, `--rounds` times (the median); then
+onnxruntime's CPU provider on the whole model, as the table does. Columns: the products'
+GFLOP, their milliseconds and GFLOP/s with numpy's BLAS, onnxruntime's milliseconds for the
+whole model and the GFLOP/s that would be if it did nothing else, and `floor`: products
+milliseconds / onnxruntime milliseconds, the ratio nxcc cannot go below however little
+else it does, while its products are numpy's BLAS calls of these shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
+
+
+@dataclass(frozen=True)
+class Product:
+    """One recorded BLAS call: `call(a, b, **kwargs)` (kwargs hold its `out`, if any)."""
+
+    call: Callable[..., Any]
+    a: np.ndarray
+    b: np.ndarray
+    kwargs: Mapping[str, Any]
+
+    @property
+    def flops(self) -> int:
+        """2 M K N per matrix of the (broadcast) batch; a vector operand counts as one row
+        or column."""
+        a, b = self.a.shape, self.b.shape
+        if len(a) == 0 or len(b) == 0:
+            return 0
+        m = a[-2] if len(a) >= 2 else 1
+        k = a[-1]
+        n = b[-1] if len(b) >= 2 else 1
+        batch = np.broadcast_shapes(a[:-2], b[:-2]) if len(a) > 2 or len(b) > 2 else ()
+        return 2 * math.prod(batch) * m * k * n
+
+    def run(self) -> None:
+        self.call(self.a, self.b, **self.kwargs)
+
+
+def record_products(neff: Path, inputs: Mapping[str, np.ndarray]) -> list[Product]:
+    """The matrix products of one execution of `neff` on `inputs`, in order. numpy's matmul
+    and dot are wrapped from before the load (the executor binds some products at load)
+    until after the execution, then put back."""
+    from nxcc.backend.neff import read_neff
+    from nxcc.backend.runtime.model import LoadedModel
+
+    products: list[Product] = []
+    originals = np.matmul, np.dot
+
+    def recorder(call: Callable[..., Any]) -> Callable[..., Any]:
+        def recorded(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+            if not args:
+                products.append(Product(call, np.asarray(a), np.asarray(b), dict(kwargs)))
+            return call(a, b, *args, **kwargs)
+        return recorded
+
+    np.matmul, np.dot = recorder(originals[0]), recorder(originals[1])
+    try:
+        model = LoadedModel(read_neff(neff))
+        model.execute(dict(inputs))
+    finally:
+        np.matmul, np.dot = originals
+    return products
+
+
+def time_products(products: list[Product], rounds: int) -> float:
+    """Median seconds of running every product once, in order."""
+    for p in products:
+        p.run()
+    times = []
+    for _ in range(max(1, rounds)):
+        start = time.perf_counter()
+        for p in products:
+            p.run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def products_one(neff: str, inputs: str, rounds: int) -> dict:
+    """The worker step: record and time the products of `neff`; JSON-ready."""
+    with np.load(inputs, allow_pickle=False) as data:
+        feed = {k: data[k] for k in data.files}
+    products = record_products(Path(neff), feed)
+    seconds = time_products(products, rounds)
+    return {"products": len(products), "gflop": sum(p.flops for p in products) / 1e9,
+            "products_ms": seconds * 1e3}
+
+
+def measure(name: str, path: Path, opts: argparse.Namespace, tmp: Path) -> dict:
+    """One row: compile, the products, onnxruntime; each in its own process."""
+    from table import run_json, write_inputs
+
+    inputs, neff = tmp / f"{name}.npz", tmp / f"{name}.neff"
+    write_inputs(path, inputs)
+    env = {"OPENBLAS_NUM_THREADS": str(opts.threads), "NXCC_RUNTIME_DIR": str(tmp / "rt")}
+    run_json([str(REPO / "bench" / "worker.py"), "compile", str(path), str(neff)], REPO, env)
+    found = run_json([str(REPO / "bench" / "gemm_floor.py"), "--products", str(neff),
+                      str(inputs), "--rounds", str(opts.rounds)], REPO, env)
+    ort = run_json([str(REPO / "bench" / "worker.py"), "ort", str(path), str(inputs),
+                    "--threads", str(opts.threads), "--warmup", str(opts.warmup),
+                    "--duration", str(opts.duration)], REPO, {})
+    ort_ms = ort["latency_p50_ms"]
+    return {"model": name, **found, "ort_ms": ort_ms,
+            "blas_gflops": found["gflop"] / found["products_ms"] * 1e3,
+            "ort_gflops": found["gflop"] / ort_ms * 1e3,
+            "floor": found["products_ms"] / ort_ms}
+
+
+HEADER = ("| model | products | GFLOP | products ms | GFLOP/s | ort ms (whole model) | "
+          "ort GFLOP/s | floor |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+
+
+def format_row(r: dict) -> str:
+    return (f"| {r['model']} | {r['products']} | {r['gflop']:.3g} | {r['products_ms']:.3g} | "
+            f"{r['blas_gflops']:.0f} | {r['ort_ms']:.3g} | {r['ort_gflops']:.0f} | "
+            f"{r['floor']:.2f}x |")
+
+
+def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "--products":  # the worker step
+        worker = argparse.ArgumentParser()
+        worker.add_argument("--products", nargs=2, metavar=("NEFF", "INPUTS"))
+        worker.add_argument("--rounds", type=int, default=20)
+        args = worker.parse_args()
+        print(json.dumps(products_one(*args.products, args.rounds)))
+        return
+    import os
+    import platform
+
+    from table import MODELS, cpu_name, model_path
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("models", nargs="*", default=MODELS, metavar="MODEL")
+    parser.add_argument("--duration", type=float, default=3.0,
+                        help="seconds of timed onnxruntime executions per model")
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=20, help="timed rounds of the products")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "bench" / ".models")
+    parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    opts = parser.parse_args()
+    paths = [(name, model_path(name, opts.models_dir)) for name in opts.models]
+    print(f"# {platform.node()}: {os.cpu_count()} CPUs, {cpu_name()}; "
+          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
+          f"{opts.threads} threads each; products: median of {opts.rounds} rounds; "
+          f"onnxruntime: median over {opts.duration} s after {opts.warmup} warm-up runs")
+    print(HEADER, flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="nxcc-floor-") as tmp:
+        for name, path in paths:
+            rows.append(measure(Path(name).stem, path, opts, Path(tmp)))
+            print(format_row(rows[-1]), flush=True)
+    if opts.json:
+        opts.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
