@@ -23,7 +23,6 @@ import json
 import math
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -114,17 +113,12 @@ def products_one(neff: str, inputs: str, rounds: int) -> dict:
 
 def measure(name: str, path: Path, opts: argparse.Namespace, tmp: Path) -> dict:
     """One row: compile, the products, onnxruntime; each in its own process."""
-    from table import run_json, write_inputs
+    from table import compile_step, onnxruntime_step, run_json
 
-    inputs, neff = tmp / f"{name}.npz", tmp / f"{name}.neff"
-    write_inputs(path, inputs)
-    env = {"OPENBLAS_NUM_THREADS": str(opts.threads), "NXCC_RUNTIME_DIR": str(tmp / "rt")}
-    run_json([str(REPO / "bench" / "worker.py"), "compile", str(path), str(neff)], REPO, env)
+    inputs, neff, env, _ = compile_step(name, path, opts, tmp, REPO)
     found = run_json([str(REPO / "bench" / "gemm_floor.py"), "--products", str(neff),
                       str(inputs), "--rounds", str(opts.rounds)], REPO, env)
-    ort = run_json([str(REPO / "bench" / "worker.py"), "ort", str(path), str(inputs),
-                    "--threads", str(opts.threads), "--warmup", str(opts.warmup),
-                    "--duration", str(opts.duration)], REPO, {})
+    ort = onnxruntime_step(path, inputs, opts)
     ort_ms = ort["latency_p50_ms"]
     return {"model": name, **found, "ort_ms": ort_ms,
             "blas_gflops": found["gflop"] / found["products_ms"] * 1e3,
@@ -150,35 +144,15 @@ def main() -> None:
         args = worker.parse_args()
         print(json.dumps(products_one(*args.products, args.rounds)))
         return
-    import os
-    import platform
-
-    from table import MODELS, cpu_name, model_path
+    from table import add_common_arguments, machine_line, print_table
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("models", nargs="*", default=MODELS, metavar="MODEL")
-    parser.add_argument("--duration", type=float, default=3.0,
-                        help="seconds of timed onnxruntime executions per model")
-    parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--threads", type=int, default=2)
+    add_common_arguments(parser)
     parser.add_argument("--rounds", type=int, default=20, help="timed rounds of the products")
-    parser.add_argument("--models-dir", type=Path, default=REPO / "bench" / ".models")
-    parser.add_argument("--json", type=Path, help="also write the rows to this file")
     opts = parser.parse_args()
-    paths = [(name, model_path(name, opts.models_dir)) for name in opts.models]
-    print(f"# {platform.node()}: {os.cpu_count()} CPUs, {cpu_name()}; "
-          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
-          f"{opts.threads} threads each; products: median of {opts.rounds} rounds; "
-          f"onnxruntime: median over {opts.duration} s after {opts.warmup} warm-up runs")
-    print(HEADER, flush=True)
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="nxcc-floor-") as tmp:
-        for name, path in paths:
-            rows.append(measure(Path(name).stem, path, opts, Path(tmp)))
-            print(format_row(rows[-1]), flush=True)
-    if opts.json:
-        opts.json.write_text(json.dumps(rows, indent=1))
-
+    banner = (f"{machine_line(opts)}; products: median of {opts.rounds} rounds; "
+              f"onnxruntime: median over {opts.duration} s after {opts.warmup} warm-up runs")
+    print_table(opts, banner, HEADER, measure, format_row)
 
 if __name__ == "__main__":
     main()

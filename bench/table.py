@@ -30,6 +30,7 @@ import platform
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -90,19 +91,38 @@ def run_json(args: list[str], pythonpath: Path, env: dict[str, str]) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(name: str, path: Path, opts: argparse.Namespace, tmp: Path) -> dict:
-    """One row: compile, nxcc benchmark, onnxruntime; each in its own process."""
+WORKER = str(REPO / "bench" / "worker.py")
+
+
+def compile_step(name: str, path: Path, opts: argparse.Namespace, tmp: Path, tree: Path
+                 ) -> tuple[Path, Path, dict[str, str], dict]:
+    """Seeded inputs for model `path` and its NEFF compiled by nxcc from `tree` (a process
+    of its own): (inputs .npz, NEFF, the environment of nxcc's processes, the compile
+    worker's JSON)."""
     inputs, neff = tmp / f"{name}.npz", tmp / f"{name}.neff"
     write_inputs(path, inputs)
-    tree = Path(opts.nxcc_tree).resolve()
     env = {"OPENBLAS_NUM_THREADS": str(opts.threads), "NXCC_RUNTIME_DIR": str(tmp / "rt")}
-    worker = str(REPO / "bench" / "worker.py")
-    compiled = run_json([worker, "compile", str(path), str(neff)], tree, env)
-    timing = ["--warmup", str(opts.warmup), "--duration", str(opts.duration)]
+    compiled = run_json([WORKER, "compile", str(path), str(neff)], tree, env)
+    return inputs, neff, env, compiled
+
+
+def timing_options(opts: argparse.Namespace) -> list[str]:
+    return ["--warmup", str(opts.warmup), "--duration", str(opts.duration)]
+
+
+def onnxruntime_step(path: Path, inputs: Path, opts: argparse.Namespace) -> dict:
+    """onnxruntime on model `path` (a process of its own): the ort worker's JSON."""
+    return run_json([WORKER, "ort", str(path), str(inputs), "--threads", str(opts.threads),
+                     *timing_options(opts)], REPO, {})
+
+
+def measure(name: str, path: Path, opts: argparse.Namespace, tmp: Path) -> dict:
+    """One row: compile, nxcc benchmark, onnxruntime; each in its own process."""
+    tree = Path(opts.nxcc_tree).resolve()
+    inputs, neff, env, compiled = compile_step(name, path, opts, tmp, tree)
     nxcc = run_json(["-m", "nxcc", "benchmark", str(neff), "--inputs", str(inputs), "--json",
-                     *timing], tree, env)
-    ort = run_json([worker, "ort", str(path), str(inputs), "--threads", str(opts.threads),
-                    *timing], REPO, {})
+                     *timing_options(opts)], tree, env)
+    ort = onnxruntime_step(path, inputs, opts)
     return {"model": name, "compile_s": compiled["compile_s"],
             "nxcc_load_ms": nxcc["load_ms"], "ort_load_ms": ort["load_ms"],
             "nxcc_ms": nxcc["latency_p50_ms"], "ort_ms": ort["latency_p50_ms"],
@@ -136,31 +156,50 @@ def cpu_name() -> str:
     return f"{name} (family {family})" if family else name
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_common_arguments(parser: argparse.ArgumentParser) -> None:
+    """The models and options every table of bench/ takes."""
     parser.add_argument("models", nargs="*", default=MODELS, metavar="MODEL")
     parser.add_argument("--duration", type=float, default=3.0,
                         help="seconds of timed executions per model and side")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--nxcc-tree", default=str(REPO), help="source tree of nxcc to measure")
     parser.add_argument("--models-dir", type=Path, default=REPO / "bench" / ".models")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
-    opts = parser.parse_args()
+
+
+def machine_line(opts: argparse.Namespace) -> str:
+    """The first line of a table: host, CPUs, OPENBLAS_CORETYPE and threads."""
+    return (f"# {platform.node()}: {os.cpu_count()} CPUs, {cpu_name()}; "
+            f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
+            f"{opts.threads} threads each")
+
+
+def print_table(opts: argparse.Namespace, banner: str, header: str,
+                measure_row: Callable[[str, Path, argparse.Namespace, Path], dict],
+                format_line: Callable[[dict], str]) -> None:
+    """`banner` and `header`, then a row per model of `opts.models` as it is measured (each
+    in one temporary directory); the rows also to `opts.json` when given. An unknown model
+    ends it before any line."""
     paths = [(name, model_path(name, opts.models_dir)) for name in opts.models]
-    print(f"# {platform.node()}: {os.cpu_count()} CPUs, {cpu_name()}; "
-          f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
-          f"{opts.threads} threads each; median latency over {opts.duration} s after "
-          f"{opts.warmup} warm-up runs; nxcc from {Path(opts.nxcc_tree).resolve()}")
-    print(HEADER, flush=True)
+    print(banner)
+    print(header, flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="nxcc-bench-") as tmp:
         for name, path in paths:
-            rows.append(measure(Path(name).stem, path, opts, Path(tmp)))
-            print(format_row(rows[-1]), flush=True)
+            rows.append(measure_row(Path(name).stem, path, opts, Path(tmp)))
+            print(format_line(rows[-1]), flush=True)
     if opts.json:
         opts.json.write_text(json.dumps(rows, indent=1))
 
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_arguments(parser)
+    parser.add_argument("--nxcc-tree", default=str(REPO), help="source tree of nxcc to measure")
+    opts = parser.parse_args()
+    banner = (f"{machine_line(opts)}; median latency over {opts.duration} s after "
+              f"{opts.warmup} warm-up runs; nxcc from {Path(opts.nxcc_tree).resolve()}")
+    print_table(opts, banner, HEADER, measure, format_row)
 
 if __name__ == "__main__":
     main()
