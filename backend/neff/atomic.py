@@ -1,11 +1,14 @@
 """Replacing a file atomically, leaving nothing behind however the writer dies.
 
 `atomic_file(target)` yields a binary file; when the block ends normally its contents are
-flushed, fsynced and renamed over `target` (the directory fsynced after). Where Linux's
-O_TMPFILE is available the data goes to an unnamed file in the target's directory that
-is given a name only for the instant of the rename, so even a SIGKILL mid-write leaves
-neither a partial `target` nor a temporary file; elsewhere a named temporary file is
-used and removed on any exception (SIGINT, and SIGTERM once the CLI turns it into one).
+flushed, fsynced and put in place as `target` (the directory fsynced after). Where Linux's
+O_TMPFILE is available the data goes to an unnamed file in the target's directory. A new
+`target` is then linked straight to it, so the file has no other name at any moment. One
+that exists is replaced by a rename from a temporary name linked just before, the two
+system calls back to back: only a SIGKILL between them can leave that name
+(`.TARGET.XXXXXXXX.tmp`) behind. A SIGKILL anywhere else leaves neither a partial `target`
+nor a temporary file. Elsewhere a named temporary file is used and removed on any exception
+(SIGINT, and SIGTERM once the CLI turns it into one).
 
 Test hook: ``NXCC_TEST_SLOW_PASS=SECONDS`` also sleeps that long between the chunks
 `write_chunks` writes, so a test can kill a compile in the middle of its write.
@@ -40,8 +43,9 @@ def atomic_file(target: str) -> Iterator[BinaryIO]:
             os.fchmod(out.fileno(), 0o644)
             os.fsync(out.fileno())
             if named is None:
-                named = _give_name(out.fileno(), directory, base)
-        os.replace(named, target)
+                _publish_unnamed(out.fileno(), directory, base, target)
+        if named is not None:
+            os.replace(named, target)
     except BaseException:
         if named is not None:
             with contextlib.suppress(OSError):
@@ -72,19 +76,30 @@ def _open_unnamed(directory: str) -> tuple[int, str | None]:
         return -1, None
 
 
-def _give_name(fd: int, directory: str, base: str) -> str:
-    """Link the unnamed file `fd` into `directory` under a fresh temporary name."""
+def _publish_unnamed(fd: int, directory: str, base: str, target: str) -> None:
+    """Give the unnamed file `fd` the name `target`: linked straight to it when `target`
+    does not exist, else linked under a fresh temporary name in `directory` and renamed
+    over `target` at once (the temporary name removed if the rename fails)."""
     proc = os.open(_PROC_FD, os.O_RDONLY)
     try:
+        # linkat(AT_SYMLINK_FOLLOW) through /proc: os.link uses plain link(), which does
+        # not follow the magic link, unless a directory fd is given
+        with contextlib.suppress(FileExistsError):
+            os.link(str(fd), target, src_dir_fd=proc, follow_symlinks=True)
+            return
         while True:
             name = os.path.join(directory, f".{base}.{secrets.token_hex(4)}.tmp")
             try:
-                # linkat(AT_SYMLINK_FOLLOW) through /proc: os.link uses plain link(), which
-                # does not follow the magic link, unless a directory fd is given
                 os.link(str(fd), name, src_dir_fd=proc, follow_symlinks=True)
-                return name
+                break
             except FileExistsError:
                 continue
+        try:
+            os.replace(name, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+            raise
     finally:
         os.close(proc)
 

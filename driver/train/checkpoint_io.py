@@ -4,7 +4,7 @@ A checkpoint is a folder of `.npz` files, one per (TP, PP) rank for the paramete
 (`params_tp{t}_pp{p}.npz`) and one per DP rank for the optimizer state
 (`optim_dp{d}_tp{t}_pp{p}.npz`, ZeRO-1 shards), and `checkpoint.json`: the step, the
 layout, the data position and each file's size and SHA-256. Every file is written
-atomically (an unnamed temporary file renamed into place, `backend.neff.atomic`), the
+atomically (an unnamed file given its name at the end, `backend.neff.atomic`), the
 manifest after the shards, and `checkpoints/latest` (the folder's name) last: a checkpoint
 exists once `latest` names it, so a run killed at any point leaves the previous one in
 force. Reading checks each file against the manifest: a truncated or altered file is

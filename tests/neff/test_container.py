@@ -346,6 +346,44 @@ def test_atomic_write_serialization_error(tmp_path: Path) -> None:
     _assert_untouched(tmp_path, path, b"previous contents")
 
 
+def _recorded_links(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The destination of every os.link from now on (the links still made)."""
+    made: list[str] = []
+    link = os.link
+
+    def recording(src: object, dst: str, **kwargs: object) -> None:
+        link(src, dst, **kwargs)  # type: ignore[arg-type]
+        made.append(os.path.basename(dst))
+
+    monkeypatch.setattr(os, "link", recording)
+    return made
+
+
+@pytest.mark.skipif(not hasattr(os, "O_TMPFILE"), reason="O_TMPFILE is Linux's")
+def test_atomic_write_of_a_new_file_never_names_a_temporary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new target is linked straight to the unnamed file: no moment in which a kill could
+    leave a temporary name behind."""
+    made = _recorded_links(monkeypatch)
+    path = tmp_path / "model.neff"
+    _write(path)
+    assert made == ["model.neff"]
+    assert read_neff(path, validate_hash=True).manifest == MANIFEST
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
+@pytest.mark.skipif(not hasattr(os, "O_TMPFILE"), reason="O_TMPFILE is Linux's")
+def test_atomic_write_over_a_file_renames_from_a_temporary_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "model.neff"
+    path.write_bytes(b"previous contents")
+    made = _recorded_links(monkeypatch)
+    _write(path)
+    assert len(made) == 1 and made[0].startswith(".model.neff.") and made[0].endswith(".tmp")
+    assert read_neff(path, validate_hash=True).manifest == MANIFEST
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+
+
 def test_atomic_write_replaces_on_success(tmp_path: Path) -> None:
     path = tmp_path / "model.neff"
     path.write_bytes(b"previous contents")
