@@ -310,8 +310,13 @@ def run_training(config: TrainConfig, emit: Callable[[str], None] = print,
 
 def _finish(job: Job) -> dict[str, object]:
     result = summary(job)
-    job.emit(f"trained steps {job.start + 1}..{job.config.trainer.max_steps} on "
-             f"{job.settings.world} ranks: final loss {result['final_loss']}")
+    last = job.config.trainer.max_steps
+    if job.start >= last:  # resumed from a checkpoint that already reached max_steps
+        job.emit(f"nothing to train: resumed at step {job.start}, and trainer.max_steps is "
+                 f"{last}")
+    else:
+        job.emit(f"trained steps {job.start + 1}..{last} on {job.settings.world} ranks: "
+                 f"final loss {result['final_loss']}")
     return result
 
 

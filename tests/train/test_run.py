@@ -88,6 +88,9 @@ def test_resume_gives_the_losses_of_an_uninterrupted_run(tmp_path: Path) -> None
     manifest = json.loads((tmp_path / "cut" / "checkpoints" / "step_6" / "checkpoint.json")
                           .read_text())
     assert manifest["data"]["step"] == 6 and manifest["layout"]["dp"] == 2
+    again, lines = _train(tmp_path / "cut", *fixed, "exp_manager.resume_if_exists=true")
+    assert again["steps"] == 0
+    assert lines[-1] == "nothing to train: resumed at step 6, and trainer.max_steps is 6"
 
 
 def test_replicated_kv_heads_counted_once_in_the_norm(one_rank: dict, tmp_path: Path) -> None:
