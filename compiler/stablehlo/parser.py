@@ -416,7 +416,8 @@ class Parser(Reader):
             self.expect(",", "',' or ')' in the operand list")
 
     def signature(self, op: Op) -> None:
-        """`t`, `t, t, ...`, `(t, ...) -> t`, `(t, ...) -> (t, ...)` or `t -> t`."""
+        """`t`, `t, t, ...`, `(t, ...) -> t`, `(t, ...) -> (t, ...)`, `t -> t` or
+        `t, t -> t` (CHLO's binary ops)."""
         first = self.type_list() if self.at("(") else [self.type_()]
         if self.eat("->"):
             op.in_types = first
@@ -425,6 +426,10 @@ class Parser(Reader):
         while self.at(",") and (self.kind(1) == "TYPE" or self.text(1) == "tuple"):
             self.i += 1
             first.append(self.type_())
+        if self.eat("->"):
+            op.in_types = first
+            op.out_types = self.type_list()
+            return
         op.out_types = first
 
     def trailing_region(self, op: Op) -> None:

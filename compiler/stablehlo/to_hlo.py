@@ -18,7 +18,7 @@ import re
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError, Source
 from nxcc.compiler.hlo.nodes import Attribute, Computation, HloModule, Shape, TupleShape
-from nxcc.compiler.stablehlo import collectives, control, ops  # noqa: F401  (converters)
+from nxcc.compiler.stablehlo import chlo, collectives, control, ops  # noqa: F401  (converters)
 from nxcc.compiler.stablehlo.builder import CompBuilder, FreshNames, hlo_name
 from nxcc.compiler.stablehlo.registry import convert_op
 from nxcc.compiler.stablehlo.sdy import sdy_to_hlo_sharding

@@ -1,6 +1,6 @@
 """Regenerates the StableHLO fixtures with JAX (JAX is never needed by the tests).
 
-    /work/jaxvenv/bin/python tests/stablehlo/make_fixtures.py
+    /work/jaxvenv/bin/python tests/stablehlo/make_fixtures.py [NAME ...]
 
 For each program NAME (those of tests/hlo/make_fixtures.py and tests/spmd/make_fixtures.py,
 and the programs below: a scanned layer stack, cond/switch, sort/argsort, top_k, a helper
@@ -80,6 +80,7 @@ def extra_programs() -> dict:
                 lax.population_count(i), jnp.cumprod(x, axis=0), lax.cummax(x, axis=1))
 
     return {
+        "chlo_math": chlo_program(np.float32),
         "scan_layers": (scan_layers, [f32(4, 8), f32(3, 8, 8) / 3, f32(3, 8) / 4]),
         "cond_switch": (cond_switch, [f32(3, 3), np.int32(2)]),
         "sorting": (sorting, [f32(5, 6), np.array([3, 1, 2, 1, 0, 3, 7], np.int32)]),
@@ -87,6 +88,35 @@ def extra_programs() -> dict:
         "called_twice": (called_twice, [f32(4, 4), f32(4, 4) / 2]),
         "misc": (misc, [f32(4, 4), f32(4, 4), np.int32(1)]),
     }
+
+
+def chlo_program(dtype: type) -> tuple:
+    """The CHLO ops JAX prints with no HLO opcode (chlo.square, erfc, erf_inv, sinh, cosh,
+    asin, acos, atan, asinh, acosh, atanh, next_after, lgamma, digamma), on edge values
+    too."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((6, 5)).astype(dtype)
+    u = rng.uniform(-1, 1, (6, 5)).astype(dtype)
+    u[0, :3] = (-1.0, 1.0, 0.0)
+    edges = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 1e30, -1e30, 3.5], dtype)
+
+    def chlo_math(x, u, edges):
+        p = jnp.abs(x) + 0.1
+        return (jnp.square(x), x.var(0), jax.nn.gelu(x, approximate=False), lax.erfc(x * 3),
+                lax.erfc(edges), lax.erf_inv(u), jnp.sinh(x * 4), jnp.cosh(x * 4),
+                jnp.arcsin(jnp.tanh(x)), jnp.arccos(jnp.tanh(x)), jnp.arctan(x * 3),
+                jnp.arcsinh(x * 5), jnp.arcsinh(edges), jnp.arccosh(p + 1),
+                jnp.arctanh(jnp.tanh(x) * 0.99), jnp.nextafter(x, p), jnp.nextafter(edges, u[0, :1]),
+                jnp.isinf(edges), jnp.isposinf(edges), jnp.isneginf(edges),
+                jax.scipy.special.gammaln(x * 3), jax.scipy.special.gammaln(p * 40),
+                jax.scipy.special.digamma(x * 3), jax.scipy.special.gammaln(edges),
+                jax.scipy.special.digamma(edges))
+
+    return chlo_math, [x, u, edges]
 
 
 def save(name: str, arrays: dict[str, np.ndarray]) -> None:
@@ -164,15 +194,20 @@ def main() -> None:
 
     from tests.hlo import make_fixtures as hlo
 
+    only = set(sys.argv[1:])  # program names: write just those (default: every one)
     OUT.mkdir(exist_ok=True)
     for name, (fn, args) in {**hlo.programs(), **extra_programs()}.items():
-        write_plain(name, fn, args)
-    write_sharded("sharded", shardy=False)
-    write_sharded("sdy", shardy=True)
+        if not only or name in only:
+            write_plain(name, fn, args)
+    if not only:
+        write_sharded("sharded", shardy=False)
+        write_sharded("sdy", shardy=True)
     jax.config.update("jax_enable_x64", True)  # last: 64-bit types change the others
-    for name, program in (("rng", hlo.rng_program), ("wide", hlo.wide_program)):
-        fn, args = program()
-        write_plain(name, fn, args)
+    for name, program in (("rng", hlo.rng_program), ("wide", hlo.wide_program),
+                          ("chlo_math_f64", lambda: chlo_program(np.float64))):
+        if not only or name in only:
+            fn, args = program()
+            write_plain(name, fn, args)
 
 
 if __name__ == "__main__":
