@@ -317,25 +317,32 @@ def _reflected(e: _Exprs, x: str) -> tuple[str, str, str]:
     return small, arg, pole
 
 
-def _sin_pi_fraction(e: _Exprs, x: str) -> str:
-    """sin(pi r) with r = x less its nearest integer: |sin(pi x)| = |sin(pi r)|, and
-    tan(pi x) = tan(pi r), without pi x's rounding for large x."""
+def _pi_fraction(e: _Exprs, x: str) -> str:
+    """pi r with r = x less its nearest integer: |sin(pi x)| = |sin(pi r)| and tan(pi x) =
+    tan(pi r), without pi x's rounding for large x."""
     r = e.bin("subtract", x, e.un("round-nearest-even", x, "f64"), "f64")
     return e.bin("multiply", r, e.const(math.pi, "f64"), "f64")
 
 
-@converts("chlo.lgamma")
-def lgamma(b: CompBuilder, op: Op, a: AttrReader) -> None:
+def _gamma_parts(b: CompBuilder, op: Op
+                 ) -> tuple[_Exprs, str, tuple[str, str, str], tuple[str, str, str]]:
+    """What lgamma and digamma share: the op's expressions, x in float64, `_reflected(x)`
+    and `_lanczos` of the argument it gives."""
     e = _Exprs(b, op)
     x = e.wide()
-    small, arg, pole = _reflected(e, x)
-    t, series, _ = _lanczos(e, arg)
+    reflected = _reflected(e, x)
+    return e, x, reflected, _lanczos(e, reflected[1])
+
+
+@converts("chlo.lgamma")
+def lgamma(b: CompBuilder, op: Op, a: AttrReader) -> None:
+    e, x, (small, arg, pole), (t, series, _) = _gamma_parts(b, op)
     z = e.bin("subtract", arg, e.const(0.5, "f64"), "f64")  # (arg - 1) + 1/2
     value = e.bin("add", e.bin("subtract", e.bin("multiply", z, e.un("log", t, "f64"), "f64"),
                                 t, "f64"),
                   e.bin("add", e.const(0.5 * math.log(2 * math.pi), "f64"),
                         e.un("log", series, "f64"), "f64"), "f64")
-    sine = e.un("abs", e.un("sine", _sin_pi_fraction(e, x), "f64"), "f64")
+    sine = e.un("abs", e.un("sine", _pi_fraction(e, x), "f64"), "f64")
     reflected = e.bin("subtract", e.bin("subtract", e.const(math.log(math.pi), "f64"),
                                         e.un("log", sine, "f64"), "f64"), value, "f64")
     out = e.select(small, reflected, value, "f64")
@@ -346,14 +353,11 @@ def lgamma(b: CompBuilder, op: Op, a: AttrReader) -> None:
 
 @converts("chlo.digamma")
 def digamma(b: CompBuilder, op: Op, a: AttrReader) -> None:
-    e = _Exprs(b, op)
-    x = e.wide()
-    small, arg, pole = _reflected(e, x)
-    t, series, slope = _lanczos(e, arg)
+    e, x, (small, arg, pole), (t, series, slope) = _gamma_parts(b, op)
     value = e.bin("subtract", e.bin("add", e.un("log", t, "f64"),
                                     e.bin("divide", slope, series, "f64"), "f64"),
                   e.bin("divide", e.const(_LANCZOS_G, "f64"), t, "f64"), "f64")
-    angle = _sin_pi_fraction(e, x)
+    angle = _pi_fraction(e, x)
     cot = e.bin("divide", e.un("cosine", angle, "f64"), e.un("sine", angle, "f64"), "f64")
     reflected = e.bin("subtract", value, e.bin("multiply", e.const(math.pi, "f64"), cot,
                                                 "f64"), "f64")
