@@ -36,7 +36,10 @@ def index_vectors(indices: np.ndarray, index_vector_dim: int) -> np.ndarray:
 
 def batch_coordinates(batch_shape: Sequence[int], index_vector_dim: int,
                       dims: Sequence[int]) -> list[np.ndarray]:
-    """For each indices dim of `dims`, the flat (B,) coordinate of every batch position."""
+    """For each indices dim of `dims`, the flat (B,) coordinate of every batch position
+    (none without `dims`: also when the indices are one index vector, batch shape ())."""
+    if not dims:
+        return []
     coords = np.unravel_index(np.arange(math.prod(batch_shape)), tuple(batch_shape))
     return [coords[d if d < index_vector_dim else d - 1] for d in dims]
 

@@ -102,6 +102,14 @@ def test_gather_windows_index_vector_first() -> None:
             index_vector_dim=2, slice_sizes=(2, 1, 2))
 
 
+def test_gather_of_one_index_vector() -> None:
+    """Indices that are one index vector (batch shape ()): jnp.quantile's row pick."""
+    x = RNG.normal(size=(9, 7)).astype(np.float32)
+    got = _gather(x, np.array([4], np.int32), offset_dims=(0,), collapsed_slice_dims=(0,),
+                  start_index_map=(0,), index_vector_dim=0, slice_sizes=(1, 7))
+    np.testing.assert_array_equal(got, x[4])
+
+
 def test_gather_batching_dims() -> None:
     x = RNG.normal(size=(3, 7, 2))
     idx = RNG.integers(0, 7, (2, 3, 1)).astype(np.int32)
@@ -187,6 +195,21 @@ def test_scatter_replace_last_wins_and_window_oob_skipped() -> None:
     (want,) = naive_scatter([x], idx, [upd], lambda a, b: (b,), (1, 2), (), (0, 1), 1)
     np.testing.assert_array_equal(got, want)
     assert got[0, 0] == upd[2, 0, 0]
+
+
+def test_scatter_of_one_index_vector() -> None:
+    """Indices that are one index vector (batch shape ()): one update window."""
+    module = Module("m")
+    comp = binary_computation(module, "add", DType.F64)
+    x = RNG.normal(size=(5, 3))
+    upd = RNG.normal(size=(3,))
+    (got,) = run_op("scatter", [x, np.array([2], np.int32), upd], {
+        "update_window_dims": (0,), "inserted_window_dims": (0,),
+        "scatter_dims_to_operand_dims": (0,), "index_vector_dim": 0, "computation": comp},
+        module)
+    want = x.copy()
+    want[2] += upd
+    np.testing.assert_allclose(got, want, rtol=1e-15)
 
 
 def test_scatter_variadic_general() -> None:
