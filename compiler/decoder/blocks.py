@@ -130,10 +130,14 @@ class Blocks:
             self.rotary_tables(self.kv)
 
     def causal_mask(self, shape: Sequence[int]) -> Value:
-        """pred[shape] (scores' shape, last two dims query, key): key <= query."""
+        """pred[shape] (scores' shape, last two dims query, key): key <= query, and with a
+        sliding window W, query - key < W."""
         if self._mask is None:
             s = shape[-1]
             allowed = np.tril(np.ones((s, s), dtype=bool))
+            window = self.cfg.sliding_window
+            if window is not None and window < s:
+                allowed &= ~np.tril(np.ones((s, s), dtype=bool), -window)
             self._mask = self.expand(self.b.constant(allowed), shape,
                                      (len(shape) - 2, len(shape) - 1))
         return self._mask

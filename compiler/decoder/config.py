@@ -27,7 +27,9 @@ class DecoderError(ValueError):
 class DecoderConfig:
     """A decoder-only transformer. `gpt`: learned positions, LayerNorm, GELU (tanh form, as
     GPT-2) MLP, biases; `llama`: rotary positions (`rope_theta`), RMSNorm, SwiGLU MLP, no
-    biases, grouped-query attention."""
+    biases, grouped-query attention. `sliding_window` (either family; None: off): a query
+    attends to itself and the `sliding_window - 1` keys before it, as Megatron's and
+    Mistral's sliding-window attention."""
 
     family: str
     num_layers: int
@@ -41,6 +43,7 @@ class DecoderConfig:
     norm_eps: float = 1e-5
     tie_embeddings: bool = False
     dtype: str = "float32"
+    sliding_window: int | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -61,6 +64,8 @@ class DecoderConfig:
             raise DecoderError("the gpt family has as many key/value heads as attention heads")
         if self.family == "llama" and self.head_dim % 2:
             raise DecoderError(f"rotary positions need an even head size, got {self.head_dim}")
+        if self.sliding_window is not None and self.sliding_window < 1:
+            raise DecoderError(f"sliding_window must be at least 1, got {self.sliding_window}")
         if self.dtype not in ("float32", "float64"):
             raise DecoderError(f"dtype {self.dtype!r} is not float32 or float64")
 

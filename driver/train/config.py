@@ -293,8 +293,15 @@ def _model(v: _Values, pp: int, seq: int) -> tuple[ModelConfig | None, OnnxModel
                                                 family == "gpt"),
         init_method_std=get("init_method_std", 0.02),
         activations_checkpoint_granularity=recompute, pipeline_cuts=cuts,
-        cut_after=parse_cuts(cuts, num_layers, pp))
+        cut_after=parse_cuts(cuts, num_layers, pp),
+        sliding_window_size=_optional(values, "sliding_window_size"))
     return model, None
+
+
+def _optional(values: dict[str, object], key: str) -> object:
+    """model.`key` checked against its spec, or None when absent or null."""
+    value = values.get(key)
+    return None if value is None else convert(f"model.{key}", ACTED[f"model.{key}"], value)
 
 
 def _ffn_size(values: dict[str, object], family: str, hidden: object) -> int:

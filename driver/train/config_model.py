@@ -33,6 +33,7 @@ HF_KEYS = {
     "max_position_embeddings": "max_position_embeddings", "rope_theta": "rope_theta",
     "rms_norm_eps": "layernorm_epsilon", "tie_word_embeddings":
         "share_embeddings_and_output_weights", "initializer_range": "init_method_std",
+    "sliding_window": "sliding_window_size",
 }
 
 
@@ -61,6 +62,7 @@ class ModelConfig:
     activations_checkpoint_granularity: str | None
     pipeline_cuts: tuple[str, ...] = ()
     cut_after: tuple[int, ...] = ()
+    sliding_window_size: int | None = None  # None: every earlier key (plain causal)
 
     @property
     def head_dim(self) -> int:

@@ -71,7 +71,7 @@ def _model(config: TrainConfig) -> dict[str, object]:
             "num_attention_heads": m.num_attention_heads, "num_kv_heads": m.num_kv_heads,
             "ffn_hidden_size": m.ffn_hidden_size, "vocab_size": m.vocab_size,
             "recompute": m.activations_checkpoint_granularity,
-            "pipeline_cuts": list(m.pipeline_cuts)}
+            "pipeline_cuts": list(m.pipeline_cuts), "sliding_window": m.sliding_window_size}
 
 
 def _groups(groups: list[list[int]]) -> str:
@@ -88,6 +88,8 @@ def describe_lines(info: dict[str, object]) -> list[str]:
         model = (f"{m['family']}, {m['num_layers']} layers, hidden {m['hidden_size']}, "
                  f"{m['num_attention_heads']} heads ({m['num_kv_heads']} key/value), "
                  f"ffn {m['ffn_hidden_size']}, vocab {m['vocab_size']}")
+        if m.get("sliding_window") is not None:
+            model += f", sliding window {m['sliding_window']}"
     data = info["data"]
     groups = info["groups"]
     assert isinstance(data, dict) and isinstance(groups, dict)

@@ -57,7 +57,8 @@ def decoder_config(model: ModelConfig) -> DecoderConfig:
             max_position_embeddings=model.max_position_embeddings,
             num_kv_heads=model.num_kv_heads, rope_theta=model.rope_theta,
             norm_eps=model.layernorm_epsilon,
-            tie_embeddings=model.share_embeddings_and_output_weights)
+            tie_embeddings=model.share_embeddings_and_output_weights,
+            sliding_window=model.sliding_window_size)
     except DecoderError as exc:
         raise TrainConfigError("model", str(exc)) from None
 

@@ -98,7 +98,10 @@ def _layer(cfg: DecoderConfig, x: np.ndarray, w: Mapping[str, np.ndarray], i: in
         q, key = _rope(q, cfg.rope_theta), _rope(key, cfg.rope_theta)
     key, val = np.repeat(key, n // k, axis=2), np.repeat(val, n // k, axis=2)
     scores = np.einsum("bqhd,bkhd->bhqk", q, key) / np.sqrt(d)
-    scores = np.where(np.tril(np.ones((s, s), bool)), scores, -np.inf)
+    allowed = np.tril(np.ones((s, s), bool))
+    if cfg.sliding_window is not None:  # query - key < window
+        allowed &= np.subtract.outer(np.arange(s), np.arange(s)) < cfg.sliding_window
+    scores = np.where(allowed, scores, -np.inf)
     probs = np.exp(scores - scores.max(-1, keepdims=True))
     probs /= probs.sum(-1, keepdims=True)
     ctx = np.einsum("bhqk,bkhd->bqhd", probs, val).reshape(bsz, s, n * d)

@@ -59,3 +59,37 @@ def test_gradients_match_finite_differences(make) -> None:
             fd = (reference_loss(cfg, plus, tokens, labels)[0]
                   - reference_loss(cfg, minus, tokens, labels)[0]) / (2 * h)
             assert grads[name][i] == pytest.approx(fd, rel=1e-5, abs=1e-7), (name, i)
+
+
+def _windowed_llama(**kw):
+    return llama(sliding_window=3, **kw)
+
+
+def _windowed_gpt(**kw):
+    return gpt(sliding_window=3, **kw)
+
+
+@pytest.mark.parametrize("make", [_windowed_llama, _windowed_gpt], ids=["llama", "gpt"])
+def test_sliding_window_matches_numpy_and_changes_the_loss(make) -> None:
+    """A window of 3 (each query sees itself and 2 keys before it) on sequences of 8."""
+    cfg = make(dtype="float64")
+    full = random_weights(cfg, 0)
+    tokens, labels = batch(cfg, 2, 8)
+    loss, _, grads = single_stage(cfg, full, tokens, labels)
+    want, _ = reference_loss(cfg, full, tokens, labels)
+    assert loss == pytest.approx(want, rel=1e-12)
+    causal = type(cfg)(**{**cfg.__dict__, "sliding_window": None})
+    assert abs(single_stage(causal, full, tokens, labels)[0] - loss) > 1e-3
+    # a window at least the sequence is plain causal attention
+    wide = type(cfg)(**{**cfg.__dict__, "sliding_window": 8})
+    assert single_stage(wide, full, tokens, labels)[0] == pytest.approx(
+        single_stage(causal, full, tokens, labels)[0], rel=1e-15)
+    h, name = 1e-6, "layers.0.attn.qkv"  # the keys' and queries' weights: the window acts there
+    i = (3, 5)
+    plus, minus = dict(full), dict(full)
+    plus[name], minus[name] = full[name].copy(), full[name].copy()
+    plus[name][i] += h
+    minus[name][i] -= h
+    fd = (reference_loss(cfg, plus, tokens, labels)[0]
+          - reference_loss(cfg, minus, tokens, labels)[0]) / (2 * h)
+    assert grads[name][i] == pytest.approx(fd, rel=1e-5, abs=1e-7)

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from nxcc.driver.train.config import load_config
+from nxcc.driver.train.describe import describe, describe_lines
 from nxcc.driver.train.errors import TrainConfigError
 from tests.training.train_yaml import DELETE, EXAMPLES, GPT, LLAMA, variant
 
@@ -181,6 +182,20 @@ def test_refused_blocks_and_neutral_keys(tmp_path: Path) -> None:
     assert c.distributed.tensor_model_parallel_size == 2
 
 
+def test_sliding_window(tmp_path: Path) -> None:
+    """NxD's model.sliding_window_size (Mistral's sliding_window in an HF config.json)
+    reaches the decoder; null is plain causal attention; 0 is refused."""
+    c = load_config(str(variant(tmp_path, GPT, model__sliding_window_size=16)))
+    assert c.model is not None and c.model.sliding_window_size == 16
+    info = describe(c)  # what --dry-run prints
+    assert info["model"]["sliding_window"] == 16  # type: ignore[index]
+    assert any(line.endswith(", sliding window 16") for line in describe_lines(info))
+    c = load_config(str(variant(tmp_path, GPT, model__sliding_window_size=None)))
+    assert c.model is not None and c.model.sliding_window_size is None
+    refused(variant(tmp_path, GPT, model__sliding_window_size=0),
+            "model.sliding_window_size:", "0")
+
+
 def test_model_families(tmp_path: Path) -> None:
     llama = {"model__position_embedding_type": "rope", "model__normalization": "rmsnorm",
              "model__activation": "swiglu"}
@@ -206,6 +221,11 @@ def test_hf_config_json(tmp_path: Path) -> None:
     # the YAML's keys win over config.json's
     c = load_config(str(variant(tmp_path, model__num_attention_heads=8, model__num_kv_heads=8)))
     assert c.model is not None and (c.model.num_attention_heads, c.model.num_kv_heads) == (8, 8)
+    mistral = tmp_path / "mistral.json"  # Mistral's config.json: Llama's with a window
+    mistral.write_text((EXAMPLES / "tiny_llama_config.json").read_text()
+                       .replace('"model_type": "llama",', '"sliding_window": 8,'))
+    c = load_config(str(variant(tmp_path, model__model_config=str(mistral))))
+    assert c.model is not None and c.model.sliding_window_size == 8
 
 
 def test_pipeline_cuts(tmp_path: Path) -> None:
