@@ -94,11 +94,11 @@ class Blocks:
     # norms and activations
 
     def norm(self, x: Value, weight: Value, bias: Value | None) -> Value:
-        """LayerNorm (gpt, with bias) or RMSNorm (llama) over the last dim."""
+        """LayerNorm (with its bias) or RMSNorm over the last dim."""
         b, shape = self.b, x.type.shape
         h = float(shape[-1])
         last = (len(shape) - 1,)
-        if self.cfg.family == "gpt":
+        if self.cfg.layer_norm:
             total = reduce_all(b, x, "add", last)
             x = b.subtract(x, self.last(b.divide(total, b.splat(h, total.type)), shape))
         square = reduce_all(b, b.multiply(x, x), "add", last)
@@ -125,7 +125,7 @@ class Blocks:
         once, before the layers, so that no layer's recomputation owns them."""
         s = self.plan.seq_length
         self.causal_mask((self.plan.micro_batch, self.kv, self.heads // self.kv, s, s))
-        if self.cfg.family == "llama":
+        if self.cfg.rotary:
             self.rotary_tables(self.heads)
             self.rotary_tables(self.kv)
 

@@ -16,6 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 FAMILIES = ("gpt", "llama")
+#: each family's (position embedding, normalization, MLP activation): NxD Megatron's
+#: `position_embedding_type`, `normalization` and `activation`, which a config may also mix
+FAMILY_PARTS = {"gpt": ("learned_absolute", "layernorm", "gelu"),
+                "llama": ("rope", "rmsnorm", "swiglu")}
+POSITIONS = ("learned_absolute", "rope")
+NORMALIZATIONS = ("layernorm", "rmsnorm")
+ACTIVATIONS = ("gelu", "swiglu")
 RECOMPUTE = ("none", "selective", "full")
 
 
@@ -27,9 +34,10 @@ class DecoderError(ValueError):
 class DecoderConfig:
     """A decoder-only transformer. `gpt`: learned positions, LayerNorm, GELU (tanh form, as
     GPT-2) MLP, biases; `llama`: rotary positions (`rope_theta`), RMSNorm, SwiGLU MLP, no
-    biases, grouped-query attention. `sliding_window` (either family; None: off): a query
-    attends to itself and the `sliding_window - 1` keys before it, as Megatron's and
-    Mistral's sliding-window attention."""
+    biases, grouped-query attention. `position`, `normalization`, `activation` and `biases`
+    (None: the family's) mix the parts: e.g. rotary positions with LayerNorm and GELU.
+    `sliding_window` (None: off): a query attends to itself and the `sliding_window - 1`
+    keys before it, as Megatron's and Mistral's sliding-window attention."""
 
     family: str
     num_layers: int
@@ -44,10 +52,23 @@ class DecoderConfig:
     tie_embeddings: bool = False
     dtype: str = "float32"
     sliding_window: int | None = None
+    position: str | None = None
+    normalization: str | None = None
+    activation: str | None = None
+    biases: bool | None = None
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise DecoderError(f"family {self.family!r} is not one of {', '.join(FAMILIES)}")
+        for name, default, allowed in zip(("position", "normalization", "activation"),
+                                          FAMILY_PARTS[self.family],
+                                          (POSITIONS, NORMALIZATIONS, ACTIVATIONS),
+                                          strict=True):
+            value = getattr(self, name)
+            if value is None:
+                object.__setattr__(self, name, default)
+            elif value not in allowed:
+                raise DecoderError(f"{name} {value!r} is not one of {', '.join(allowed)}")
         for name in ("num_layers", "hidden_size", "num_attention_heads", "ffn_hidden_size",
                      "vocab_size", "max_position_embeddings"):
             if getattr(self, name) < 1:
@@ -60,9 +81,7 @@ class DecoderConfig:
         if self.num_attention_heads % self.kv_heads:
             raise DecoderError(f"num_attention_heads {self.num_attention_heads} does not "
                                f"divide by num_kv_heads {self.kv_heads}")
-        if self.family == "gpt" and self.kv_heads != self.num_attention_heads:
-            raise DecoderError("the gpt family has as many key/value heads as attention heads")
-        if self.family == "llama" and self.head_dim % 2:
+        if self.rotary and self.head_dim % 2:
             raise DecoderError(f"rotary positions need an even head size, got {self.head_dim}")
         if self.sliding_window is not None and self.sliding_window < 1:
             raise DecoderError(f"sliding_window must be at least 1, got {self.sliding_window}")
@@ -79,7 +98,20 @@ class DecoderConfig:
 
     @property
     def has_bias(self) -> bool:
-        return self.family == "gpt"
+        """Biases on the linear layers (LayerNorm's own bias goes with LayerNorm)."""
+        return self.family == "gpt" if self.biases is None else self.biases
+
+    @property
+    def rotary(self) -> bool:
+        return self.position == "rope"
+
+    @property
+    def layer_norm(self) -> bool:
+        return self.normalization == "layernorm"
+
+    @property
+    def swiglu(self) -> bool:
+        return self.activation == "swiglu"
 
 
 CHUNKS = 4

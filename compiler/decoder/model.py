@@ -91,7 +91,7 @@ class Model:
         if not last:
             return x, h, qkv
         nq, nkv = k.heads * cfg.head_dim, k.kv * cfg.head_dim
-        rotate = cfg.family == "llama"
+        rotate = cfg.rotary
         q = k.heads_first(k.slice_last(qkv, 0, nq), k.heads, rotate)
         key = k.heads_first(k.slice_last(qkv, nq, nq + nkv), k.kv, rotate)
         value = k.heads_first(k.slice_last(qkv, nq + nkv, nq + 2 * nkv), k.kv, False)
@@ -116,10 +116,10 @@ class Model:
         it is reduced over the TP group and added to the residual stream."""
         k, b, p = self.k, self.k.b, self.p
         x, h, total = self._chunk_input(state, f"{pre}.mlp_norm", first)
-        if k.cfg.family == "gpt":
-            u = k.gelu(k.linear(h, p[f"{pre}.mlp.up"], p[f"{pre}.mlp.up_bias"]))
+        if not k.cfg.swiglu:
+            u = k.gelu(k.linear(h, p[f"{pre}.mlp.up"], p.get(f"{pre}.mlp.up_bias")))
         else:
-            gu = k.matmul(h, p[f"{pre}.mlp.gate_up"])
+            gu = k.linear(h, p[f"{pre}.mlp.gate_up"], p.get(f"{pre}.mlp.gate_up_bias"))
             f = gu.type.shape[-1] // 2
             u = b.multiply(k.silu(k.slice_last(gu, 0, f)), k.slice_last(gu, f, 2 * f))
         down = k.matmul(u, p[f"{pre}.mlp.down"])

@@ -105,7 +105,7 @@ class ParamSpec:
 def _norm(prefix: str, cfg: DecoderConfig) -> list[ParamSpec]:
     h = cfg.hidden_size
     out = [ParamSpec(f"{prefix}.weight", (h,), init="ones")]
-    if cfg.family == "gpt":
+    if cfg.layer_norm:
         out.append(ParamSpec(f"{prefix}.bias", (h,), init="zeros"))
     return out
 
@@ -125,11 +125,15 @@ def layer_specs(cfg: DecoderConfig, i: int, kv_replicator: int = 1) -> list[Para
     if cfg.has_bias:
         specs.append(ParamSpec(f"{p}.attn.out_bias", (h,), init="zeros"))
     specs += _norm(f"{p}.mlp_norm", cfg)
-    if cfg.family == "gpt":
-        specs += [ParamSpec(f"{p}.mlp.up", (h, f), 1, (Segment(f),)),
-                  ParamSpec(f"{p}.mlp.up_bias", (f,), 0, (Segment(f),), "zeros")]
+    if not cfg.swiglu:
+        specs.append(ParamSpec(f"{p}.mlp.up", (h, f), 1, (Segment(f),)))
+        if cfg.has_bias:
+            specs.append(ParamSpec(f"{p}.mlp.up_bias", (f,), 0, (Segment(f),), "zeros"))
     else:
         specs.append(ParamSpec(f"{p}.mlp.gate_up", (h, 2 * f), 1, (Segment(f), Segment(f))))
+        if cfg.has_bias:
+            specs.append(ParamSpec(f"{p}.mlp.gate_up_bias", (2 * f,), 0,
+                                   (Segment(f), Segment(f)), "zeros"))
     specs.append(ParamSpec(f"{p}.mlp.down", (f, h), 0, (Segment(f),), "scaled"))
     if cfg.has_bias:
         specs.append(ParamSpec(f"{p}.mlp.down_bias", (h,), init="zeros"))
@@ -139,7 +143,7 @@ def layer_specs(cfg: DecoderConfig, i: int, kv_replicator: int = 1) -> list[Para
 def embedding_specs(cfg: DecoderConfig) -> list[ParamSpec]:
     v, h = cfg.vocab_size, cfg.hidden_size
     specs = [ParamSpec("embed.tokens", (v, h), 0, (Segment(v),))]
-    if cfg.family == "gpt":
+    if not cfg.rotary:
         specs.append(ParamSpec("embed.positions", (cfg.max_position_embeddings, h)))
     return specs
 
@@ -186,7 +190,8 @@ def _stage_spec(spec: ParamSpec, plan: StagePlan, layer: int) -> ParamSpec | Non
 _CHUNKED = {"qkv": QKV_FIRST, "mlp": MLP_FIRST}
 _PIECE_OF = {"attn_norm": "attn.qkv.0", "attn.qkv": "qkv", "attn.qkv_bias": "qkv",
              "attn.out": "attn.out", "attn.out_bias": "attn.out", "mlp_norm": "mlp.0",
-             "mlp.up": "mlp", "mlp.up_bias": "mlp", "mlp.gate_up": "mlp", "mlp.down": "mlp",
+             "mlp.up": "mlp", "mlp.up_bias": "mlp", "mlp.gate_up": "mlp", "mlp.gate_up_bias": "mlp",
+             "mlp.down": "mlp",
              "mlp.down_bias": f"mlp.{CHUNKS - 1}"}
 
 

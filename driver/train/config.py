@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from nxcc.driver.train.config_checks import check_sizes, parse_cuts
 from nxcc.driver.train.config_keys import ACTED, NEUTRAL
 from nxcc.driver.train.config_model import (
+    ARCHITECTURE_KEYS,
     ModelConfig,
     OnnxModelConfig,
+    architecture_of,
     family_of,
     model_values,
     resolve_path,
@@ -268,7 +270,11 @@ def _model(v: _Values, pp: int, seq: int) -> tuple[ModelConfig | None, OnnxModel
     if onnx_path is not None:
         return None, _onnx(v, str(onnx_path), recompute)
     values = model_values(v.raw, v.base_dir)
-    family = family_of(str(v.get("model_source")), values)
+    for key in ARCHITECTURE_KEYS:  # named by their keys, not by the decoder
+        if values.get(key) is not None:
+            convert(f"model.{key}", ACTED[f"model.{key}"], values[key])
+    architecture = architecture_of(str(v.get("model_source")), values)
+    family = family_of(architecture)
 
     def get(key: str, default: object = None) -> object:
         value = values.get(key, default)
@@ -294,7 +300,8 @@ def _model(v: _Values, pp: int, seq: int) -> tuple[ModelConfig | None, OnnxModel
         init_method_std=get("init_method_std", 0.02),
         activations_checkpoint_granularity=recompute, pipeline_cuts=cuts,
         cut_after=parse_cuts(cuts, num_layers, pp),
-        sliding_window_size=_optional(values, "sliding_window_size"))
+        sliding_window_size=_optional(values, "sliding_window_size"),
+        architecture=architecture)
     return model, None
 
 

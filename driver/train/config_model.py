@@ -1,9 +1,10 @@
 """The `model` block: which decoder nxcc builds, or the ONNX file that stands in for it.
 
 NxD Training picks the model by `model_source`. `megatron`: the architecture is spelled in
-the YAML (`position_embedding_type`, `normalization`, `activation`, `has_bias`...); nxcc
-builds two families from it, GPT (learned positions, LayerNorm, GELU, biases, tied
-embeddings by default) and Llama (rotary positions, RMSNorm, SwiGLU, no biases). `hf`: a
+the YAML (`position_embedding_type`, `normalization`, `activation`, `has_bias`...), each
+key choosing its part; the family (GPT: learned positions, LayerNorm, GELU, biases, tied
+embeddings; Llama: rotary positions, RMSNorm, SwiGLU, no biases) gives the defaults of the
+keys a file leaves out. `hf`: a
 Llama whose sizes come from the Hugging Face `config.json` named by `model.model_config`
 (`vocab_size`, `num_attention_heads`, `num_key_value_heads`, `intermediate_size`,
 `rms_norm_eps`...), the YAML's own keys overriding it as NxD's do. nxcc also reads
@@ -17,13 +18,11 @@ import json
 import os
 from dataclasses import dataclass
 
+from nxcc.compiler.decoder.config import FAMILY_PARTS
 from nxcc.driver.train.errors import TrainConfigError
 
 #: (position_embedding_type, normalization, activation) of each built-in family.
-FAMILIES = {
-    "gpt": ("learned_absolute", "layernorm", "gelu"),
-    "llama": ("rope", "rmsnorm", "swiglu"),
-}
+FAMILIES = FAMILY_PARTS
 
 #: Hugging Face config.json name -> the `model.` key it fills.
 HF_KEYS = {
@@ -63,6 +62,8 @@ class ModelConfig:
     pipeline_cuts: tuple[str, ...] = ()
     cut_after: tuple[int, ...] = ()
     sliding_window_size: int | None = None  # None: every earlier key (plain causal)
+    #: (position_embedding_type, normalization, activation); empty: the family's own
+    architecture: tuple[str, ...] = ()
 
     @property
     def head_dim(self) -> int:
@@ -115,17 +116,21 @@ def resolve_path(path: str, base_dir: str) -> str:
     return path if os.path.isabs(path) else os.path.normpath(os.path.join(base_dir, path))
 
 
-def family_of(source: str, values: dict[str, object]) -> str:
-    """gpt or llama, from NxD's architecture keys (defaults: NeMo's, which are GPT's)."""
+ARCHITECTURE_KEYS = ("position_embedding_type", "normalization", "activation")
+
+
+def architecture_of(source: str, values: dict[str, object]) -> tuple[str, str, str]:
+    """(position_embedding_type, normalization, activation) as NxD's keys spell them
+    (defaults: NeMo's, which are GPT's); an HF model is a Llama. The values themselves are
+    checked by their key specs."""
     if source == "hf":
-        return "llama"
-    keys = ("position_embedding_type", "normalization", "activation")
-    chosen = tuple(values.get(k, FAMILIES["gpt"][i]) for i, k in enumerate(keys))
-    for family, spelled in FAMILIES.items():
-        if chosen == spelled:
-            return family
-    described = "; ".join(f"{f}: {', '.join(s)}" for f, s in FAMILIES.items())
-    raise TrainConfigError(
-        "model.position_embedding_type",
-        f"{', '.join(f'{k}={v}' for k, v in zip(keys, chosen, strict=True))} is neither of "
-        f"nxcc's built-in decoder families ({described})")
+        return FAMILIES["llama"]
+    return tuple(str(values.get(k) or FAMILIES["gpt"][i])  # type: ignore[return-value]
+                 for i, k in enumerate(ARCHITECTURE_KEYS))
+
+
+def family_of(architecture: tuple[str, str, str]) -> str:
+    """The family whose defaults a model takes (biases, tied embeddings, the FFN size):
+    gpt with learned positions, llama with rotary ones; the other two parts may be the
+    other family's (NxD builds each part as its key says)."""
+    return "llama" if architecture[0] == "rope" else "gpt"

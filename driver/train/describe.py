@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from nxcc.driver.train.config import TrainConfig
+from nxcc.driver.train.config_model import FAMILIES
 from nxcc.driver.train.data import Batches, load_tokens, npy_files
 from nxcc.driver.train.model_stage import pieces_text, plan_pipeline
 
@@ -71,7 +72,8 @@ def _model(config: TrainConfig) -> dict[str, object]:
             "num_attention_heads": m.num_attention_heads, "num_kv_heads": m.num_kv_heads,
             "ffn_hidden_size": m.ffn_hidden_size, "vocab_size": m.vocab_size,
             "recompute": m.activations_checkpoint_granularity,
-            "pipeline_cuts": list(m.pipeline_cuts), "sliding_window": m.sliding_window_size}
+            "pipeline_cuts": list(m.pipeline_cuts), "sliding_window": m.sliding_window_size,
+            "architecture": list(m.architecture)}
 
 
 def _groups(groups: list[list[int]]) -> str:
@@ -88,6 +90,9 @@ def describe_lines(info: dict[str, object]) -> list[str]:
         model = (f"{m['family']}, {m['num_layers']} layers, hidden {m['hidden_size']}, "
                  f"{m['num_attention_heads']} heads ({m['num_kv_heads']} key/value), "
                  f"ffn {m['ffn_hidden_size']}, vocab {m['vocab_size']}")
+        parts = m.get("architecture") or []
+        if parts and tuple(parts) != FAMILIES.get(str(m["family"])):
+            model += f" ({', '.join(parts)})"
         if m.get("sliding_window") is not None:
             model += f", sliding window {m['sliding_window']}"
     data = info["data"]

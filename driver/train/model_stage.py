@@ -58,7 +58,9 @@ def decoder_config(model: ModelConfig) -> DecoderConfig:
             num_kv_heads=model.num_kv_heads, rope_theta=model.rope_theta,
             norm_eps=model.layernorm_epsilon,
             tie_embeddings=model.share_embeddings_and_output_weights,
-            sliding_window=model.sliding_window_size)
+            sliding_window=model.sliding_window_size, biases=model.has_bias,
+            **dict(zip(("position", "normalization", "activation"), model.architecture,
+                       strict=False)))
     except DecoderError as exc:
         raise TrainConfigError("model", str(exc)) from None
 

@@ -42,6 +42,36 @@ def gpt(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
     return DecoderConfig("gpt", **args)
 
 
+def rope_layernorm_gelu(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
+    """A mix of the families' parts (NxD Megatron spells each in the YAML): rotary
+    positions, LayerNorm, a GELU MLP, biases everywhere, grouped-query attention."""
+    return llama(layers, dtype, normalization="layernorm", activation="gelu", biases=True,
+                 **kw)
+
+
+def learned_rmsnorm_swiglu(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
+    """The other mix: learned positions, RMSNorm, a SwiGLU MLP with biases (gate_up_bias),
+    grouped-query attention."""
+    return gpt(layers, dtype, normalization="rmsnorm", activation="swiglu",
+               num_kv_heads=2, **kw)
+
+
+def gpt_without_biases(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
+    """NxD's has_bias: False on the gpt family (LayerNorm keeps its own bias)."""
+    return gpt(layers, dtype, biases=False, **kw)
+
+
+def windowed(make, window: int = 3):
+    """`make` with a sliding window of `window` keys."""
+    def windowed_config(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
+        return make(layers, dtype, sliding_window=window, **kw)
+    return windowed_config
+
+
+MIXES = [rope_layernorm_gelu, learned_rmsnorm_swiglu, gpt_without_biases]
+MIX_IDS = ["rope_layernorm_gelu", "learned_rmsnorm_swiglu", "gpt_without_biases"]
+
+
 def random_weights(cfg: DecoderConfig, seed: int) -> dict[str, np.ndarray]:
     """Every parameter drawn at random (norm weights near 1, biases nonzero), so that no
     gradient is trivially zero."""
@@ -68,7 +98,7 @@ def batch(cfg: DecoderConfig, b: int, s: int, seed: int = 1) -> tuple[np.ndarray
 
 def _norm(cfg: DecoderConfig, x: np.ndarray, w: Mapping[str, np.ndarray], name: str
           ) -> np.ndarray:
-    if cfg.family == "gpt":
+    if cfg.normalization == "layernorm":
         x = x - x.mean(-1, keepdims=True)
         y = x / np.sqrt((x * x).mean(-1, keepdims=True) + cfg.norm_eps)
         return y * w[f"{name}.weight"] + w[f"{name}.bias"]
@@ -94,7 +124,7 @@ def _layer(cfg: DecoderConfig, x: np.ndarray, w: Mapping[str, np.ndarray], i: in
     q = qkv[..., :n * d].reshape(bsz, s, n, d)
     key = qkv[..., n * d:(n + k) * d].reshape(bsz, s, k, d)
     val = qkv[..., (n + k) * d:].reshape(bsz, s, k, d)
-    if cfg.family == "llama":
+    if cfg.position == "rope":
         q, key = _rope(q, cfg.rope_theta), _rope(key, cfg.rope_theta)
     key, val = np.repeat(key, n // k, axis=2), np.repeat(val, n // k, axis=2)
     scores = np.einsum("bqhd,bkhd->bhqk", q, key) / np.sqrt(d)
@@ -107,11 +137,11 @@ def _layer(cfg: DecoderConfig, x: np.ndarray, w: Mapping[str, np.ndarray], i: in
     ctx = np.einsum("bhqk,bkhd->bqhd", probs, val).reshape(bsz, s, n * d)
     x = x + ctx @ w[f"{p}.attn.out"] + w.get(f"{p}.attn.out_bias", 0.0)
     h = _norm(cfg, x, w, f"{p}.mlp_norm")
-    if cfg.family == "gpt":
-        u = h @ w[f"{p}.mlp.up"] + w[f"{p}.mlp.up_bias"]
+    if cfg.activation == "gelu":
+        u = h @ w[f"{p}.mlp.up"] + w.get(f"{p}.mlp.up_bias", 0.0)
         u = 0.5 * u * (1 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u ** 3)))
     else:
-        gu = h @ w[f"{p}.mlp.gate_up"]
+        gu = h @ w[f"{p}.mlp.gate_up"] + w.get(f"{p}.mlp.gate_up_bias", 0.0)
         f = gu.shape[-1] // 2
         gate = gu[..., :f]
         u = gate / (1 + np.exp(-gate)) * gu[..., f:]
@@ -124,7 +154,7 @@ def reference_loss(cfg: DecoderConfig, weights: Mapping[str, np.ndarray], tokens
     float64."""
     w = {k: v.astype(np.float64) for k, v in weights.items()}
     x = w["embed.tokens"][tokens]
-    if cfg.family == "gpt":
+    if cfg.position == "learned_absolute":
         x = x + w["embed.positions"][:tokens.shape[1]]
     for i in range(cfg.num_layers):
         x = _layer(cfg, x, w, i)

@@ -11,6 +11,8 @@ import pytest
 from nxcc.compiler.decoder import StagePlan
 from nxcc.compiler.decoder.config import PIECES, PIECES_PER_LAYER
 from tests.decoder.helpers import (
+    MIX_IDS,
+    MIXES,
     batch,
     gather_pipeline_grads,
     gpt,
@@ -45,10 +47,15 @@ L, MLP = PIECES_PER_LAYER, PIECES.index("mlp.0")
     ("gpt", 2, True, "none", (1, L + MLP + 2)), ("gpt", 1, False, "full", (MLP + 1, L + 2)),
     # key/value heads replicated over TP (kv_replicator 2): their gradient's all-reduce on
     # the part of the q/k/v columns a stage holds
-    ("llama_kv", 4, True, "none", (1, L + 3)), ("llama_kv", 4, False, "full", (3, 2 * L + 2))])
+    ("llama_kv", 4, True, "none", (1, L + 3)), ("llama_kv", 4, False, "full", (3, 2 * L + 2)),
+    # mixed parts: the SwiGLU's gate/up bias split with its columns inside the MLP
+    ("learned_rmsnorm_swiglu", 2, True, "none", (MLP + 2, L + MLP + 1)),
+    ("rope_layernorm_gelu", 2, False, "full", (1, L + MLP + 2))])
 def test_three_stages_match_one(family: str, tp: int, sp: bool, recompute: str,
                                 cuts: tuple[int, int]) -> None:
-    cfg = (gpt if family == "gpt" else llama)(layers=3)
+    makers = {"gpt": gpt, "llama": llama, "llama_kv": llama,
+              **dict(zip(MIX_IDS, MIXES, strict=True))}
+    cfg = makers[family](layers=3)
     full = random_weights(cfg, 8)
     tokens, labels = batch(cfg, 2, 8)
     loss1, count1, grads1 = single_stage(cfg, full, tokens, labels)

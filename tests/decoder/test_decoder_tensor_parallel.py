@@ -6,11 +6,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.decoder.helpers import batch, gpt, gpt_tied, llama, random_weights, single_stage
+from tests.decoder.helpers import (
+    MIX_IDS,
+    MIXES,
+    batch,
+    gpt,
+    gpt_tied,
+    llama,
+    random_weights,
+    single_stage,
+)
 
 CASES = [  # (model, tp, kv_replicator, sequence parallel)
     ("llama", 2, 1, False), ("llama", 2, 1, True), ("llama", 4, 2, False),
     ("llama", 4, 2, True), ("gpt", 2, 1, False), ("gpt", 2, 1, True), ("gpt_tied", 2, 1, True),
+    ("rope_layernorm_gelu", 2, 1, True), ("learned_rmsnorm_swiglu", 2, 1, False),
+    ("learned_rmsnorm_swiglu", 4, 2, True), ("gpt_without_biases", 2, 1, False),
 ]
 
 
@@ -24,7 +35,8 @@ def _close(got: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> None:
 
 @pytest.mark.parametrize("family,tp,rep,sp", CASES)
 def test_tp_matches_one_rank(family: str, tp: int, rep: int, sp: bool) -> None:
-    cfg = {"llama": llama, "gpt": gpt, "gpt_tied": gpt_tied}[family]()
+    cfg = {"llama": llama, "gpt": gpt, "gpt_tied": gpt_tied,
+           **dict(zip(MIX_IDS, MIXES, strict=True))}[family]()
     full = random_weights(cfg, 11)
     tokens, labels = batch(cfg, 2, 8)
     loss1, count1, grads1 = single_stage(cfg, full, tokens, labels)

@@ -9,6 +9,7 @@ import pytest
 from nxcc.driver.train.config import load_config
 from nxcc.driver.train.describe import describe, describe_lines
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.model_stage import decoder_config
 from tests.training.train_yaml import DELETE, EXAMPLES, GPT, LLAMA, variant
 
 
@@ -204,8 +205,20 @@ def test_model_families(tmp_path: Path) -> None:
     assert c.model.has_bias  # the file's has_bias: True wins over the family's default
     c = load_config(str(variant(tmp_path, GPT, model__has_bias=DELETE, **llama)))
     assert c.model is not None and not c.model.has_bias
-    refused(variant(tmp_path, GPT, model__activation="swiglu"),
-            "model.position_embedding_type:", "neither of nxcc's built-in decoder families")
+    # the parts mix as NxD builds them: GPT's positions and norm with a SwiGLU MLP
+    c = load_config(str(variant(tmp_path, GPT, model__activation="swiglu")))
+    assert c.model is not None and c.model.family == "gpt"
+    assert c.model.architecture == ("learned_absolute", "layernorm", "swiglu")
+    refused(variant(tmp_path, GPT, model__activation="geglu"), "model.activation:", "geglu")
+    # what the decoder is built with: the YAML's parts and has_bias (which a Llama's
+    # default of no biases used to override)
+    cfg = decoder_config(c.model)
+    assert (cfg.position, cfg.normalization, cfg.activation) == c.model.architecture
+    assert cfg.swiglu and cfg.layer_norm and not cfg.rotary
+    c = load_config(str(variant(tmp_path, GPT, model__has_bias=True, **llama)))
+    assert c.model is not None and decoder_config(c.model).has_bias
+    c = load_config(str(variant(tmp_path, GPT, model__has_bias=False)))
+    assert c.model is not None and not decoder_config(c.model).has_bias
     refused(variant(tmp_path, GPT, model__vocab_size=DELETE), "model.vocab_size:",
             "required for the built-in gpt decoder")
     refused(variant(tmp_path, GPT, model__ffn_hidden_size=128, model__intermediate_size=256),
