@@ -160,6 +160,7 @@ def convert_recurrent(ctx: NodeContext) -> list[Value]:
                        f"hidden size {hidden}")
     if op == "LSTM" and int(ctx.attr("input_forget", 0)):
         raise ctx.unsupported("input_forget=1")
+    _check_shapes(ctx, x, layout, dirs, gates, hidden, r, bias, lens, h0, c0, peep)
     if layout:
         x = b.transpose(x, permutation=(1, 0, 2))
         h0 = None if h0 is None else b.transpose(h0, permutation=(1, 0, 2))
@@ -217,6 +218,25 @@ def convert_recurrent(ctx: NodeContext) -> list[Value]:
         outs = [b.transpose(outs[0], permutation=(2, 0, 1, 3)),
                 *[b.transpose(v, permutation=(1, 0, 2)) for v in outs[1:]]]
     return outs
+
+
+def _check_shapes(ctx: NodeContext, x: Value, layout: int, dirs: int, gates: int,
+                  hidden: int, r: Value, bias: Value | None, lens: Value | None,
+                  h0: Value | None, c0: Value | None, peep: Value | None) -> None:
+    """Each input's shape as the ONNX spec gives it for X's batch, the directions and
+    `hidden` (R's last dimension): a model that breaks it is refused naming the input, as
+    onnxruntime refuses it, not somewhere inside the loop."""
+    if x.type.rank != 3:
+        raise ctx.fail(f"X must be 3-D, got {x.type}")
+    batch = x.type.shape[0 if layout else 1]
+    state = (batch, dirs, hidden) if layout else (dirs, batch, hidden)
+    expected = [("R", r, (dirs, gates * hidden, hidden)), ("B", bias, (dirs, 2 * gates * hidden)),
+                ("sequence_lens", lens, (batch,)), ("initial_h", h0, state),
+                ("initial_c", c0, state), ("P", peep, (dirs, 3 * hidden))]
+    for name, v, shape in expected:
+        if v is not None and v.type.shape != shape:
+            raise ctx.fail(f"input {name} must have shape {list(shape)} (hidden_size "
+                           f"{hidden}), got {list(v.type.shape)}")
 
 
 def _cell(op: str, acts: list[Act], hidden: int, clip: float | None, lbr: int) -> Cell:

@@ -76,3 +76,20 @@ def test_recurrent_matches_onnxruntime(op: str, direction: str, layout: int, len
         want = [want[0].transpose(2, 0, 1, 3), *[w.transpose(1, 0, 2) for w in want[1:]]]
     for g, w in zip(got, want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(("name", "shape"), [("C0", (1, B, 2 * H)), ("H0", (B, 1, H)),
+                                             ("P", (1, 2 * H)), ("B", (1, 4 * H))])
+def test_an_input_of_the_wrong_shape_is_refused_naming_it(name: str, shape: tuple) -> None:
+    """As onnxruntime refuses it ('Input initial_c must have shape {1,3,6}'): PyTorch's
+    dynamo exporter writes an LSTM with projections as one whose initial_c is the cell's
+    size, not hidden_size."""
+    model, feeds = case("LSTM", "forward", 0, False)
+    feeds[name] = np.zeros(shape, np.float32)
+    for value in model.graph.input:
+        if value.name == name:
+            value.CopyFrom(helper.make_tensor_value_info(name, TensorProto.FLOAT, shape))
+    spec = {"C0": "initial_c", "H0": "initial_h", "P": "P", "B": "B"}[name]
+    with pytest.raises(Exception, match=rf"input {spec} must have shape \[") as info:
+        nxcc.prepare(model)
+    assert f"got {list(shape)}" in str(info.value)
