@@ -57,7 +57,8 @@ _ERFC_DEPTH = 40
 
 
 class _Exprs:
-    """HLO instructions of one CHLO op, every one of the op's result dimensions."""
+    """HLO instructions of one CHLO op, every one of the op's result dimensions; float64
+    unless another element type is named."""
 
     def __init__(self, b: CompBuilder, op: Op) -> None:
         self.b, self.op = b, op
@@ -77,22 +78,22 @@ class _Exprs:
     def shape(self, dtype: str) -> ArrayShape:
         return ArrayShape(dtype, self.dims)
 
-    def const(self, value: float, dtype: str) -> str:
+    def const(self, value: float, dtype: str = "f64") -> str:
         scalar = self.b.add("constant", ArrayShape(dtype, ()), [], {}, self.op,
                             literal=np.array(value, numpy_dtype_of(dtype)))
         return self.b.add("broadcast", self.shape(dtype), [scalar], {"dimensions": ()}, self.op)
 
-    def un(self, opcode: str, x: str, dtype: str) -> str:
+    def un(self, opcode: str, x: str, dtype: str = "f64") -> str:
         return self.b.add(opcode, self.shape(dtype), [x], {}, self.op)
 
-    def bin(self, opcode: str, x: str, y: str, dtype: str) -> str:
+    def bin(self, opcode: str, x: str, y: str, dtype: str = "f64") -> str:
         return self.b.add(opcode, self.shape(dtype), [x, y], {}, self.op)
 
     def compare(self, direction: str, x: str, y: str) -> str:
         return self.b.add("compare", self.shape("pred"), [x, y], {"direction": direction},
                           self.op)
 
-    def select(self, pred: str, a: str, c: str, dtype: str) -> str:
+    def select(self, pred: str, a: str, c: str, dtype: str = "f64") -> str:
         return self.b.add("select", self.shape(dtype), [pred, a, c], {}, self.op)
 
     def convert(self, x: str, dtype: str) -> str:
@@ -111,9 +112,9 @@ class _Exprs:
 
 def _sqrt_one_minus_square(e: _Exprs, x: str) -> str:
     """sqrt((1 - x)(1 + x)), float64."""
-    one = e.const(1.0, "f64")
-    return e.un("sqrt", e.bin("multiply", e.bin("subtract", one, x, "f64"),
-                              e.bin("add", one, x, "f64"), "f64"), "f64")
+    one = e.const(1.0)
+    return e.un("sqrt", e.bin("multiply", e.bin("subtract", one, x),
+                              e.bin("add", one, x)))
 
 
 @converts("chlo.square")
@@ -128,38 +129,38 @@ def sinh(b: CompBuilder, op: Op, a: AttrReader) -> None:
     """(expm1(x) - expm1(-x)) / 2: no cancellation near 0."""
     e = _Exprs(b, op)
     x = e.wide()
-    up = e.un("exponential-minus-one", x, "f64")
-    down = e.un("exponential-minus-one", e.un("negate", x, "f64"), "f64")
-    e.result(e.bin("multiply", e.bin("subtract", up, down, "f64"), e.const(0.5, "f64"), "f64"))
+    up = e.un("exponential-minus-one", x)
+    down = e.un("exponential-minus-one", e.un("negate", x))
+    e.result(e.bin("multiply", e.bin("subtract", up, down), e.const(0.5)))
 
 
 @converts("chlo.cosh")
 def cosh(b: CompBuilder, op: Op, a: AttrReader) -> None:
     e = _Exprs(b, op)
     x = e.wide()
-    both = e.bin("add", e.un("exponential", x, "f64"),
-                 e.un("exponential", e.un("negate", x, "f64"), "f64"), "f64")
-    e.result(e.bin("multiply", both, e.const(0.5, "f64"), "f64"))
+    both = e.bin("add", e.un("exponential", x),
+                 e.un("exponential", e.un("negate", x)))
+    e.result(e.bin("multiply", both, e.const(0.5)))
 
 
 @converts("chlo.asin")
 def asin(b: CompBuilder, op: Op, a: AttrReader) -> None:
     e = _Exprs(b, op)
     x = e.wide()
-    e.result(e.bin("atan2", x, _sqrt_one_minus_square(e, x), "f64"))
+    e.result(e.bin("atan2", x, _sqrt_one_minus_square(e, x)))
 
 
 @converts("chlo.acos")
 def acos(b: CompBuilder, op: Op, a: AttrReader) -> None:
     e = _Exprs(b, op)
     x = e.wide()
-    e.result(e.bin("atan2", _sqrt_one_minus_square(e, x), x, "f64"))
+    e.result(e.bin("atan2", _sqrt_one_minus_square(e, x), x))
 
 
 @converts("chlo.atan")
 def atan(b: CompBuilder, op: Op, a: AttrReader) -> None:
     e = _Exprs(b, op)
-    e.result(e.bin("atan2", e.wide(), e.const(1.0, "f64"), "f64"))
+    e.result(e.bin("atan2", e.wide(), e.const(1.0)))
 
 
 @converts("chlo.asinh")
@@ -168,16 +169,16 @@ def asinh(b: CompBuilder, op: Op, a: AttrReader) -> None:
     x^2 would overflow."""
     e = _Exprs(b, op)
     x = e.wide()
-    ax = e.un("abs", x, "f64")
-    one = e.const(1.0, "f64")
-    sq = e.bin("multiply", ax, ax, "f64")
-    root = e.un("sqrt", e.bin("add", one, sq, "f64"), "f64")
+    ax = e.un("abs", x)
+    one = e.const(1.0)
+    sq = e.bin("multiply", ax, ax)
+    root = e.un("sqrt", e.bin("add", one, sq))
     near = e.un("log-plus-one", e.bin("add", ax, e.bin("divide", sq, e.bin(
-        "add", one, root, "f64"), "f64"), "f64"), "f64")
-    far = e.bin("add", e.un("log", ax, "f64"), e.const(math.log(2.0), "f64"), "f64")
-    big = e.compare("GT", ax, e.const(1e150, "f64"))
-    magnitude = e.select(big, far, near, "f64")
-    e.result(e.bin("multiply", e.un("sign", x, "f64"), magnitude, "f64"))
+        "add", one, root))))
+    far = e.bin("add", e.un("log", ax), e.const(math.log(2.0)))
+    big = e.compare("GT", ax, e.const(1e150))
+    magnitude = e.select(big, far, near)
+    e.result(e.bin("multiply", e.un("sign", x), magnitude))
 
 
 @converts("chlo.acosh")
@@ -185,12 +186,12 @@ def acosh(b: CompBuilder, op: Op, a: AttrReader) -> None:
     """log1p((x - 1) + sqrt((x - 1)(x + 1))); log x + log 2 past 1e150; NaN below 1."""
     e = _Exprs(b, op)
     x = e.wide()
-    one = e.const(1.0, "f64")
-    less = e.bin("subtract", x, one, "f64")
-    root = e.un("sqrt", e.bin("multiply", less, e.bin("add", x, one, "f64"), "f64"), "f64")
-    near = e.un("log-plus-one", e.bin("add", less, root, "f64"), "f64")
-    far = e.bin("add", e.un("log", x, "f64"), e.const(math.log(2.0), "f64"), "f64")
-    e.result(e.select(e.compare("GT", x, e.const(1e150, "f64")), far, near, "f64"))
+    one = e.const(1.0)
+    less = e.bin("subtract", x, one)
+    root = e.un("sqrt", e.bin("multiply", less, e.bin("add", x, one)))
+    near = e.un("log-plus-one", e.bin("add", less, root))
+    far = e.bin("add", e.un("log", x), e.const(math.log(2.0)))
+    e.result(e.select(e.compare("GT", x, e.const(1e150)), far, near))
 
 
 @converts("chlo.atanh")
@@ -199,32 +200,31 @@ def atanh(b: CompBuilder, op: Op, a: AttrReader) -> None:
     and log1p would lose its digits)."""
     e = _Exprs(b, op)
     x = e.wide()
-    ax = e.un("abs", x, "f64")
-    ratio = e.bin("divide", e.bin("add", ax, ax, "f64"),
-                  e.bin("subtract", e.const(1.0, "f64"), ax, "f64"), "f64")
-    half = e.bin("multiply", e.un("sign", x, "f64"), e.const(0.5, "f64"), "f64")
-    e.result(e.bin("multiply", e.un("log-plus-one", ratio, "f64"), half, "f64"))
+    ax = e.un("abs", x)
+    ratio = e.bin("divide", e.bin("add", ax, ax),
+                  e.bin("subtract", e.const(1.0), ax))
+    half = e.bin("multiply", e.un("sign", x), e.const(0.5))
+    e.result(e.bin("multiply", e.un("log-plus-one", ratio), half))
 
 
 @converts("chlo.erfc")
 def erfc(b: CompBuilder, op: Op, a: AttrReader) -> None:
     e = _Exprs(b, op)
     x = e.wide()
-    near = e.bin("subtract", e.const(1.0, "f64"), e.un("erf", x, "f64"), "f64")
-    t = e.bin("maximum", x, e.const(_ERFC_SPLIT, "f64"), "f64")  # the fraction's domain
+    near = e.bin("subtract", e.const(1.0), e.un("erf", x))
+    t = e.bin("maximum", x, e.const(_ERFC_SPLIT))  # the fraction's domain
     f = t
     for k in range(_ERFC_DEPTH, 0, -1):
-        f = e.bin("add", t, e.bin("divide", e.const(0.5 * k, "f64"), f, "f64"), "f64")
-    decay = e.un("exponential", e.un("negate", e.bin("multiply", t, t, "f64"), "f64"), "f64")
-    far = e.bin("divide", decay, e.bin("multiply", e.const(math.sqrt(math.pi), "f64"), f,
-                                       "f64"), "f64")
-    e.result(e.select(e.compare("GE", x, e.const(_ERFC_SPLIT, "f64")), far, near, "f64"))
+        f = e.bin("add", t, e.bin("divide", e.const(0.5 * k), f))
+    decay = e.un("exponential", e.un("negate", e.bin("multiply", t, t)))
+    far = e.bin("divide", decay, e.bin("multiply", e.const(math.sqrt(math.pi)), f))
+    e.result(e.select(e.compare("GE", x, e.const(_ERFC_SPLIT)), far, near))
 
 
 def _horner(e: _Exprs, coefficients: tuple[float, ...], w: str) -> str:
-    p = e.const(coefficients[0], "f64")
+    p = e.const(coefficients[0])
     for c in coefficients[1:]:
-        p = e.bin("add", e.bin("multiply", p, w, "f64"), e.const(c, "f64"), "f64")
+        p = e.bin("add", e.bin("multiply", p, w), e.const(c))
     return p
 
 
@@ -232,23 +232,22 @@ def _horner(e: _Exprs, coefficients: tuple[float, ...], w: str) -> str:
 def erf_inv(b: CompBuilder, op: Op, a: AttrReader) -> None:
     e = _Exprs(b, op)
     y = e.wide()
-    one = e.const(1.0, "f64")
-    w = e.un("negate", e.un("log", e.bin("multiply", e.bin("subtract", one, y, "f64"),
-                                         e.bin("add", one, y, "f64"), "f64"), "f64"), "f64")
-    central = _horner(e, _ERFINV_CENTRAL, e.bin("subtract", w, e.const(2.5, "f64"), "f64"))
-    tail = _horner(e, _ERFINV_TAIL, e.bin("subtract", e.un("sqrt", w, "f64"),
-                                         e.const(3.0, "f64"), "f64"))
-    x = e.bin("multiply", y, e.select(e.compare("LT", w, e.const(5.0, "f64")), central, tail,
-                                      "f64"), "f64")
-    slope = e.const(2.0 / math.sqrt(math.pi), "f64")
+    one = e.const(1.0)
+    w = e.un("negate", e.un("log", e.bin("multiply", e.bin("subtract", one, y),
+                                         e.bin("add", one, y))))
+    central = _horner(e, _ERFINV_CENTRAL, e.bin("subtract", w, e.const(2.5)))
+    tail = _horner(e, _ERFINV_TAIL, e.bin("subtract", e.un("sqrt", w),
+                                         e.const(3.0)))
+    x = e.bin("multiply", y, e.select(e.compare("LT", w, e.const(5.0)), central, tail))
+    slope = e.const(2.0 / math.sqrt(math.pi))
     for _ in range(2):  # Newton on erf(x) = y
-        gap = e.bin("subtract", e.un("erf", x, "f64"), y, "f64")
+        gap = e.bin("subtract", e.un("erf", x), y)
         grad = e.bin("multiply", slope, e.un("exponential", e.un("negate", e.bin(
-            "multiply", x, x, "f64"), "f64"), "f64"), "f64")
-        x = e.bin("subtract", x, e.bin("divide", gap, grad, "f64"), "f64")
-    edge = e.compare("EQ", e.un("abs", y, "f64"), one)
-    infinite = e.bin("multiply", y, e.const(math.inf, "f64"), "f64")
-    e.result(e.select(edge, infinite, x, "f64"))
+            "multiply", x, x))))
+        x = e.bin("subtract", x, e.bin("divide", gap, grad))
+    edge = e.compare("EQ", e.un("abs", y), one)
+    infinite = e.bin("multiply", y, e.const(math.inf))
+    e.result(e.select(edge, infinite, x))
 
 
 _BITS = {"f16": ("s16", 15), "bf16": ("s16", 15), "f32": ("s32", 31), "f64": ("s64", 63)}
@@ -295,33 +294,33 @@ _LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.323
 def _lanczos(e: _Exprs, x: str) -> tuple[str, str, str]:
     """(t, a, a') for x >= 1/2, float64: t = x + g - 1/2, a = c0 + sum c_k / (x - 1 + k),
     a' = -sum c_k / (x - 1 + k)^2 (the derivative of a)."""
-    z = e.bin("subtract", x, e.const(1.0, "f64"), "f64")
-    a = e.const(_LANCZOS[0], "f64")
-    slope = e.const(0.0, "f64")
+    z = e.bin("subtract", x, e.const(1.0))
+    a = e.const(_LANCZOS[0])
+    slope = e.const(0.0)
     for k, c in enumerate(_LANCZOS[1:], start=1):
-        d = e.bin("add", z, e.const(float(k), "f64"), "f64")
-        term = e.bin("divide", e.const(c, "f64"), d, "f64")
-        a = e.bin("add", a, term, "f64")
-        slope = e.bin("subtract", slope, e.bin("divide", term, d, "f64"), "f64")
-    t = e.bin("add", z, e.const(_LANCZOS_G + 0.5, "f64"), "f64")
+        d = e.bin("add", z, e.const(float(k)))
+        term = e.bin("divide", e.const(c), d)
+        a = e.bin("add", a, term)
+        slope = e.bin("subtract", slope, e.bin("divide", term, d))
+    t = e.bin("add", z, e.const(_LANCZOS_G + 0.5))
     return t, a, slope
 
 
 def _reflected(e: _Exprs, x: str) -> tuple[str, str, str]:
     """(x < 1/2, the argument the approximation takes: x or 1 - x, x a pole: 0 or a
     negative integer)."""
-    small = e.compare("LT", x, e.const(0.5, "f64"))
-    arg = e.select(small, e.bin("subtract", e.const(1.0, "f64"), x, "f64"), x, "f64")
-    pole = e.bin("and", e.compare("LE", x, e.const(0.0, "f64")),
-                 e.compare("EQ", e.un("floor", x, "f64"), x), "pred")
+    small = e.compare("LT", x, e.const(0.5))
+    arg = e.select(small, e.bin("subtract", e.const(1.0), x), x)
+    pole = e.bin("and", e.compare("LE", x, e.const(0.0)),
+                 e.compare("EQ", e.un("floor", x), x), "pred")
     return small, arg, pole
 
 
 def _pi_fraction(e: _Exprs, x: str) -> str:
     """pi r with r = x less its nearest integer: |sin(pi x)| = |sin(pi r)| and tan(pi x) =
     tan(pi r), without pi x's rounding for large x."""
-    r = e.bin("subtract", x, e.un("round-nearest-even", x, "f64"), "f64")
-    return e.bin("multiply", r, e.const(math.pi, "f64"), "f64")
+    r = e.bin("subtract", x, e.un("round-nearest-even", x))
+    return e.bin("multiply", r, e.const(math.pi))
 
 
 def _gamma_parts(b: CompBuilder, op: Op
@@ -337,29 +336,28 @@ def _gamma_parts(b: CompBuilder, op: Op
 @converts("chlo.lgamma")
 def lgamma(b: CompBuilder, op: Op, a: AttrReader) -> None:
     e, x, (small, arg, pole), (t, series, _) = _gamma_parts(b, op)
-    z = e.bin("subtract", arg, e.const(0.5, "f64"), "f64")  # (arg - 1) + 1/2
-    value = e.bin("add", e.bin("subtract", e.bin("multiply", z, e.un("log", t, "f64"), "f64"),
-                                t, "f64"),
-                  e.bin("add", e.const(0.5 * math.log(2 * math.pi), "f64"),
-                        e.un("log", series, "f64"), "f64"), "f64")
-    sine = e.un("abs", e.un("sine", _pi_fraction(e, x), "f64"), "f64")
-    reflected = e.bin("subtract", e.bin("subtract", e.const(math.log(math.pi), "f64"),
-                                        e.un("log", sine, "f64"), "f64"), value, "f64")
-    out = e.select(small, reflected, value, "f64")
-    out = e.select(pole, e.const(math.inf, "f64"), out, "f64")
-    infinite = e.compare("EQ", e.un("abs", x, "f64"), e.const(math.inf, "f64"))
-    e.result(e.select(infinite, e.const(math.inf, "f64"), out, "f64"))
+    z = e.bin("subtract", arg, e.const(0.5))  # (arg - 1) + 1/2
+    value = e.bin("add", e.bin("subtract", e.bin("multiply", z, e.un("log", t)),
+                                t),
+                  e.bin("add", e.const(0.5 * math.log(2 * math.pi)),
+                        e.un("log", series)))
+    sine = e.un("abs", e.un("sine", _pi_fraction(e, x)))
+    reflected = e.bin("subtract", e.bin("subtract", e.const(math.log(math.pi)),
+                                        e.un("log", sine)), value)
+    out = e.select(small, reflected, value)
+    out = e.select(pole, e.const(math.inf), out)
+    infinite = e.compare("EQ", e.un("abs", x), e.const(math.inf))
+    e.result(e.select(infinite, e.const(math.inf), out))
 
 
 @converts("chlo.digamma")
 def digamma(b: CompBuilder, op: Op, a: AttrReader) -> None:
     e, x, (small, arg, pole), (t, series, slope) = _gamma_parts(b, op)
-    value = e.bin("subtract", e.bin("add", e.un("log", t, "f64"),
-                                    e.bin("divide", slope, series, "f64"), "f64"),
-                  e.bin("divide", e.const(_LANCZOS_G, "f64"), t, "f64"), "f64")
+    value = e.bin("subtract", e.bin("add", e.un("log", t),
+                                    e.bin("divide", slope, series)),
+                  e.bin("divide", e.const(_LANCZOS_G), t))
     angle = _pi_fraction(e, x)
-    cot = e.bin("divide", e.un("cosine", angle, "f64"), e.un("sine", angle, "f64"), "f64")
-    reflected = e.bin("subtract", value, e.bin("multiply", e.const(math.pi, "f64"), cot,
-                                                "f64"), "f64")
-    out = e.select(small, reflected, value, "f64")
-    e.result(e.select(pole, e.const(math.nan, "f64"), out, "f64"))
+    cot = e.bin("divide", e.un("cosine", angle), e.un("sine", angle))
+    reflected = e.bin("subtract", value, e.bin("multiply", e.const(math.pi), cot))
+    out = e.select(small, reflected, value)
+    e.result(e.select(pole, e.const(math.nan), out))
