@@ -19,7 +19,6 @@ else it does, while its products are numpy's BLAS calls of these shapes.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -113,11 +112,11 @@ def products_one(neff: str, inputs: str, rounds: int) -> dict:
 
 def measure(name: str, path: Path, opts: argparse.Namespace, tmp: Path) -> dict:
     """One row: compile, the products, onnxruntime; each in its own process."""
-    from table import compile_step, onnxruntime_step, run_json
+    from table import WORKER, compile_step, onnxruntime_step, run_json
 
     inputs, neff, env, _ = compile_step(name, path, opts, tmp, REPO)
-    found = run_json([str(REPO / "bench" / "gemm_floor.py"), "--products", str(neff),
-                      str(inputs), "--rounds", str(opts.rounds)], REPO, env)
+    found = run_json([WORKER, "products", str(neff), str(inputs), "--rounds", str(opts.rounds)],
+                     REPO, env)
     ort = onnxruntime_step(path, inputs, opts)
     ort_ms = ort["latency_p50_ms"]
     return {"model": name, **found, "ort_ms": ort_ms,
@@ -137,13 +136,6 @@ def format_row(r: dict) -> str:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--products":  # the worker step
-        worker = argparse.ArgumentParser()
-        worker.add_argument("--products", nargs=2, metavar=("NEFF", "INPUTS"))
-        worker.add_argument("--rounds", type=int, default=20)
-        args = worker.parse_args()
-        print(json.dumps(products_one(*args.products, args.rounds)))
-        return
     from table import add_common_arguments, machine_line, print_table
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -153,6 +145,7 @@ def main() -> None:
     banner = (f"{machine_line(opts)}; products: median of {opts.rounds} rounds; "
               f"onnxruntime: median over {opts.duration} s after {opts.warmup} warm-up runs")
     print_table(opts, banner, HEADER, measure, format_row)
+
 
 if __name__ == "__main__":
     main()

@@ -201,5 +201,6 @@ def main() -> None:
               f"{opts.warmup} warm-up runs; nxcc from {Path(opts.nxcc_tree).resolve()}")
     print_table(opts, banner, HEADER, measure, format_row)
 
+
 if __name__ == "__main__":
     main()

@@ -1,14 +1,16 @@
-"""One measurement of the benchmark table, in a process of its own (so that its peak memory is
-its own); prints one JSON object. Run by bench/table.py, not by hand.
+"""One measurement of a benchmark table, in a process of its own (so that its peak memory is
+its own); prints one JSON object. Run by bench/table.py and bench/gemm_floor.py, not by hand.
 
     python bench/worker.py compile MODEL.onnx OUT.neff        # {"compile_s", "peak_memory_bytes"}
     python bench/worker.py ort MODEL.onnx IN.npz --threads N --warmup W --duration S
                                                               # load_ms, latency_*, peak_memory
+    python bench/worker.py products F.neff IN.npz --rounds R  # products, gflop, products_ms
 
 `compile` imports `nxcc` from PYTHONPATH (the tree being measured) and times
 `compile_model` for trn1 at -O2. `ort` times building an onnxruntime `InferenceSession` (CPU
 provider, N intra-op threads, one inter-op thread) and then its executions with the same
-timing and percentiles as `neuronx-cc benchmark`.
+timing and percentiles as `neuronx-cc benchmark`. `products` records and times the matrix
+products of one execution (`gemm_floor.products_one`).
 """
 
 from __future__ import annotations
@@ -62,9 +64,17 @@ def main() -> None:
     o.add_argument("--threads", type=int, default=2)
     o.add_argument("--warmup", type=int, default=3)
     o.add_argument("--duration", type=float, default=3.0)
+    p = sub.add_parser("products")
+    p.add_argument("neff")
+    p.add_argument("inputs")
+    p.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args()
     if args.what == "compile":
         result = compile_one(args.model, args.neff)
+    elif args.what == "products":
+        from gemm_floor import products_one
+
+        result = products_one(args.neff, args.inputs, args.rounds)
     else:
         result = onnxruntime_one(args.model, args.inputs, args.threads, args.warmup,
                                  args.duration)
