@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FAMILIES = ("gpt", "llama")
 #: each family's (position embedding, normalization, MLP activation): NxD Megatron's
 #: `position_embedding_type`, `normalization` and `activation`, which a config may also mix
 FAMILY_PARTS = {"gpt": ("learned_absolute", "layernorm", "gelu"),
                 "llama": ("rope", "rmsnorm", "swiglu")}
+FAMILIES = tuple(FAMILY_PARTS)
 POSITIONS = ("learned_absolute", "rope")
 NORMALIZATIONS = ("layernorm", "rmsnorm")
 ACTIVATIONS = ("gelu", "swiglu")
@@ -69,6 +69,8 @@ class DecoderConfig:
                 object.__setattr__(self, name, default)
             elif value not in allowed:
                 raise DecoderError(f"{name} {value!r} is not one of {', '.join(allowed)}")
+        if self.biases is None:
+            object.__setattr__(self, "biases", self.family == "gpt")
         for name in ("num_layers", "hidden_size", "num_attention_heads", "ffn_hidden_size",
                      "vocab_size", "max_position_embeddings"):
             if getattr(self, name) < 1:
@@ -99,7 +101,7 @@ class DecoderConfig:
     @property
     def has_bias(self) -> bool:
         """Biases on the linear layers (LayerNorm's own bias goes with LayerNorm)."""
-        return self.family == "gpt" if self.biases is None else self.biases
+        return bool(self.biases)
 
     @property
     def rotary(self) -> bool:

@@ -190,9 +190,8 @@ def _stage_spec(spec: ParamSpec, plan: StagePlan, layer: int) -> ParamSpec | Non
 _CHUNKED = {"qkv": QKV_FIRST, "mlp": MLP_FIRST}
 _PIECE_OF = {"attn_norm": "attn.qkv.0", "attn.qkv": "qkv", "attn.qkv_bias": "qkv",
              "attn.out": "attn.out", "attn.out_bias": "attn.out", "mlp_norm": "mlp.0",
-             "mlp.up": "mlp", "mlp.up_bias": "mlp", "mlp.gate_up": "mlp", "mlp.gate_up_bias": "mlp",
-             "mlp.down": "mlp",
-             "mlp.down_bias": f"mlp.{CHUNKS - 1}"}
+             "mlp.up": "mlp", "mlp.up_bias": "mlp", "mlp.gate_up": "mlp",
+             "mlp.gate_up_bias": "mlp", "mlp.down": "mlp", "mlp.down_bias": f"mlp.{CHUNKS - 1}"}
 
 
 def _key(name: str) -> str:

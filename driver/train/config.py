@@ -270,9 +270,8 @@ def _model(v: _Values, pp: int, seq: int) -> tuple[ModelConfig | None, OnnxModel
     if onnx_path is not None:
         return None, _onnx(v, str(onnx_path), recompute)
     values = model_values(v.raw, v.base_dir)
-    for key in ARCHITECTURE_KEYS:  # named by their keys, not by the decoder
-        if values.get(key) is not None:
-            convert(f"model.{key}", ACTED[f"model.{key}"], values[key])
+    for key in ARCHITECTURE_KEYS:  # a bad value refused naming its key, not by the decoder
+        _optional(values, key)
     architecture = architecture_of(str(v.get("model_source")), values)
     family = family_of(architecture)
 

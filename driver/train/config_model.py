@@ -21,9 +21,6 @@ from dataclasses import dataclass
 from nxcc.compiler.decoder.config import FAMILY_PARTS
 from nxcc.driver.train.errors import TrainConfigError
 
-#: (position_embedding_type, normalization, activation) of each built-in family.
-FAMILIES = FAMILY_PARTS
-
 #: Hugging Face config.json name -> the `model.` key it fills.
 HF_KEYS = {
     "num_hidden_layers": "num_layers", "hidden_size": "hidden_size",
@@ -124,8 +121,8 @@ def architecture_of(source: str, values: dict[str, object]) -> tuple[str, str, s
     (defaults: NeMo's, which are GPT's); an HF model is a Llama. The values themselves are
     checked by their key specs."""
     if source == "hf":
-        return FAMILIES["llama"]
-    return tuple(str(values.get(k) or FAMILIES["gpt"][i])  # type: ignore[return-value]
+        return FAMILY_PARTS["llama"]
+    return tuple(str(values.get(k) or FAMILY_PARTS["gpt"][i])  # type: ignore[return-value]
                  for i, k in enumerate(ARCHITECTURE_KEYS))
 
 

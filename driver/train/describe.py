@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from nxcc.compiler.decoder.config import FAMILY_PARTS
 from nxcc.driver.train.config import TrainConfig
-from nxcc.driver.train.config_model import FAMILIES
 from nxcc.driver.train.data import Batches, load_tokens, npy_files
 from nxcc.driver.train.model_stage import pieces_text, plan_pipeline
 
@@ -91,7 +91,7 @@ def describe_lines(info: dict[str, object]) -> list[str]:
                  f"{m['num_attention_heads']} heads ({m['num_kv_heads']} key/value), "
                  f"ffn {m['ffn_hidden_size']}, vocab {m['vocab_size']}")
         parts = m.get("architecture") or []
-        if parts and tuple(parts) != FAMILIES.get(str(m["family"])):
+        if parts and tuple(parts) != FAMILY_PARTS.get(str(m["family"])):
             model += f" ({', '.join(parts)})"
         if m.get("sliding_window") is not None:
             model += f", sliding window {m['sliding_window']}"
