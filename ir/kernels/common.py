@@ -7,7 +7,7 @@ Low-precision floats (f16, bf16) are computed in float32 and rounded back once w
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import ml_dtypes
 import numpy as np
@@ -115,3 +115,12 @@ def move_to_end(x: np.ndarray, axes: Sequence[int]) -> np.ndarray:
     moved = x.transpose(keep + axes)
     return moved.reshape(*(x.shape[d] for d in keep), math.prod(x.shape[d] for d in axes))
 
+
+def in_order(calls: Sequence[Callable[[], object]]) -> Callable[[], None]:
+    """One callable making `calls` in order (a kernel planned at load as a list of bound
+    numpy calls)."""
+    def run() -> None:
+        for call in calls:
+            call()
+
+    return run

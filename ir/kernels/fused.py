@@ -30,7 +30,7 @@ from nxcc.ir.attributes import AttrValue
 from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import FusedProgram, Step, parse_program
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
-from nxcc.ir.kernels.common import NATIVE_FLOATS, NATIVE_NUMBERS
+from nxcc.ir.kernels.common import NATIVE_FLOATS, NATIVE_NUMBERS, in_order
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.erf import erf_float32, prepare_erf_float32
 from nxcc.ir.opdef import ElementwiseDef, get_opdef
@@ -183,11 +183,7 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
             calls.append(_call(s, ins, target))
             values.append(target)
 
-    def run() -> None:
-        for c in calls:
-            c()
-
-    return run
+    return in_order(calls)
 
 
 def _scalar_for_min_max(program: FusedProgram, i: int, view: np.ndarray) -> bool:

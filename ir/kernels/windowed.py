@@ -31,7 +31,14 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Symbol
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.combine import combine_at
-from nxcc.ir.kernels.common import NATIVE_NUMBERS, as_compute, pad_array, store, windows
+from nxcc.ir.kernels.common import (
+    NATIVE_NUMBERS,
+    as_compute,
+    in_order,
+    pad_array,
+    store,
+    windows,
+)
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.gather import element_strides
 from nxcc.ir.kernels.reducer import call, fast_ufunc, fn_name, fold, prepare
@@ -89,8 +96,7 @@ def _fold_by_dimensions(ufunc: np.ufunc, x: np.ndarray, init: np.ndarray,
                         dilations: Sequence[int], acc: np.ndarray) -> None:
     """acc = the fold by `ufunc` (maximum or minimum) of each window of `x`, from `init`:
     the steps of `_dimension_fold`, then `init` folded in unless it is the identity."""
-    for step in _dimension_fold(ufunc, x, window, strides, dilations, acc):
-        step()
+    in_order(_dimension_fold(ufunc, x, window, strides, dilations, acc))()
     if not _is_identity(ufunc, init, acc.dtype):
         ufunc(as_compute(np.asarray(init)), acc, out=acc)
 
@@ -174,12 +180,7 @@ def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
                             a["window_dilations"], out)
     if not (constant[1] and _is_identity(ufunc, init, out.dtype)):
         steps.append(functools.partial(ufunc, init, out, out=out))
-
-    def run() -> None:
-        for step in steps:
-            step()
-
-    return run
+    return in_order(steps)
 
 
 def _fold_by_offsets(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray, rank: int,
