@@ -36,6 +36,15 @@ def one_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
+def usage_error_line(exc: click.UsageError) -> str:
+    """The one line a bad command line ends in: `ERROR: [NCC_EARG001] ...`, pointing at the
+    command's --help when click knows the command."""
+    where = f" (see neuronx-cc {exc.ctx.info_name} --help)" if exc.ctx else ""
+    if exc.ctx and exc.ctx.info_name == "neuronx-cc":
+        where = " (see neuronx-cc --help)"
+    return f"ERROR: [NCC_EARG001] {one_line(exc.format_message())}{where}"
+
+
 def error_text(message: str) -> str:
     """`message` folded to one line; except a source-located error (a message line, the
     source line, a caret line under it), which keeps its three lines."""

@@ -18,7 +18,7 @@ import threading
 
 import click
 
-from nxcc.cli.errors import ARGUMENT_ERROR, one_line
+from nxcc.cli.errors import ARGUMENT_ERROR, one_line, usage_error_line
 from nxcc.cli.global_options import move_after_command
 from nxcc.version import COMPILER_VERSION
 
@@ -79,10 +79,7 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
         sys.exit(0)
     except click.UsageError as exc:
-        where = f" (see neuronx-cc {exc.ctx.info_name} --help)" if exc.ctx else ""
-        if exc.ctx and exc.ctx.info_name == "neuronx-cc":
-            where = " (see neuronx-cc --help)"
-        click.echo(f"ERROR: [NCC_EARG001] {one_line(exc.format_message())}{where}", err=True)
+        click.echo(usage_error_line(exc), err=True)
         sys.exit(ARGUMENT_ERROR)
     except click.Abort:
         click.echo("ERROR: interrupted", err=True)

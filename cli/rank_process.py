@@ -23,7 +23,9 @@ import threading
 import traceback
 from collections.abc import Callable
 
-from nxcc.cli.errors import user_errors
+import click
+
+from nxcc.cli.errors import ARGUMENT_ERROR, usage_error_line, user_errors
 
 RANK_CHILD = "NXCC_RANK_CHILD"
 _joined = threading.Event()
@@ -69,12 +71,16 @@ def leave(status: int) -> None:
 
 
 def run_rank(work: Callable[[], object], family: str = "NRT") -> None:
-    """Run the rank's `work`. A failure prints its one error line (codes of `family`), as
-    every command's does, and ends the process at once (`leave`)."""
+    """Run the rank's `work`. A failure prints its one error line (codes of `family`; a bad
+    command line as the command line's own), as every command's does, and ends the process
+    at once (`leave`)."""
     try:
         user_errors(work, family=family)()
     except SystemExit as exc:
         leave(exc.code if isinstance(exc.code, int) else 1)
+    except click.UsageError as exc:
+        print(usage_error_line(exc), file=sys.stderr)
+        leave(ARGUMENT_ERROR)
     except BaseException:  # a bug: its traceback, then out without MPI's finalisation
         traceback.print_exc()
         leave(1)
