@@ -1,5 +1,8 @@
 """nxcc's typed SSA IR: element types, tensor types, values, ops, functions and modules."""
 
+if not __name__.startswith("nxcc."):
+    raise ImportError(f"import nxcc.{__name__}, not {__name__}: each layer has one import name")
+
 from nxcc.ir.attributes import AttrKind, Dense, Symbol
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value

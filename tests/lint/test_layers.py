@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import REPO
+from tests.lint.staged_tree import stage_package
 
-LAYERS = ("compiler", "ir", "passes", "backend", "cli", "driver")
 needs_linter = pytest.mark.skipif(shutil.which("lint-imports") is None,
                                   reason="import-linter comes with the test extra")
 
@@ -27,20 +27,16 @@ def _lint(cwd: Path, config: Path) -> subprocess.CompletedProcess[str]:
 
 
 @needs_linter
-def test_contracts_kept() -> None:
-    r = _lint(REPO, REPO / "pyproject.toml")
+def test_contracts_kept(tmp_path: Path) -> None:
+    stage_package(tmp_path)
+    r = _lint(tmp_path, REPO / "pyproject.toml")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 broken" in r.stdout
 
 
 @needs_linter
 def test_upward_import_is_refused(tmp_path: Path) -> None:
-    pkg = tmp_path / "nxcc"
-    pkg.mkdir()
-    shutil.copy(REPO / "nxcc" / "__init__.py", pkg / "__init__.py")
-    for layer in LAYERS:
-        shutil.copytree(REPO / layer, pkg / layer,
-                        ignore=shutil.ignore_patterns("__pycache__", "*.md"))
+    pkg = stage_package(tmp_path)
     core = pkg / "ir" / "core.py"
     core.write_text(core.read_text() + "\nimport nxcc.backend.neff  # noqa: E402,F401\n")
     r = _lint(tmp_path, REPO / "pyproject.toml")
