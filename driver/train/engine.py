@@ -236,6 +236,26 @@ class RankTrainer:
             done += 1
         return loss_sum, count
 
+    def evaluate(self, inputs: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+        """(loss sum, token count) of one global batch over the whole job, the parameters
+        left as they are: each micro-batch's forward through the stages (the last stage's
+        one program computes its loss; its gradients are not used)."""
+        plan, ch = self.plan, self.channels
+        loss_sum = count = 0.0
+        for tokens, target in self._micro_batches(inputs, labels):
+            x_in = tokens if plan.first else ch.recv(self.prev_rank, self.rank, PIPE_STREAMS)
+            if plan.last:
+                out = self.executors["forward_backward"].run([*self.params, x_in, target])
+                loss_sum += float(out[0])
+                count += float(out[1])
+            else:
+                x_out = self.executors["forward"].run([*self.params, x_in])[0]
+                ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
+        counts = plan.last and self.tp_rank == 0
+        total = self.world_group.all_reduce(np.array(
+            [loss_sum if counts else 0.0, count if counts else 0.0], np.float64))
+        return float(total[0]), float(total[1])
+
     def step(self, k: int, inputs: np.ndarray, labels: np.ndarray) -> StepStats:
         """Train step k (0-based: the optimizer steps taken before it) on the global batch
         (`inputs`, `labels`: [global_batch, seq_length] token ids)."""

@@ -43,6 +43,8 @@ from nxcc.driver.train.model_stage import (
 )
 from nxcc.driver.train.onnx_stage import onnx_builder
 from nxcc.driver.train.stage import StageBuilder
+from nxcc.driver.train.tensorboard_log import MISSING as TENSORBOARD_MISSING
+from nxcc.driver.train.tensorboard_log import available as tensorboard_available
 
 
 def engine_settings(config: TrainConfig) -> EngineSettings:
@@ -70,6 +72,7 @@ class Job:
     vocab: int = 0
     validation: Batches | SampleBatches | None = None
     validation_batches: int = 0
+    tensorboard: bool = False
     warnings: list[str] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
     val_losses: list[tuple[int, float]] = field(default_factory=list)
@@ -267,8 +270,13 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
     _check_vocabularies(config, vocab)
     batches, validation, count = data_sources(config, vocab, write_cache)
     found = _resume(config, settings)
-    return Job(config, settings, batches, build, emit, found, pipeline, vocab, validation,
-               count, unshard=join)
+    job = Job(config, settings, batches, build, emit, found, pipeline, vocab, validation,
+              count, unshard=join)
+    if config.exp_manager.tensorboard:
+        job.tensorboard = tensorboard_available()
+        if not job.tensorboard:
+            job.warnings.append(TENSORBOARD_MISSING)
+    return job
 
 
 def _only_slice(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:

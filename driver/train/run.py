@@ -44,6 +44,7 @@ from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
 from nxcc.driver.train.prepare import Job, prepare_job
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
+from nxcc.driver.train.tensorboard_log import TensorBoardLog
 
 #: A rank of the job failed (the message names it).
 RANK_FAILED = "NCC_ETRN003"
@@ -116,22 +117,34 @@ def memory_lines(table: list[dict[str, int]], job: Job) -> list[str]:
     return out
 
 
-def _log_step(job: Job, writer: MetricsWriter, done: int, stats: StepStats) -> None:
+def _log_step(job: Job, writer: MetricsWriter, done: int, stats: StepStats,
+              val_loss: float | None, board: TensorBoardLog | None) -> None:
     job.losses.append(stats.loss)
     job.grad_norms.append(stats.grad_norm)
     speed = stats.tokens / stats.seconds if stats.seconds > 0 else float("nan")
     job.speeds.append(speed)
     max_steps = job.config.trainer.max_steps
-    if not should_log(done, job.config.trainer.log_every_n_steps, max_steps):
+    if val_loss is not None:
+        job.val_losses.append((done, val_loss))
+        if board is not None:
+            board.validation(done, val_loss)
+    if not should_log(done, job.config.trainer.log_every_n_steps, max_steps) and \
+            val_loss is None:
         return
+    if board is not None:
+        board.step(done, stats.loss, stats.lr, stats.grad_norm, stats.seconds,
+                   job.config.data.global_batch_size, stats.tokens)
     extra: dict[str, object] = {f"max_{k}": max(row[k] for row in job.memory)
                                 for k in MEMORY_KEYS}
     if not job.logged:  # the run's first record carries every rank's figures
         extra["memory_per_rank"] = job.memory
         job.logged = True
+    if val_loss is not None:
+        extra["val_loss"] = val_loss
     record = writer.log(done, stats.loss, stats.lr, stats.grad_norm, speed,
                         step_seconds=stats.seconds, **extra)
-    job.emit(format_line(record, max_steps))
+    line = format_line(record, max_steps)
+    job.emit(line if val_loss is None else f"{line}  val_loss {val_loss:.4f}")
 
 
 def _rank_main(job: Job, rank: int, channels: LocalChannels) -> None:
@@ -148,23 +161,42 @@ def _rank_main(job: Job, rank: int, channels: LocalChannels) -> None:
                 job.emit(job.pipeline.describe(job.config.model.num_layers))
             writer = MetricsWriter(job.config.exp_manager.exp_dir,
                                    job.start if job.resume is not None else None)
+        board = TensorBoardLog(job.config.exp_manager.exp_dir) \
+            if rank == 0 and job.tensorboard else None
         try:
-            _steps(job, trainer, writer)
+            _steps(job, trainer, writer, board)
         finally:
             if writer is not None:
                 writer.close()
+            if board is not None:
+                board.close()
     finally:
         trainer.close()
 
 
-def _steps(job: Job, trainer: RankTrainer, writer: MetricsWriter | None) -> None:
+def _validate(job: Job, trainer: RankTrainer, done: int) -> float | None:
+    """The validation loss after step `done` when one is due: NxD's, the mean over the
+    first `limit_val_batches` validation batches of each batch's mean token loss."""
+    interval = job.config.data.validation.interval
+    if job.validation is None or not interval or done % interval:
+        return None
+    losses = []
+    for b in range(job.validation_batches):
+        total, tokens = trainer.evaluate(*job.validation.global_batch(b))
+        losses.append(total / tokens if tokens else float("nan"))
+    return float(np.mean(losses))
+
+
+def _steps(job: Job, trainer: RankTrainer, writer: MetricsWriter | None,
+           board: TensorBoardLog | None) -> None:
     every = job.config.exp_manager.every_n_train_steps
     saving = job.config.exp_manager.create_checkpoint_callback and every
     for k in range(job.start, job.config.trainer.max_steps):
         inputs, labels = job.batches.global_batch(k)
         stats = trainer.step(k, inputs, labels)
+        val_loss = _validate(job, trainer, k + 1)
         if writer is not None:
-            _log_step(job, writer, k + 1, stats)
+            _log_step(job, writer, k + 1, stats, val_loss, board)
         if saving and (k + 1) % every == 0:
             _save(job, trainer, k + 1)
 
@@ -174,7 +206,7 @@ def summary(job: Job) -> dict[str, object]:
     return {"world_size": lay.world_size, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp,
             "zero1": job.settings.zero1, "sequence_parallel": job.settings.sequence_parallel,
             "first_step": job.start + 1, "steps": len(job.losses), "losses": job.losses,
-            "grad_norms": job.grad_norms,
+            "grad_norms": job.grad_norms, "val_losses": job.val_losses,
             "final_loss": job.losses[-1] if job.losses else None,
             "tokens_per_s": float(np.mean(job.speeds)) if job.speeds else None,
             "memory": job.memory, "exp_dir": job.config.exp_manager.exp_dir,
