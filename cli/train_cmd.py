@@ -42,6 +42,18 @@ def _load(config_path: str, overrides: tuple[str, ...]) -> TrainConfig:
         raise AssertionError("unreachable") from exc
 
 
+def _export(config: TrainConfig, folder: str, max_shard_size: int) -> None:
+    from nxcc.driver.train.hf_checkpoint import export_hf
+
+    try:
+        step, files = export_hf(config, folder, max_shard_size)
+    except TrainConfigError as exc:
+        fail(str(exc), ARGUMENT_ERROR)
+        raise AssertionError("unreachable") from exc
+    click.echo(f"exported step {step} of {config.exp_manager.exp_dir} to {folder}: "
+               + ", ".join(files))
+
+
 def _dry_run(config: TrainConfig, as_json: bool, warn: Callable[[], None]) -> None:
     """Every check of the real run (`prepare_job`, no cache written), then the layout."""
     from nxcc.driver.train.prepare import prepare_job
@@ -65,13 +77,24 @@ def _dry_run(config: TrainConfig, as_json: bool, warn: Callable[[], None]) -> No
               help="Check the configuration and data, print the rank layout, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the layout as JSON.")
 @click.option("--quiet", is_flag=True, help="No warning line for ignored NxD keys.")
+@click.option("--export-hf", "export_hf", metavar="DIR", type=click.Path(file_okay=False),
+              help="Write the latest checkpoint of exp_dir as a Hugging Face model folder "
+                   "(config.json, model.safetensors) instead of training.")
+@click.option("--max-shard-size", metavar="BYTES", type=click.IntRange(min=1),
+              default=5 * 10**9, show_default=True,
+              help="With --export-hf: cut model.safetensors into shards of at most this.")
 @user_errors
 def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_json: bool,
-              quiet: bool) -> None:
+              quiet: bool, export_hf: str | None, max_shard_size: int) -> None:
     """Train the model CONFIG.yaml describes (NxD Training's YAML keys)."""
     if as_json and not dry_run:
         raise click.UsageError("--json applies to --dry-run")
+    if export_hf and dry_run:
+        raise click.UsageError("--export-hf and --dry-run exclude each other")
     config = _load(config_path, overrides)
+    if export_hf:
+        _export(config, export_hf, max_shard_size)
+        return
     warning = ignored_warning(config)
 
     def warn() -> None:  # once the checks passed, once per job (not per process)

@@ -44,7 +44,13 @@ Collectives use group-local replica groups [[0 .. TP-1]] (key/value copies: grou
 """
 
 from nxcc.compiler.decoder.config import DecoderConfig, DecoderError, StagePlan, check_plan
-from nxcc.compiler.decoder.stage import activation_type, build_stage, program, token_type
+from nxcc.compiler.decoder.stage import (
+    activation_type,
+    build_logits,
+    build_stage,
+    program,
+    token_type,
+)
 from nxcc.compiler.decoder.weights import (
     init_full_weights,
     model_specs,
@@ -54,6 +60,7 @@ from nxcc.compiler.decoder.weights import (
     unshard_weights,
 )
 
-__all__ = ["DecoderConfig", "DecoderError", "StagePlan", "activation_type", "build_stage",
+__all__ = ["DecoderConfig", "DecoderError", "StagePlan", "activation_type", "build_logits",
+           "build_stage",
            "check_plan", "init_full_weights", "model_specs", "owned_masks", "program",
            "shard_weights", "stage_specs", "token_type", "unshard_weights"]

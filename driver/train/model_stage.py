@@ -131,8 +131,10 @@ def recompute_mode(model: ModelConfig) -> str:
 
 
 def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfig,
-                    data: DataConfig) -> tuple[StageBuilder, Pipeline]:
-    """The builder of every rank's stage, and the pipeline's split."""
+                    data: DataConfig, initial: dict[str, np.ndarray] | None = None
+                    ) -> tuple[StageBuilder, Pipeline]:
+    """The builder of every rank's stage, and the pipeline's split. The ranks slice the
+    whole weights `initial` (a Hugging Face checkpoint's), else those drawn from `seed`."""
     cfg = decoder_config(model)
     recompute = recompute_mode(model)
     pipeline = plan_pipeline(model, distributed, data)
@@ -149,7 +151,7 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
             recompute=recompute, micro_batch=plan.micro_batch, seq_length=plan.seq_length)
         with lock:
             if not full:
-                full.update(init_full_weights(cfg, seed))
+                full.update(initial if initial is not None else init_full_weights(cfg, seed))
         try:
             module = build_stage(cfg, dplan)
         except DecoderError as exc:

@@ -6,7 +6,8 @@ model (each tensor-parallel rank of each pipeline stage, as the decoder will bui
 ONNX model's import, the tokenizer's vocabulary against the model's, the data (each
 source's files, every token id of every batch the run will read, the validation data a
 validation needs), the checkpoint a resume would load (its manifest, its precision), and a
-Hugging Face checkpoint the run starts from (every tensor against the model). Nothing is
+Hugging Face checkpoint the run starts from (`exp_manager.resume_from_checkpoint`: every
+tensor against the model; not read when a checkpoint of the run itself is resumed). Nothing is
 written under `exp_dir`; the Megatron index mappings are cached (beside the data or in
 `index_mapping_dir`) only when `write_cache` is set, which the dry run does not set.
 """
@@ -32,6 +33,7 @@ from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.data import Batches, load_tokens
 from nxcc.driver.train.engine import EngineSettings
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.hf_checkpoint import load_hf_weights
 from nxcc.driver.train.hf_dataset import HFRows, is_hf_dataset
 from nxcc.driver.train.megatron_data import Request, megatron_samples
 from nxcc.driver.train.model_stage import (
@@ -256,10 +258,15 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
     """The run's job with every check made (see the module docstring); nothing written
     under `exp_dir`."""
     settings = engine_settings(config)
+    found = _resume(config, settings)
     if config.model is not None:
         check_model_size(config)
+    start = config.exp_manager.resume_from_checkpoint
+    initial = load_hf_weights(config, start) if start is not None and found is None \
+        else None
+    if config.model is not None:
         build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
-                                          config.data)
+                                          config.data, initial)
         check_rank_plans(config, pipeline)
         vocab = config.model.vocab_size
         join: reshard.Unshard = decoder_unshard(config.model)
@@ -269,7 +276,6 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
         join = _only_slice
     _check_vocabularies(config, vocab)
     batches, validation, count = data_sources(config, vocab, write_cache)
-    found = _resume(config, settings)
     job = Job(config, settings, batches, build, emit, found, pipeline, vocab, validation,
               count, unshard=join)
     if config.exp_manager.tensorboard:
