@@ -99,7 +99,8 @@ def export_hf(config: TrainConfig, folder: str,
                                "no checkpoint to export (checkpoints/latest)")
     cfg = decoder_config(config.model)
     try:
-        meta = hf_config(cfg, config.model.init_method_std)
+        eos = config.vocabulary.eod_id if config.vocabulary is not None else None
+        meta = hf_config(cfg, config.model.init_method_std, eos)
         weights = to_hf(cfg, whole_params(found, decoder_unshard(config.model)))
     except HFMappingError as exc:
         raise TrainConfigError("model", f"cannot export to Hugging Face: {exc}") from None

@@ -50,8 +50,15 @@ def hf_kind(cfg: DecoderConfig) -> str:
                          " has no Hugging Face Llama or GPT-2 counterpart")
 
 
-def hf_config(cfg: DecoderConfig, init_std: float = 0.02) -> dict[str, object]:
-    """config.json of the transformers model the decoder is."""
+def hf_config(cfg: DecoderConfig, init_std: float = 0.02, eos_id: int | None = None
+              ) -> dict[str, object]:
+    """config.json of the transformers model the decoder is (`eos_id`: the tokenizer's
+    end-of-text id, when known)."""
+    eos = eos_id if eos_id is not None and 0 <= eos_id < cfg.vocab_size else None
+    return {**_hf_config(cfg, init_std), "bos_token_id": eos, "eos_token_id": eos}
+
+
+def _hf_config(cfg: DecoderConfig, init_std: float) -> dict[str, object]:
     if hf_kind(cfg) == "llama":
         return {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
                 "hidden_size": cfg.hidden_size, "intermediate_size": cfg.ffn_hidden_size,
