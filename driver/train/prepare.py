@@ -235,8 +235,9 @@ def data_sources(config: TrainConfig, vocab: int | None, write_cache: bool
 def _check_vocabularies(config: TrainConfig, vocab: int) -> None:
     v = config.vocabulary
     if v is not None and v.size > vocab:
-        raise TrainConfigError("model.vocab_size", f"{vocab} rows cannot embed the "
-                               f"tokenizer's {v.size} ids ({v.source})")
+        key = "model.onnx_path" if config.onnx is not None else "model.vocab_size"
+        raise TrainConfigError(key, f"{vocab} rows cannot embed the tokenizer's {v.size} "
+                                    f"ids ({v.source})")
 
 
 def _resume(config: TrainConfig, settings: EngineSettings) -> ckpt.Checkpoint | None:
