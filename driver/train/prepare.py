@@ -19,6 +19,7 @@ import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeAlias
 
 import numpy as np
 
@@ -184,7 +185,7 @@ def validation_batches(config: TrainConfig, val: Batches | SampleBatches) -> int
     return count
 
 
-Source = Batches | SampleBatches
+Source: TypeAlias = Batches | SampleBatches
 
 
 def data_sources(config: TrainConfig, vocab: int | None, write_cache: bool

@@ -234,12 +234,12 @@ def sentencepiece_model(path: str, key: str) -> tuple[int, int]:
     except OSError as exc:
         raise TrainConfigError(key, f"cannot read {path} ({exc.strerror})") from None
     fields = _fields(data, path, key)
-    pieces = sum(1 for f, w, _ in fields if f == 1 and w == 2)
+    pieces = sum(1 for number, wire, _ in fields if number == 1 and wire == 2)
     if not pieces:
         raise TrainConfigError(key, f"{path} is not a SentencePiece model (no pieces)")
     eos = 2
-    for f, w, value in fields:
-        if f == 2 and w == 2:
+    for number, wire, value in fields:
+        if number == 2 and wire == 2:
             assert isinstance(value, bytes)
             for g, v, inner in _fields(value, path, key):
                 if g == 42 and v == 0:
