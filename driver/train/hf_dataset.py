@@ -46,6 +46,9 @@ def _pyarrow(key: str):  # noqa: ANN202 (the module, imported only when needed)
 
 
 def _read_json(path: str, key: str) -> object:
+    if not os.path.isfile(path) or os.path.getsize(path) > 64 << 20:
+        raise TrainConfigError(key, f"{path} is not a dataset's JSON file (missing, not a "
+                                    "regular file, or over 64 MiB)")
     try:
         with open(path, encoding="utf-8") as f:
             return json.load(f)
@@ -102,7 +105,7 @@ class HFRows:
         for path in arrow_files(folder, key):
             try:
                 table = pa.ipc.open_stream(pa.memory_map(path)).read_all()
-            except (pa.ArrowInvalid, OSError) as exc:
+            except (pa.ArrowException, OSError, ValueError) as exc:
                 raise TrainConfigError(key, f"{path} is not an Arrow stream ({exc})") \
                     from None
             self._tables.append(table)
@@ -131,8 +134,8 @@ class HFRows:
                 not pa.types.is_integer(chunk.type.value_type):
             raise TrainConfigError(self.key, f"{path}: column {name} is {chunk.type}, not "
                                              "lists of integers")
-        if chunk.null_count:
-            raise TrainConfigError(self.key, f"{path}: column {name} has null rows")
+        if chunk.null_count or chunk.flatten().null_count:
+            raise TrainConfigError(self.key, f"{path}: column {name} has null values")
         lengths = np.diff(np.asarray(chunk.offsets))
         bad = np.nonzero(lengths != s)[0]
         if bad.size:

@@ -62,7 +62,15 @@ def padded_vocab_size(size: int, divisible_by: int, tp: int) -> int:
     return -(-size // multiple) * multiple
 
 
+def _regular(path: str, key: str) -> None:
+    """Refuse what is not a regular file (a folder, a device such as /dev/zero)."""
+    if not os.path.isfile(path):
+        what = "does not exist" if not os.path.exists(path) else "is not a regular file"
+        raise TrainConfigError(key, f"{path} {what}")
+
+
 def _read_json(path: str, key: str) -> object:
+    _regular(path, key)
     try:
         if os.path.getsize(path) > MAX_FILE_BYTES:
             raise TrainConfigError(key, f"{path} is larger than {MAX_FILE_BYTES >> 20} MiB: "
@@ -226,6 +234,7 @@ def _fields(data: bytes, path: str, key: str) -> list[tuple[int, int, object]]:
 
 def sentencepiece_model(path: str, key: str) -> tuple[int, int]:
     """(number of pieces, eos id) of a SentencePiece model file."""
+    _regular(path, key)
     try:
         if os.path.getsize(path) > MAX_FILE_BYTES:
             raise TrainConfigError(key, f"{path} is too large to be a SentencePiece model")

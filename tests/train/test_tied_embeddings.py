@@ -49,3 +49,18 @@ def test_tied_embeddings_across_pipeline_stages_match_one_rank(tmp_path: Path,
         with np.load(step / f"params_tp{tp}_pp0.npz") as first, \
                 np.load(step / f"params_tp{tp}_pp1.npz") as last:
             np.testing.assert_array_equal(first["embed.tokens"], last["embed.tokens"])
+
+
+def test_a_staged_tied_checkpoint_resumes_on_one_rank(tmp_path: Path) -> None:
+    """Resharding takes one of the two copies: PP2's checkpoint continues on one rank as
+    the uninterrupted one-rank run does."""
+    exp = tmp_path / "pp"
+    common = ("model.encoder_seq_length=16", "+model.optim.sched.max_steps=4",
+              "exp_manager.checkpoint_callback_params.every_n_train_steps=2")
+    _losses(exp, "trainer.devices=8", "distributed_strategy.pipeline_model_parallel_size=2",
+            "trainer.max_steps=2", *common)
+    config = load_config(str(GPT), (f"exp_manager.exp_dir={exp}", "trainer.max_steps=4",
+                                    "exp_manager.resume_if_exists=true", *ONE, *common))
+    resumed = run_training(config, lambda _: None)["losses"]
+    one = _losses(tmp_path / "one", *ONE, *common)
+    np.testing.assert_allclose(resumed, one[2:], rtol=1e-5)
