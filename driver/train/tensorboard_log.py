@@ -15,6 +15,7 @@ event files.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 FOLDER = "tensorboard"
@@ -23,11 +24,12 @@ MISSING = ("exp_manager.create_tensorboard_logger: tensorboardX is not installed
 
 
 def available() -> bool:
+    """Whether tensorboardX is installed, found without importing it (its import also
+    imports torch when torch is installed, seconds a check need not spend)."""
     try:
-        import tensorboardX  # noqa: F401
-    except ImportError:
+        return importlib.util.find_spec("tensorboardX") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 class TensorBoardLog:
