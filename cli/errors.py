@@ -7,7 +7,8 @@ Every error reads `ERROR: [CODE] what is wrong`. Codes: the compiler's (`NCC_E..
 fail validation the NeffError's own code (`NRT_ENEFF002` schema, `NRT_ENEFF003` reference,
 `NRT_ENEFF004` size; `backend.neff.errors`), also when the runtime refused it; a result
 the compiler cannot write (a full disk) is `NCC_EIO001`. Exit statuses: 2 for a bad command
-line (usage errors and `NCC_EARG001`), 1 for everything else.
+line (usage errors and `NCC_EARG001`) and for a training configuration `neuronx-cc train`
+refuses (`NCC_ETRN001`, wherever in the run it is found), 1 for everything else.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ F = TypeVar("F", bound=Callable[..., object])
 DISK_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO)
 """An OSError of these is the disk's (NCC_EIO001), not the command line's."""
 ARGUMENT_ERROR = 2
+#: Codes of errors in what the user asked for, which exit with ARGUMENT_ERROR.
+ARGUMENT_CODES = ("NCC_EARG001", "NCC_ETRN001")
 FAILURE = 1
 INTERRUPTED = 130
 
@@ -69,7 +72,7 @@ def coded(exc: BaseException, family: str) -> tuple[str, int]:
     from nxcc.backend.runtime.status import NrtError
 
     if isinstance(exc, CompileError):
-        status = ARGUMENT_ERROR if exc.code == "NCC_EARG001" else FAILURE
+        status = ARGUMENT_ERROR if exc.code in ARGUMENT_CODES else FAILURE
         return str(exc), status
     if isinstance(exc, NrtError):
         cause = exc.__cause__  # a NEFF the runtime refused keeps the NEFF error's code

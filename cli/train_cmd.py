@@ -1,15 +1,18 @@
 """`neuronx-cc train CONFIG.yaml [KEY.PATH=VALUE ...]`: train as NxD Training configures it.
 
 The YAML's keys are NxD Training's (`driver/train/config.py`); `KEY.PATH=VALUE` arguments
-override them as NxD's command line does. `--dry-run` checks the file and the data and
-prints the layout (world size, TP/PP/DP, micro-batches per step, which ranks form which
-groups) without writing anything. A bad file ends in one line, `ERROR: [NCC_ETRN001] <key
-path>: <what>`, exit status 2, before anything is created under `exp_dir`.
+override them as NxD's (Hydra's) command line does (`+KEY=VALUE` adds a key, `++KEY=VALUE`
+adds or replaces, `~KEY` deletes). `--dry-run` makes every check the real run makes before
+its first step (`driver.train.prepare`, the one function both call) and prints the layout
+(world size, TP/PP/DP, micro-batches per step, which ranks form which groups, the data)
+without writing anything. A bad file ends in one line, `ERROR: [NCC_ETRN001] <key path>:
+<what>`, exit status 2, before anything is created under `exp_dir`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import click
 
@@ -31,37 +34,75 @@ def ignored_warning(config: TrainConfig) -> str | None:
             + ", ".join(config.ignored_keys))
 
 
-def _load(config_path: str, overrides: tuple[str, ...]) -> tuple[TrainConfig, dict]:
+def _load(config_path: str, overrides: tuple[str, ...]) -> TrainConfig:
     try:
-        config = load_config(config_path, overrides)
-        return config, describe(config)
+        return load_config(config_path, overrides)
     except TrainConfigError as exc:
         fail(str(exc), ARGUMENT_ERROR)
         raise AssertionError("unreachable") from exc
 
 
+def _export(config: TrainConfig, folder: str, max_shard_size: int) -> None:
+    from nxcc.driver.train.hf_checkpoint import export_hf
+
+    try:
+        step, files = export_hf(config, folder, max_shard_size)
+    except TrainConfigError as exc:
+        fail(str(exc), ARGUMENT_ERROR)
+        raise AssertionError("unreachable") from exc
+    click.echo(f"exported step {step} of {config.exp_manager.exp_dir} to {folder}: "
+               + ", ".join(files))
+
+
+def _dry_run(config: TrainConfig, as_json: bool, warn: Callable[[], None]) -> None:
+    """Every check of the real run (`prepare_job`, no cache written), then the layout."""
+    from nxcc.driver.train.prepare import prepare_job
+
+    try:
+        job = prepare_job(config, lambda _: None, write_cache=False)
+    except TrainConfigError as exc:
+        fail(str(exc), ARGUMENT_ERROR)
+        raise AssertionError("unreachable") from exc
+    warn()
+    for line in job.warnings:
+        click.echo(f"WARNING: {line}", err=True)
+    info = describe(job)
+    click.echo(json.dumps(info, indent=1) if as_json else "\n".join(describe_lines(info)))
+
+
 @click.command("train", context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("config_path", metavar="CONFIG.yaml", type=click.Path(dir_okay=False))
-@click.argument("overrides", metavar="[KEY.PATH=VALUE]...", nargs=-1)
+@click.argument("overrides", metavar="[[+|++]KEY.PATH=VALUE | ~KEY.PATH]...", nargs=-1)
 @click.option("--dry-run", is_flag=True,
               help="Check the configuration and data, print the rank layout, write nothing.")
 @click.option("--json", "as_json", is_flag=True, help="With --dry-run: the layout as JSON.")
 @click.option("--quiet", is_flag=True, help="No warning line for ignored NxD keys.")
+@click.option("--export-hf", "export_hf", metavar="DIR", type=click.Path(file_okay=False),
+              help="Write the latest checkpoint of exp_dir as a Hugging Face model folder "
+                   "(config.json, model.safetensors) instead of training.")
+@click.option("--max-shard-size", metavar="BYTES", type=click.IntRange(min=1),
+              default=5 * 10**9, show_default=True,
+              help="With --export-hf: cut model.safetensors into shards of at most this.")
 @user_errors
 def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_json: bool,
-              quiet: bool) -> None:
+              quiet: bool, export_hf: str | None, max_shard_size: int) -> None:
     """Train the model CONFIG.yaml describes (NxD Training's YAML keys)."""
     if as_json and not dry_run:
         raise click.UsageError("--json applies to --dry-run")
-    config, info = _load(config_path, overrides)
+    if export_hf and dry_run:
+        raise click.UsageError("--export-hf and --dry-run exclude each other")
+    config = _load(config_path, overrides)
+    if export_hf:
+        _export(config, export_hf, max_shard_size)
+        return
     warning = ignored_warning(config)
-    if warning and not quiet and launched_rank() == 0:  # once per job, not per process
-        click.echo(warning, err=True)
+
+    def warn() -> None:  # once the checks passed, once per job (not per process)
+        if warning and not quiet and launched_rank() == 0:
+            click.echo(warning, err=True)
+
     if dry_run:
-        if as_json:
-            click.echo(json.dumps(info, indent=1))
-        else:
-            click.echo("\n".join(describe_lines(info)))
+        _dry_run(config, as_json, warn)
         return
     try:
         from nxcc.driver.train.run import run_training
@@ -72,6 +113,7 @@ def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_js
              f"({ENGINE}); only --dry-run is available", ARGUMENT_ERROR)
     if launched_processes() > 1:
         split_off_rank()
-        run_rank(lambda: run_training(config, on_joined=joined), family="NCC")
+        run_rank(lambda: run_training(config, on_joined=joined, on_prepared=warn),
+                 family="NCC")
         return
-    run_training(config)
+    run_training(config, on_prepared=warn)

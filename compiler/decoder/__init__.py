@@ -35,13 +35,22 @@ slice of the full gradient, already summed where the layout needs it (sequence-p
 replicated parameters, replicated key/value heads), so `unshard_weights` gathers it.
 `owned_masks(cfg, plan)` marks the entries of each slice this rank counts in a sum over
 ranks that must count every parameter once (the global gradient norm: replicated
-parameters on TP rank 0, a repeated key/value head on its lowest rank).
+parameters on TP rank 0, a repeated key/value head on its lowest rank, the tied
+embedding on the first stage). With tied embeddings across pipeline stages the last
+stage holds a copy of `embed.tokens` for its head (`weights.tied_copy`); the caller sums
+its gradient with the first stage's, as Megatron's embedding group does.
 Collectives use group-local replica groups [[0 .. TP-1]] (key/value copies: groups of
 `kv_replicator` consecutive TP ranks), which the engine binds to the rank's TP group.
 """
 
 from nxcc.compiler.decoder.config import DecoderConfig, DecoderError, StagePlan, check_plan
-from nxcc.compiler.decoder.stage import activation_type, build_stage, program, token_type
+from nxcc.compiler.decoder.stage import (
+    activation_type,
+    build_logits,
+    build_stage,
+    program,
+    token_type,
+)
 from nxcc.compiler.decoder.weights import (
     init_full_weights,
     model_specs,
@@ -51,6 +60,7 @@ from nxcc.compiler.decoder.weights import (
     unshard_weights,
 )
 
-__all__ = ["DecoderConfig", "DecoderError", "StagePlan", "activation_type", "build_stage",
+__all__ = ["DecoderConfig", "DecoderError", "StagePlan", "activation_type", "build_logits",
+           "build_stage",
            "check_plan", "init_full_weights", "model_specs", "owned_masks", "program",
            "shard_weights", "stage_specs", "token_type", "unshard_weights"]

@@ -216,9 +216,6 @@ def check_plan(cfg: DecoderConfig, plan: StagePlan) -> None:
     _need(0 <= pieces.start <= pieces.stop <= PIECES_PER_LAYER * cfg.num_layers,
           f"layers [{plan.layers.start}, {plan.layers.stop}) are not within the model's "
           f"{cfg.num_layers}")
-    _need(not cfg.tie_embeddings or plan.has_embedding == plan.has_head,
-          "tied embeddings (share_embeddings_and_output_weights) need the embedding and the "
-          "head on one pipeline stage")
     _need(bool(pieces) or plan.has_embedding or plan.has_head,
           "a stage needs at least one layer, the embedding or the head")
     _need(plan.micro_batch >= 1 and plan.seq_length >= 1, "micro_batch and seq_length must "

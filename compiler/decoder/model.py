@@ -131,6 +131,15 @@ class Model:
             total = b.add(total, k.feature(p[f"{pre}.mlp.down_bias"], total.type.shape))
         return (b.add(x, total),)
 
+    def logits(self, x: Value) -> Value:
+        """Final norm and the vocabulary-parallel head: this rank's columns of the logits
+        [batch, seq, V / TP] (with tied embeddings the table transposed)."""
+        k, b = self.k, self.k.b
+        h = k.enter_parallel(self._norm(x, "final_norm"))
+        head = self.p["head"] if "head" in self.p else \
+            b.transpose(self.p["embed.tokens"], permutation=(1, 0))  # tied: [H, V / TP]
+        return k.matmul(h, head)
+
     def loss(self, x: Value, labels: Value) -> tuple[Value, Value]:
         """Final norm, vocabulary-parallel head (with tied embeddings the embedding table
         transposed: its rank's rows are the same vocabulary range) and cross-entropy: (the
@@ -139,10 +148,7 @@ class Model:
         shift (the max logit, all_reduce max over ranks) passes no gradient; the exp-sum
         and the label's logit are summed over ranks by one all_reduce."""
         k, b = self.k, self.k.b
-        h = k.enter_parallel(self._norm(x, "final_norm"))
-        head = self.p["head"] if "head" in self.p else \
-            b.transpose(self.p["embed.tokens"], permutation=(1, 0))  # tied: [H, V / TP]
-        logits = k.matmul(h, head)
+        logits = self.logits(x)
         shape = logits.type.shape
         last = (len(shape) - 1,)
         top = reduce_all(b, logits, "maximum", last)

@@ -27,6 +27,7 @@ from nxcc.compiler.decoder.config import (
     MLP_FIRST,
     PIECES_PER_LAYER,
     DecoderConfig,
+    DecoderError,
     StagePlan,
     check_plan,
 )
@@ -211,6 +212,22 @@ def build_stage(cfg: DecoderConfig, plan: StagePlan) -> Module:
     else:
         _build_forward_and_backward(module, cfg, plan)
         module.entry = "backward"
+    return module
+
+
+def build_logits(cfg: DecoderConfig, plan: StagePlan) -> Module:
+    """`logits(*P, tokens) -> logits [micro_batch, seq_length, vocab / TP]`: the forward of
+    a stage holding the whole model (the embedding and the head), for inference and for
+    checking weights against another implementation."""
+    check_plan(cfg, plan)
+    if not (plan.has_embedding and plan.has_head):
+        raise DecoderError("logits are computed by a stage holding the embedding and the "
+                           "head")
+    module = Module(f"decoder_{cfg.family}_logits_tp{plan.tp_rank}of{plan.tp_size}")
+    st = _begin(module, "logits", cfg, plan)
+    st.fn.results = [st.model.logits(_forward(st))]
+    st.fn.result_names = ["logits"]
+    module.entry = "logits"
     return module
 
 

@@ -17,6 +17,11 @@ Names (layer `i`; `[gpt]` only with biases, LayerNorm and learned positions):
     head [H, V]                         vocabulary-parallel (columns split); none with tied
                                         embeddings: the head is embed.tokens transposed
 
+With tied embeddings and pipeline stages, the last stage holds its own copy of
+`embed.tokens` for the head (Megatron's `word_embeddings` on the last stage): drawn from the
+same numbers, its gradient summed with the first stage's by the engine, so the two stay
+equal; a global sum counts the first stage's (`owned_masks`).
+
 (n attention heads, k key/value heads, d head size, F the MLP size, V the vocabulary, P the
 positions; products are x @ W, weights [in, out].) A fused weight is split segment by
 segment, so rank r holds its q heads, then its k and v heads, in that order. With
@@ -166,7 +171,20 @@ def stage_specs(cfg: DecoderConfig, plan: StagePlan) -> list[ParamSpec]:
     for i in plan.layers:
         specs += [s for s in (_stage_spec(s, plan, i) for s in
                               layer_specs(cfg, i, plan.kv_replicator)) if s is not None]
-    return specs + (head_specs(cfg) if plan.has_head else [])
+    if plan.has_head:
+        specs += head_specs(cfg)
+        if tied_copy(cfg, plan):
+            specs.append(embedding_specs(cfg)[0])
+    return specs
+
+
+def tied_copy(cfg: DecoderConfig, plan: StagePlan) -> bool:
+    """Whether `plan`'s stage holds the head's copy of the tied embedding table."""
+    return cfg.tie_embeddings and plan.has_head and not plan.has_embedding
+
+
+#: The parameter two pipeline stages hold copies of (tied embeddings).
+TIED = "embed.tokens"
 
 
 def _stage_spec(spec: ParamSpec, plan: StagePlan, layer: int) -> ParamSpec | None:
@@ -329,6 +347,10 @@ def owned_mask(spec: ParamSpec, rank: int, tp: int) -> np.ndarray:
 
 
 def owned_masks(cfg: DecoderConfig, plan: StagePlan) -> dict[str, np.ndarray]:
-    """`owned_mask` of every parameter of `plan`'s stage on its rank."""
+    """`owned_mask` of every parameter of `plan`'s stage on its rank (none of the tied
+    embedding's copy on the last stage: the first stage's counts)."""
     check_plan(cfg, plan)
-    return {s.name: owned_mask(s, plan.tp_rank, plan.tp_size) for s in stage_specs(cfg, plan)}
+    out = {s.name: owned_mask(s, plan.tp_rank, plan.tp_size) for s in stage_specs(cfg, plan)}
+    if tied_copy(cfg, plan):
+        out[TIED] = np.zeros_like(out[TIED])
+    return out

@@ -17,6 +17,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from nxcc.driver.train.config_checks import check_sizes, parse_cuts
+from nxcc.driver.train.config_data import DataConfig, data_config
 from nxcc.driver.train.config_keys import ACTED, NEUTRAL
 from nxcc.driver.train.config_model import (
     ARCHITECTURE_KEYS,
@@ -30,9 +31,11 @@ from nxcc.driver.train.config_model import (
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.lr_schedule import SchedConfig
+from nxcc.driver.train.overrides import apply_overrides
 from nxcc.driver.train.precision import MANUAL_KEYS, Precision, precision_of
+from nxcc.driver.train.tokenizer import Vocabulary, padded_vocab_size, read_vocabulary
 from nxcc.driver.train.values import convert
-from nxcc.driver.train.yaml_tree import apply_overrides, read_tree, resolve, sort_keys
+from nxcc.driver.train.yaml_tree import read_tree, resolve, sort_keys
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
 
 #: Values of keys a file leaves out (NeMo's / PyTorch Lightning's defaults where NxD has one).
@@ -52,7 +55,7 @@ DEFAULTS: dict[str, object] = {
 }
 
 REQUIRED = ("trainer.devices", "trainer.max_steps", "data.global_batch_size",
-            "data.train_dir", "model.optim.name", "model.optim.lr")
+            "model.optim.name", "model.optim.lr")
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,15 @@ class TrainerConfig:
 
 @dataclass(frozen=True)
 class ExpManagerConfig:
+    """`resume_from_checkpoint`: a Hugging Face model folder whose weights start the run
+    (None: the seed's); `tensorboard`: write TensorBoard event files."""
+
     exp_dir: str
     resume_if_exists: bool
     create_checkpoint_callback: bool
     every_n_train_steps: int | None
+    tensorboard: bool = False
+    resume_from_checkpoint: str | None = None
 
     @property
     def checkpoint_dir(self) -> str:
@@ -93,18 +101,6 @@ class DistributedConfig:
     def layout(self) -> RankLayout:
         return RankLayout(self.tensor_model_parallel_size, self.pipeline_model_parallel_size,
                           self.data_parallel_size)
-
-
-@dataclass(frozen=True)
-class DataConfig:
-    micro_batch_size: int
-    global_batch_size: int
-    seq_length: int
-    train_dir: str
-
-    def micro_batches_per_step(self, dp: int) -> int:
-        """Micro-batches each data-parallel rank runs per step."""
-        return self.global_batch_size // (self.micro_batch_size * dp)
 
 
 @dataclass(frozen=True)
@@ -144,6 +140,7 @@ class TrainConfig:
     source: str
     ignored_keys: tuple[str, ...] = ()
     recipe: Precision = field(default_factory=Precision)
+    vocabulary: Vocabulary | None = None  # the tokenizer's, when data.tokenizer names one
 
 
 class _Values:
@@ -197,7 +194,8 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
                                                      "kv_replicator")))
     name = str(v.get("name"))
     data = _data(v)
-    model, onnx = _model(v, pp, data.seq_length)
+    vocabulary = read_vocabulary(data.tokenizer) if data.tokenizer is not None else None
+    model, onnx = _model(v, pp, data.seq_length, _vocab_size(v, vocabulary, tp))
     config = TrainConfig(
         name=name, seed=v.get("seed"), trainer=trainer, exp_manager=_exp_manager(v, name),
         distributed=distributed, data=data, model=model, onnx=onnx, optim=_optim(v, trainer),
@@ -205,7 +203,8 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         compiler_cache_url=v.get("compiler_cache_url"), source=os.path.abspath(path),
         ignored_keys=_ignored(v, onnx), recipe=precision_of(
             str(v.get("precision.type")),
-            {k: v.get(f"precision.{k}") for k in MANUAL_KEYS}))  # type: ignore[misc]
+            {k: v.get(f"precision.{k}") for k in MANUAL_KEYS}),  # type: ignore[misc]
+        vocabulary=vocabulary)
     check_sizes(config)
     return config
 
@@ -221,10 +220,24 @@ def _ignored(v: _Values, onnx: OnnxModelConfig | None) -> tuple[str, ...]:
 
 def _exp_manager(v: _Values, name: str) -> ExpManagerConfig:
     exp_dir = v.get("exp_manager.exp_dir") or os.path.join("nemo_experiments", name)
+    start = v.get("exp_manager.resume_from_checkpoint")
     return ExpManagerConfig(
         os.path.abspath(os.path.expanduser(str(exp_dir))),
         v.get("exp_manager.resume_if_exists"), v.get("exp_manager.create_checkpoint_callback"),
-        v.get("exp_manager.checkpoint_callback_params.every_n_train_steps"))
+        v.get("exp_manager.checkpoint_callback_params.every_n_train_steps"),
+        bool(v.get("exp_manager.create_tensorboard_logger")),
+        resolve_path(str(start), v.base_dir) if start else None)
+
+
+def _vocab_size(v: _Values, vocabulary: Vocabulary | None, tp: int) -> int | None:
+    """The vocabulary the decoder is built with when the file gives none
+    (`model.vocab_size`, or an HF config.json's, win): the tokenizer's padded as Megatron
+    pads it, to a multiple of `model.make_vocab_size_divisible_by` (default 128) x TP."""
+    if vocabulary is None or v.get("model_source") == "hf":
+        return None
+    divisible = v.get("model.make_vocab_size_divisible_by") or 128
+    assert isinstance(divisible, int)
+    return padded_vocab_size(vocabulary.size, divisible, tp)
 
 
 def _data(v: _Values) -> DataConfig:
@@ -236,9 +249,7 @@ def _data(v: _Values) -> DataConfig:
     seq = seq if seq is not None else encoder
     if seq is None:
         raise TrainConfigError("data.seq_length", "is required (or model.encoder_seq_length)")
-    train_dir = resolve_path(str(v.get("data.train_dir")), v.base_dir)
-    return DataConfig(v.get("data.micro_batch_size"), v.get("data.global_batch_size"), seq,
-                      train_dir)
+    return data_config(v.get, v.base_dir, seq)
 
 
 def _optim(v: _Values, trainer: TrainerConfig) -> OptimConfig:
@@ -264,12 +275,15 @@ def _flags(v: _Values) -> tuple[str, ...]:
         raise TrainConfigError("compiler_flags", f"cannot be split into flags ({exc})") from None
 
 
-def _model(v: _Values, pp: int, seq: int) -> tuple[ModelConfig | None, OnnxModelConfig | None]:
+def _model(v: _Values, pp: int, seq: int, tokenizer_vocab: int | None
+           ) -> tuple[ModelConfig | None, OnnxModelConfig | None]:
     recompute = v.get("model.activations_checkpoint_granularity")
     onnx_path = v.get("model.onnx_path")
     if onnx_path is not None:
         return None, _onnx(v, str(onnx_path), recompute)
     values = model_values(v.raw, v.base_dir)
+    if values.get("vocab_size") is None and tokenizer_vocab is not None:
+        values["vocab_size"] = tokenizer_vocab
     for key in ARCHITECTURE_KEYS:  # a bad value refused naming its key, not by the decoder
         _optional(values, key)
     architecture = architecture_of(str(v.get("model_source")), values)
@@ -278,8 +292,10 @@ def _model(v: _Values, pp: int, seq: int) -> tuple[ModelConfig | None, OnnxModel
     def get(key: str, default: object = None) -> object:
         value = values.get(key, default)
         if value is None:
+            also = " (or data.tokenizer, whose vocabulary NxD pads)" \
+                if key == "vocab_size" else ""
             raise TrainConfigError(f"model.{key}", f"is required for the built-in {family} "
-                                                   "decoder")
+                                                   f"decoder{also}")
         return convert(f"model.{key}", ACTED[f"model.{key}"], value)
 
     heads = get("num_attention_heads")

@@ -80,10 +80,6 @@ def check_model(m: ModelConfig, tp: int, kv_replicator: int, pp: int, seq: int) 
     if not m.pipeline_cuts:
         _divides("model.num_layers", "num_layers", m.num_layers,
                  "pipeline_model_parallel_size", pp)
-    if m.share_embeddings_and_output_weights and pp > 1:
-        raise TrainConfigError("model.share_embeddings_and_output_weights",
-                               "tied embeddings across pipeline stages are not supported: "
-                               "set it to false or pipeline_model_parallel_size to 1")
     if seq > m.max_position_embeddings:
         raise TrainConfigError("data.seq_length", f"seq_length {seq} exceeds "
                                                   f"max_position_embeddings "

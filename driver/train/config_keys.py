@@ -3,7 +3,7 @@
 * `ACTED`: keys nxcc reads, with the type and range each must have (`Spec`).
 * `IGNORED`: keys NxD Training has (taken from its example configs and its configuration
   reference) that nxcc accepts and does not act on; a file using them gets one warning line
-  listing them. `IGNORED_SUBTREES` are whole blocks of that kind (`data.tokenizer`).
+  listing them. `IGNORED_SUBTREES` are whole blocks of that kind.
 * `NEUTRAL`: NxD keys for features nxcc does not build, accepted only at the value that
   turns the feature off (`context_parallel_size: 1`). `REFUSED_SUBTREES` are NxD blocks
   that change what is trained (mixture of experts, DPO/ORPO/SFT/LoRA): refused.
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Spec:
     """What a key's value must be. `kind`: int, float, bool, str, path, enum, floats2
-    (two numbers), strs (a list of strings). `minimum` bounds numbers from below;
+    (two numbers), strs (a list of strings), batches (a count or a fraction), any (checked
+    by the key's own reader). `minimum` bounds numbers from below;
     `nullable` lets YAML's null stand for "not given"."""
 
     kind: str
@@ -41,6 +42,8 @@ OPTIMIZER_NAMES = ("adamw", "adamw_fp32OptState", "sgd")
 SCHED_NAMES = ("LinearAnnealingWithWarmUp", "CosineAnnealing", "constant")
 PRECISIONS = ("fp32", "autocast", "mixed_precision", "mixed_precisionSR", "bf16SR", "manual")
 FLAG = Spec("flag", nullable=True)
+#: NeMo's tokenizer libraries whose vocabulary nxcc reads (`data.tokenizer.library`).
+TOKENIZER_LIBRARIES = ("megatron", "huggingface", "sentencepiece")
 
 ACTED: dict[str, Spec] = {
     "name": Spec("str"),
@@ -64,6 +67,26 @@ ACTED: dict[str, Spec] = {
     "data.global_batch_size": INT1,
     "data.seq_length": INT1_OR_NULL,
     "data.train_dir": PATH,
+    "data.val_dir": PATH,
+    "data.data_prefix": Spec("any", nullable=True),
+    "data.splits_string": Spec("str", nullable=True),
+    "data.index_mapping_dir": PATH,
+    "data.eod_mask_loss": Spec("bool", nullable=True),
+    "data.reset_position_ids": Spec("bool", nullable=True),
+    "data.reset_attention_mask": Spec("bool", nullable=True),
+    "data.validation_drop_last": Spec("bool", nullable=True),
+    "data.no_seqlen_plus_one_input_tokens": Spec("bool", nullable=True),
+    "data.tokenizer.library": Spec("enum", choices=TOKENIZER_LIBRARIES, nullable=True),
+    "data.tokenizer.type": Spec("str", nullable=True),
+    "data.tokenizer.model": PATH,
+    "data.tokenizer.vocab_file": PATH,
+    "data.tokenizer.merge_file": PATH,
+    "trainer.val_check_interval": INT1_OR_NULL,
+    "trainer.limit_val_batches": Spec("batches", minimum=0, nullable=True),
+    "exp_manager.create_tensorboard_logger": Spec("bool", nullable=True),
+    "exp_manager.resume_from_checkpoint": PATH,
+    "model.make_vocab_size_divisible_by": INT1_OR_NULL,
+    "model.weight_init_only": Spec("bool", nullable=True),
     "model.model_config": PATH,
     "model.encoder_seq_length": INT1_OR_NULL,
     "model.num_layers": INT1_OR_NULL,
@@ -121,6 +144,8 @@ NEUTRAL: dict[str, object] = {
     "model.rotary_percentage": 1,
     "model.transformer_block_type": "pre_ln",
     "data.packing": False,
+    "data.data_impl": "mmap",
+    "data.dataloader_type": "single",
 }
 
 #: NxD blocks that change the model or objective nxcc would train: refused, with why.
@@ -131,38 +156,36 @@ REFUSED_SUBTREES: dict[str, str] = {
 }
 
 #: NxD blocks accepted and ignored whole.
-IGNORED_SUBTREES: tuple[str, ...] = ("data.tokenizer",)
+IGNORED_SUBTREES: tuple[str, ...] = ()
 
 IGNORED: frozenset[str] = frozenset("""
 aync_exec_max_inflight_requests bucket_size_collectives neuron_rt_exec_timeout
 neuron_experimental_compress_rg
-trainer.max_epochs trainer.val_check_interval trainer.check_val_every_n_epoch
-trainer.num_sanity_val_steps trainer.limit_val_batches trainer.limit_test_batches trainer.lnc
+trainer.max_epochs trainer.check_val_every_n_epoch
+trainer.num_sanity_val_steps trainer.limit_test_batches trainer.lnc
 trainer.sequential_move_factor trainer.max_time trainer.precision trainer.accelerator
 trainer.logger trainer.enable_checkpointing trainer.use_distributed_sampler
-exp_manager.log_local_rank_0_only exp_manager.create_tensorboard_logger
+exp_manager.log_local_rank_0_only
 exp_manager.create_wandb_logger exp_manager.wandb_logger_kwargs
 exp_manager.explicit_log_dir exp_manager.exp_log_dir exp_manager.name exp_manager.version
 exp_manager.resume_ignore_no_checkpoint exp_manager.log_parameter_norm
 exp_manager.log_gradient_norm exp_manager.enable_recovery_time_instrumentation
 exp_manager.save_xser exp_manager.load_xser exp_manager.save_bf16
-exp_manager.async_checkpointing exp_manager.resume_from_checkpoint exp_manager.ckpt_ptl_version
+exp_manager.async_checkpointing exp_manager.ckpt_ptl_version
 exp_manager.checkpoint_callback_params.monitor exp_manager.checkpoint_callback_params.save_top_k
 exp_manager.checkpoint_callback_params.mode exp_manager.checkpoint_callback_params.save_last
 exp_manager.checkpoint_callback_params.filename
 exp_manager.checkpoint_callback_params.model_parallel_size
 exp_manager.checkpoint_callback_params.use_master_weights_in_ckpt
 distributed_strategy.token_shuffle_group_size
-data.data_impl data.data_prefix data.dataloader_type data.dev_choose_samples data.eod_mask_loss
-data.index_mapping_dir data.no_seqlen_plus_one_input_tokens data.num_workers
-data.pad_samples_to_global_batch_size data.reset_attention_mask data.reset_position_ids
-data.skip_warmup data.splits_string data.use_sft_style_data_module data.val_dir
-data.validation_drop_last
+data.dev_choose_samples data.num_workers data.pad_samples_to_global_batch_size data.skip_warmup
+data.use_sft_style_data_module data.tokenizer.delimiter data.tokenizer.sentencepiece_legacy
+data.tokenizer.use_fast
 model.apply_query_key_layer_scaling model.attention_dropout model.do_layer_norm_weight_decay
 model.ffn_dropout model.fuse_qkv model.hidden_dropout model.kv_channels
-model.make_vocab_size_divisible_by model.persist_layer_norm model.qkv_linear
+model.persist_layer_norm model.qkv_linear
 model.transpose_nki_inputs model.use_cpu_initialization model.use_scaled_init_method
-model.weight_init_only model.activations_checkpoint_recompute model.fusions.softmax
+model.activations_checkpoint_recompute model.fusions.softmax
 model.fusions.flash_attention model.fusions.do_layer_norm_weight_decay
 model.optim.capturable model.optim.sched.max_steps_for_lr_sched
 precision.fp32_grads_cc precision.parallel_layers_reduce_dtype

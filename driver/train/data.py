@@ -21,61 +21,67 @@ import numpy as np
 
 from nxcc.driver.train.errors import TrainConfigError
 
+IGNORE_INDEX = -100
+
 KEY = "data.train_dir"
 
 
-def npy_files(train_dir: str) -> list[str]:
+def npy_files(train_dir: str, key: str = KEY) -> list[str]:
     """The `.npy` files of `train_dir`, in file-name order."""
     if not os.path.isdir(train_dir):
         what = "is not a folder" if os.path.exists(train_dir) else "does not exist"
-        raise TrainConfigError(KEY, f"{train_dir} {what}")
+        raise TrainConfigError(key, f"{train_dir} {what}")
     names = sorted(n for n in os.listdir(train_dir) if n.endswith(".npy"))
     if not names:
-        raise TrainConfigError(KEY, f"{train_dir} holds no .npy files of token ids")
+        raise TrainConfigError(key, f"{train_dir} holds no .npy files of token ids (nor a "
+                                    "Hugging Face dataset saved with save_to_disk)")
     return [os.path.join(train_dir, n) for n in names]
 
 
-def _read_ids(path: str, vocab_size: int | None) -> np.ndarray:
+def _read_ids(path: str, vocab_size: int | None, key: str = KEY) -> np.ndarray:
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:
-        raise TrainConfigError(KEY, f"{path} is not a readable .npy file ({exc})") from None
+        raise TrainConfigError(key, f"{path} is not a readable .npy file ({exc})") from None
     if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iu":
         dtype = getattr(arr, "dtype", type(arr).__name__)
-        raise TrainConfigError(KEY, f"{path} holds {dtype}, not integer token ids")
+        raise TrainConfigError(key, f"{path} holds {dtype}, not integer token ids")
     if arr.ndim != 1:
-        raise TrainConfigError(KEY, f"{path} has shape {arr.shape}, not a 1-D array of "
+        raise TrainConfigError(key, f"{path} has shape {arr.shape}, not a 1-D array of "
                                     "token ids")
     ids = np.asarray(arr, dtype=np.int64)
     if ids.size and (ids.min() < 0 or (vocab_size is not None and ids.max() >= vocab_size)):
         bad = int(ids.min()) if ids.min() < 0 else int(ids.max())
         limit = f" (model.vocab_size {vocab_size})" if vocab_size is not None else ""
-        raise TrainConfigError(KEY, f"{path} holds token id {bad}, outside "
+        raise TrainConfigError(key, f"{path} holds token id {bad}, outside "
                                     f"[0, {vocab_size if vocab_size is not None else 'inf'})"
                                     f"{limit}")
     return ids
 
 
-def load_tokens(train_dir: str, vocab_size: int | None = None) -> np.ndarray:
+def load_tokens(train_dir: str, vocab_size: int | None = None, key: str = KEY) -> np.ndarray:
     """The token stream of `train_dir` as int64; TrainConfigError naming the file for a
     missing folder, no .npy, a non-integer or non-1-D array, an id outside the vocabulary."""
-    parts = [_read_ids(p, vocab_size) for p in npy_files(train_dir)]
+    parts = [_read_ids(p, vocab_size, key) for p in npy_files(train_dir, key)]
     return np.concatenate(parts) if len(parts) > 1 else parts[0]
 
 
 @dataclass(frozen=True)
 class Batches:
-    """The global batches of a token stream (int64 inputs and labels [G, S] per step)."""
+    """The global batches of a token stream (int64 inputs and labels [G, S] per step; with
+    `eod`, a position whose input is that id is not counted: label -100)."""
 
     tokens: np.ndarray
     seq_length: int
     global_batch_size: int
+    eod: int | None = None
+    key: str = KEY
 
     def __post_init__(self) -> None:
         needed = self.global_batch_size * self.seq_length + 1
         if self.tokens.size < needed:
             raise TrainConfigError(
-                KEY, f"the corpus holds {self.tokens.size} tokens; one global batch of "
+                self.key, f"the corpus holds {self.tokens.size} tokens; one global batch of "
                      f"{self.global_batch_size} sequences of seq_length {self.seq_length} "
                      f"(+1 for the shifted labels) needs {needed}")
 
@@ -99,7 +105,17 @@ class Batches:
         starts = (first + np.arange(self.global_batch_size)) * self.seq_length
         index = starts[:, None] + np.arange(self.seq_length + 1)[None, :]
         windows = self.tokens[index]
-        return windows[:, :-1], windows[:, 1:]
+        inputs, labels = windows[:, :-1], windows[:, 1:]
+        if self.eod is not None:
+            labels = np.where(inputs == self.eod, IGNORE_INDEX, labels)
+        return inputs, labels
+
+    def summary(self) -> dict[str, object]:
+        return {"kind": "npy", "tokens": int(self.tokens.size),
+                "sequences": self.num_sequences, "batches_per_epoch": self.batches_per_epoch}
+
+    def check_ids(self, steps: int, vocab: int) -> None:
+        """The stream's ids were checked when it was read (`load_tokens`)."""
 
 
 def micro_batches(inputs: np.ndarray, labels: np.ndarray, dp_rank: int, dp: int,

@@ -1,23 +1,35 @@
-"""What a training run will do, as `neuronx-cc train --dry-run` shows it (text or JSON)."""
+"""What a training run will do, as `neuronx-cc train --dry-run` shows it (text or JSON).
+
+`describe(job)` reads a job `prepare.prepare_job` made, so the dry run has made every check
+the real run makes before it shows anything."""
 
 from __future__ import annotations
 
 from nxcc.compiler.decoder.config import FAMILY_PARTS
 from nxcc.driver.train.config import TrainConfig
-from nxcc.driver.train.data import Batches, load_tokens, npy_files
 from nxcc.driver.train.model_stage import pieces_text, plan_pipeline
+from nxcc.driver.train.prepare import Job
 
 
-def describe(config: TrainConfig) -> dict[str, object]:
-    """The run's layout, batches, model and data as plain values. Reads the token files
-    (so their problems are found here); writes nothing."""
+def _data(job: Job) -> dict[str, object]:
+    data = job.config.data
+    out: dict[str, object] = {"source": data.source, **job.batches.summary()}
+    if job.validation is not None:
+        out["validation"] = {**job.validation.summary(),
+                             "every": data.validation.interval,
+                             "batches": job.validation_batches}
+    v = job.config.vocabulary
+    if v is not None:
+        out["tokenizer"] = {"source": v.source, "size": v.size, "eod_id": v.eod_id}
+    return out
+
+
+def describe(job: Job) -> dict[str, object]:
+    """The run's layout, batches, model and data as plain values."""
+    config = job.config
     d = config.distributed
     layout = d.layout
     data = config.data
-    files = npy_files(data.train_dir)
-    vocab = config.model.vocab_size if config.model is not None else None
-    batches = Batches(load_tokens(data.train_dir, vocab), data.seq_length,
-                      data.global_batch_size)
     return {
         "config": config.source,
         "name": config.name,
@@ -35,9 +47,9 @@ def describe(config: TrainConfig) -> dict[str, object]:
         "precision": config.recipe.label,
         "model": _model(config),
         "pipeline": _pipeline(config),
-        "data": {"files": len(files), "tokens": int(batches.tokens.size),
-                 "sequences": batches.num_sequences,
-                 "batches_per_epoch": batches.batches_per_epoch},
+        "data": _data(job),
+        "tensorboard": config.exp_manager.tensorboard,
+        "initial_weights": config.exp_manager.resume_from_checkpoint,
         "groups": {kind: [list(g) for g in layout.groups(kind)] for kind in ("tp", "dp", "pp")},
         "ranks": [{"rank": r, "tp": c.tp, "pp": c.pp, "dp": c.dp}
                   for r in range(layout.world_size) for c in (layout.coords(r),)],
@@ -71,9 +83,28 @@ def _model(config: TrainConfig) -> dict[str, object]:
     return {"family": m.family, "num_layers": m.num_layers, "hidden_size": m.hidden_size,
             "num_attention_heads": m.num_attention_heads, "num_kv_heads": m.num_kv_heads,
             "ffn_hidden_size": m.ffn_hidden_size, "vocab_size": m.vocab_size,
+            "tied_embeddings": m.share_embeddings_and_output_weights,
             "recompute": m.activations_checkpoint_granularity,
             "pipeline_cuts": list(m.pipeline_cuts), "sliding_window": m.sliding_window_size,
             "architecture": list(m.architecture)}
+
+
+def _data_line(data: dict) -> str:
+    what = f"{data['tokens']} tokens, " if "tokens" in data else ""
+    line = (f"data: {data['source']} ({data['kind']}): {what}{data['sequences']} sequences, "
+            f"{data['batches_per_epoch']} global batches per epoch")
+    t = data.get("tokenizer")
+    if isinstance(t, dict):
+        line += f"; tokenizer {t['source']}: {t['size']} ids"
+    return line
+
+
+def _validation_line(data: dict) -> list[str]:
+    v = data.get("validation")
+    if not isinstance(v, dict):
+        return []
+    return [f"validation: every {v['every']} steps, {v['batches']} global batches of "
+            f"{v['sequences']} sequences ({v['kind']})"]
 
 
 def _groups(groups: list[list[int]]) -> str:
@@ -109,8 +140,8 @@ def describe_lines(info: dict[str, object]) -> list[str]:
         f"batch: global {info['global_batch_size']} = micro {info['micro_batch_size']} x "
         f"DP {info['dp']} x {info['micro_batches_per_step']} micro-batches per step; "
         f"seq_length {info['seq_length']}, {info['tokens_per_step']} tokens per step",
-        f"data: {data['tokens']} tokens in {data['files']} file(s), {data['sequences']} "
-        f"sequences, {data['batches_per_epoch']} global batches per epoch",
+        _data_line(data),
+        *_validation_line(data),
         f"features: sequence_parallel {on[bool(info['sequence_parallel'])]}, zero1 "
         f"{on[bool(info['zero1'])]}, recompute {m.get('recompute') or 'none'}, "
         f"kv_replicator {info['kv_replicator']}, precision {info['precision']}",

@@ -44,10 +44,17 @@ from nxcc.driver.options import CompileOptions
 from nxcc.driver.train.data import micro_batches
 from nxcc.driver.train.flat import FlatLayout
 from nxcc.driver.train.grad_sync import GradSync, norm_contribution
-from nxcc.driver.train.groups import DP_STREAMS, PIPE_STREAMS, TP_STREAMS, WORLD_STREAMS, Group
+from nxcc.driver.train.groups import (
+    DP_STREAMS,
+    EMBED_STREAMS,
+    PIPE_STREAMS,
+    TP_STREAMS,
+    WORLD_STREAMS,
+    Group,
+)
 from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.optimizer_step import OptimizerStep
-from nxcc.driver.train.precision import BF16, Precision, element_ids, to_bf16
+from nxcc.driver.train.precision import BF16, Precision, element_ids, rounding_key, to_bf16
 from nxcc.driver.train.schedule import max_in_flight, stage_ops
 from nxcc.driver.train.stage import StageBuilder, StagePlan
 from nxcc.driver.train.stage_program import compile_function
@@ -129,6 +136,8 @@ class RankTrainer:
         self.sync = GradSync(self.layout, self.dp_group, s.zero1)
         self.mask = self.sync.count_mask(counted)
         self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]
+        self.shared = [i for i, n in enumerate(names) if n in self.build.pipeline_shared]
+        self.embed_group = self._embedding_group(rank) if self.shared else None
         self.optimizer = OptimizerStep(s.optimizer, self.sync.shard_size, s.options,
                                        BF16 if s.precision.bf16_optimizer_state else None)
         d = self.dp_group.index
@@ -137,6 +146,14 @@ class RankTrainer:
         self.element_ids = self._element_ids() if s.precision.stochastic_rounding else None
         self.next_rank = lay.stage_peer(rank, 1)
         self.prev_rank = lay.stage_peer(rank, -1)
+
+    def _embedding_group(self, rank: int) -> Group:
+        """The first and the last stage's ranks of this rank's (TP, DP) position, which
+        hold copies of a `pipeline_shared` parameter (Megatron's embedding group)."""
+        lay = self.settings.layout
+        c = lay.coords(rank)
+        pair = [lay.rank(c.tp, 0, c.dp), lay.rank(c.tp, lay.pp - 1, c.dp)]
+        return Group(self.channels, pair, rank, EMBED_STREAMS, "embed")
 
     def _compile(self) -> None:
         module, opts = self.build.module, self.settings.options
@@ -174,8 +191,8 @@ class RankTrainer:
         members = self.layout.bucket_params
         remaining = [len(m) for m in members]
         bucket_of = {i: b for b, m in enumerate(members) for i in m}
-        partial = set(self.partial)
-        blocked = {b for b, m in enumerate(members) if partial.intersection(m)}
+        waiting = set(self.partial) | set(self.shared)  # summed before their DP reduction
+        blocked = {b for b, m in enumerate(members) if waiting.intersection(m)}
 
         def on_result(k: int, array: np.ndarray) -> None:
             i = k - offset
@@ -236,6 +253,26 @@ class RankTrainer:
             done += 1
         return loss_sum, count
 
+    def evaluate(self, inputs: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+        """(loss sum, token count) of one global batch over the whole job, the parameters
+        left as they are: each micro-batch's forward through the stages (the last stage's
+        one program computes its loss; its gradients are not used)."""
+        plan, ch = self.plan, self.channels
+        loss_sum = count = 0.0
+        for tokens, target in self._micro_batches(inputs, labels):
+            x_in = tokens if plan.first else ch.recv(self.prev_rank, self.rank, PIPE_STREAMS)
+            if plan.last:
+                out = self.executors["forward_backward"].run([*self.params, x_in, target])
+                loss_sum += float(out[0])
+                count += float(out[1])
+            else:
+                x_out = self.executors["forward"].run([*self.params, x_in])[0]
+                ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
+        counts = plan.last and self.tp_rank == 0
+        total = self.world_group.all_reduce(np.array(
+            [loss_sum if counts else 0.0, count if counts else 0.0], np.float64))
+        return float(total[0]), float(total[1])
+
     def step(self, k: int, inputs: np.ndarray, labels: np.ndarray) -> StepStats:
         """Train step k (0-based: the optimizer steps taken before it) on the global batch
         (`inputs`, `labels`: [global_batch, seq_length] token ids)."""
@@ -246,6 +283,9 @@ class RankTrainer:
         acc = self.layout.views(grads_flat)
         for i in self.partial:
             acc[i][...] = self.tp_group.all_reduce(acc[i])
+        if self.embed_group is not None:  # the tied copies' gradients summed over the pair
+            for i in self.shared:
+                acc[i][...] = self.embed_group.all_reduce(acc[i])
         self.sync.start(grads_flat)
         shard = self.sync.finish()
         counts_loss = self.plan.last and self.tp_rank == 0
@@ -263,10 +303,17 @@ class RankTrainer:
 
     def _element_ids(self) -> np.ndarray:
         """The rounding-noise key of each element of this rank's shard (`element_ids`):
-        the same for the copies of a replicated parameter wherever they sit."""
+        the same for the copies of a replicated parameter wherever they sit (a tied
+        embedding's copy on the last stage takes the ids of the first stage's table,
+        parameter 0 there)."""
         ids = np.zeros(self.layout.size, np.uint64)
+        shared = np.zeros(self.layout.size, bool)
         for i, view in enumerate(self.layout.views(ids)):
-            view.reshape(-1)[...] = element_ids(i, view.size)
+            copy = i in self.shared and self.stage > 0
+            view.reshape(-1)[...] = element_ids(0 if copy else i, view.size)
+        for i, view in enumerate(self.layout.views(shared)):
+            view[...] = i in self.shared
+        self._shared_mask = self.layout.shard(shared, self.dp_group.index, self.sync.zero1)
         return self.layout.shard(ids, self.dp_group.index, self.sync.zero1)
 
     def _param_shard(self) -> np.ndarray:
@@ -285,8 +332,14 @@ class RankTrainer:
             self.master = new_shard
         if not p.bf16_weights:
             return new_shard
-        low = to_bf16(new_shard, p.stochastic_rounding, self.element_ids, self.settings.seed,
-                      k, self.stage)
+        ids = self.element_ids
+        if ids is not None and self.embed_group is not None and self.stage:
+            # the last stage's tied copy rounds with the first stage's noise, so the two
+            # copies stay equal: its ids undo this stage's key and apply stage 0's
+            seed = self.settings.seed
+            ids = ids ^ np.where(self._shared_mask, rounding_key(seed, k, 0) ^
+                                 rounding_key(seed, k, self.stage), np.uint64(0))
+        low = to_bf16(new_shard, p.stochastic_rounding, ids, self.settings.seed, k, self.stage)
         return low.astype(np.float32)
 
     # figures and state
@@ -353,8 +406,9 @@ class RankTrainer:
         self.load_optimizer_state(arrays)
 
     def close(self) -> None:
-        for g in (self.tp_group, self.dp_group, self.world_group):
-            g.close()
+        for g in (self.tp_group, self.dp_group, self.world_group, self.embed_group):
+            if g is not None:
+                g.close()
 
 
 def _apply_precision(module: Module, names: list[str], n_params: int, p: Precision) -> None:

@@ -29,7 +29,7 @@ from nxcc.backend.runtime.collective_binding import Binder, Placement
 from nxcc.backend.runtime.topology import INSTANCES
 
 #: Stream bases: each kind of traffic on streams of its own.
-TP_STREAMS, DP_STREAMS, WORLD_STREAMS, PIPE_STREAMS = 10, 20, 30, 40
+TP_STREAMS, DP_STREAMS, WORLD_STREAMS, PIPE_STREAMS, EMBED_STREAMS = 10, 20, 30, 40, 50
 #: An instance big enough to place a group's ranks on distinct cores (ring algorithms).
 RING_INSTANCE = INSTANCES["trn1.32xlarge"]
 

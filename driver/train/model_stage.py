@@ -32,7 +32,7 @@ from nxcc.compiler.decoder import (
 )
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
 from nxcc.compiler.decoder.config import PIECES, PIECES_PER_LAYER, chunks_fit
-from nxcc.compiler.decoder.weights import ParamSpec, join_parts, unshard
+from nxcc.compiler.decoder.weights import TIED, ParamSpec, join_parts, unshard
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_model import ModelConfig
 from nxcc.driver.train.cuts import (
@@ -131,9 +131,11 @@ def recompute_mode(model: ModelConfig) -> str:
 
 
 def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfig,
-                    data: DataConfig) -> tuple[StageBuilder, Pipeline]:
-    """The builder of every rank's stage, and the pipeline's split."""
-    cfg = decoder_config(model)  # tied embeddings with PP > 1 were refused at config load
+                    data: DataConfig, initial: dict[str, np.ndarray] | None = None
+                    ) -> tuple[StageBuilder, Pipeline]:
+    """The builder of every rank's stage, and the pipeline's split. The ranks slice the
+    whole weights `initial` (a Hugging Face checkpoint's), else those drawn from `seed`."""
+    cfg = decoder_config(model)
     recompute = recompute_mode(model)
     pipeline = plan_pipeline(model, distributed, data)
     full: dict[str, np.ndarray] = {}
@@ -149,7 +151,7 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
             recompute=recompute, micro_batch=plan.micro_batch, seq_length=plan.seq_length)
         with lock:
             if not full:
-                full.update(init_full_weights(cfg, seed))
+                full.update(initial if initial is not None else init_full_weights(cfg, seed))
         try:
             module = build_stage(cfg, dplan)
         except DecoderError as exc:
@@ -159,7 +161,9 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
         params = [(s.name, mine[s.name]) for s in specs]
         masks = {n: m.astype(np.float32) for n, m in owned_masks(cfg, dplan).items()}
         peak = max(peak_activation_bytes(module, fn) for fn in module.functions)
+        tied = cfg.tie_embeddings and plan.stages > 1 and (plan.first or plan.last)
         return StageBuild(module, params, norm_masks=masks, peak_activation_bytes=peak,
+                          pipeline_shared=frozenset({TIED}) if tied else frozenset(),
                           extra={"slice": lambda whole: shard_weights(whole, cfg, dplan)})
 
     return build, pipeline
@@ -177,6 +181,8 @@ def decoder_unshard(model: ModelConfig
         if kv_replicator not in specs:
             specs[kv_replicator] = {s.name: s for s in model_specs(cfg, kv_replicator)}
         spec = specs[kv_replicator][name]
+        if not name.startswith("layers."):  # never cut by a stage: the tied copy is equal
+            parts = [stages[:1] for stages in parts]
         return unshard(spec, [join_parts(spec, stages) for stages in parts])
 
     return join

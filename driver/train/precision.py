@@ -116,6 +116,11 @@ def element_ids(index: int, n: int) -> np.ndarray:
     return np.arange(n, dtype=np.uint64) | (np.uint64(index) << np.uint64(40))
 
 
+def rounding_key(seed: int, step: int, stage: int) -> np.uint64:
+    """The part of the rounding noise's key that `seed`, `step` and `stage` give."""
+    return np.uint64((seed * 0x9E3779B1 + step * 0x85EBCA77 + stage * 0xC2B2AE3D) % (1 << 64))
+
+
 def to_bf16(x: np.ndarray, stochastic: bool, ids: np.ndarray | None = None, seed: int = 0,
             step: int = 0, stage: int = 0) -> np.ndarray:
     """f32 `x` rounded to bf16: to nearest, or stochastically (16 random bits added below
@@ -126,7 +131,7 @@ def to_bf16(x: np.ndarray, stochastic: bool, ids: np.ndarray | None = None, seed
     if not stochastic:
         return x.astype(BF16)
     assert ids is not None and ids.shape == x.shape
-    key = np.uint64((seed * 0x9E3779B1 + step * 0x85EBCA77 + stage * 0xC2B2AE3D) % (1 << 64))
+    key = rounding_key(seed, step, stage)
     with np.errstate(over="ignore"):
         noise = (_mix(ids ^ key) >> np.uint64(48)).astype(np.uint32)
     bits = x.view(np.uint32)

@@ -42,6 +42,19 @@ def _flat_state(found: ckpt.Checkpoint, layout: FlatLayout, tp: int, pp: int, dp
     return out
 
 
+def whole_params(found: ckpt.Checkpoint, unshard: Unshard) -> Arrays:
+    """The whole parameters by name of `found` (its optimizer state not read)."""
+    lay = found.layout
+    tp, pp = int(lay["tp"]), int(lay["pp"])  # type: ignore[call-overload]
+    kv = int(lay.get("kv_replicator", 1))  # type: ignore[call-overload]
+    params: dict[str, list[list[np.ndarray]]] = {}
+    for p in range(pp):
+        for t in range(tp):
+            for n, arr in found.params(t, p).items():
+                params.setdefault(n, [[] for _ in range(tp)])[t].append(arr)
+    return {n: unshard(n, parts, kv) for n, parts in params.items()}
+
+
 def whole_state(found: ckpt.Checkpoint, unshard: Unshard, bucket_bytes: int
                 ) -> tuple[Arrays, dict[str, Arrays]]:
     """(whole parameters by name, whole optimizer state by key and name) of `found` (see

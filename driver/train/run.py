@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,75 +37,20 @@ from nxcc.backend.runtime.config import default_runtime_dir
 from nxcc.backend.runtime.mpi_job import launched_processes, world_communicator
 from nxcc.backend.runtime.peer_liveness import PeerProcesses, this_process
 from nxcc.driver.errors import CompileError
-from nxcc.driver.options import CompileOptions
 from nxcc.driver.train import checkpoint_io as ckpt
-from nxcc.driver.train import reshard
 from nxcc.driver.train.config import TrainConfig
-from nxcc.driver.train.data import Batches, load_tokens
-from nxcc.driver.train.engine import EngineSettings, RankTrainer, StepStats
+from nxcc.driver.train.engine import RankTrainer, StepStats
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
-from nxcc.driver.train.model_stage import Pipeline, decoder_builder, decoder_unshard
-from nxcc.driver.train.onnx_stage import onnx_builder
+from nxcc.driver.train.prepare import Job, prepare_job
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
-from nxcc.driver.train.stage import StageBuilder
+from nxcc.driver.train.tensorboard_log import TensorBoardLog
 
 #: A rank of the job failed (the message names it).
 RANK_FAILED = "NCC_ETRN003"
 MEMORY_KEYS = ("parameter_bytes", "gradient_bytes", "optimizer_state_bytes",
                "activation_bytes")
 DEFAULT_TIMEOUT = 600.0
-
-
-@dataclass
-class Job:
-    """What every rank of this process shares."""
-
-    config: TrainConfig
-    settings: EngineSettings
-    batches: Batches
-    build: StageBuilder
-    emit: Callable[[str], None]
-    resume: ckpt.Checkpoint | None
-    pipeline: Pipeline
-    losses: list[float] = field(default_factory=list)
-    grad_norms: list[float] = field(default_factory=list)
-    memory: list[dict[str, int]] = field(default_factory=list)
-    speeds: list[float] = field(default_factory=list)
-    logged: bool = False
-    unshard: reshard.Unshard | None = None
-    _whole: list = field(default_factory=list)
-    _whole_lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def whole_state(self) -> tuple[dict, dict]:
-        """The resumed checkpoint made whole (read once per process, `reshard`)."""
-        with self._whole_lock:
-            if not self._whole:
-                assert self.resume is not None and self.unshard is not None
-                self._whole.append(reshard.whole_state(self.resume, self.unshard,
-                                                       self.settings.bucket_bytes))
-            return self._whole[0]
-
-    @property
-    def start(self) -> int:
-        return self.resume.step if self.resume is not None else 0
-
-    def layout_record(self) -> dict[str, object]:
-        """What a checkpoint's shards depend on: the layout and the precision's dtypes."""
-        lay, p = self.settings.layout, self.settings.precision
-        return {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero1": int(self.settings.zero1),
-                "kv_replicator": self.config.distributed.kv_replicator, "precision": p.label}
-
-
-def engine_settings(config: TrainConfig) -> EngineSettings:
-    opt, sched = config.optim, config.optim.sched
-    clip = config.trainer.gradient_clip_val or None
-    return EngineSettings(
-        config.distributed.layout, config.data.micro_batch_size,
-        config.data.global_batch_size, config.data.seq_length, opt.optimizer_config(),
-        lambda k: sched.lr_at(opt.lr, k), zero1=config.distributed.zero1,
-        sequence_parallel=config.distributed.sequence_parallel, clip=clip,
-        options=CompileOptions(target="trn1"), precision=config.recipe, seed=config.seed)
 
 
 def _shard_names(job: Job, trainer: RankTrainer) -> list[str]:
@@ -146,11 +89,7 @@ def _restore(job: Job, trainer: RankTrainer) -> None:
     if found is None:
         return
     written = {"precision": "fp32", "kv_replicator": 1, **found.layout}
-    now = job.layout_record()
-    if written["precision"] != now["precision"]:
-        raise TrainConfigError(found.path, f"was written with precision.type "
-                               f"{written['precision']}, this run is {now['precision']}: "
-                               "resume with the precision it was written with")
+    now = job.layout_record()  # the precision was checked with the job (`prepare`)
     if written != now:  # another layout: its shards made whole, then cut for this rank
         trainer.load_whole(*job.whole_state())
         return
@@ -178,22 +117,34 @@ def memory_lines(table: list[dict[str, int]], job: Job) -> list[str]:
     return out
 
 
-def _log_step(job: Job, writer: MetricsWriter, done: int, stats: StepStats) -> None:
+def _log_step(job: Job, writer: MetricsWriter, done: int, stats: StepStats,
+              val_loss: float | None, board: TensorBoardLog | None) -> None:
     job.losses.append(stats.loss)
     job.grad_norms.append(stats.grad_norm)
     speed = stats.tokens / stats.seconds if stats.seconds > 0 else float("nan")
     job.speeds.append(speed)
     max_steps = job.config.trainer.max_steps
-    if not should_log(done, job.config.trainer.log_every_n_steps, max_steps):
+    if val_loss is not None:
+        job.val_losses.append((done, val_loss))
+        if board is not None:
+            board.validation(done, val_loss)
+    if not should_log(done, job.config.trainer.log_every_n_steps, max_steps) and \
+            val_loss is None:
         return
+    if board is not None:
+        board.step(done, stats.loss, stats.lr, stats.grad_norm, stats.seconds,
+                   job.config.data.global_batch_size, stats.tokens)
     extra: dict[str, object] = {f"max_{k}": max(row[k] for row in job.memory)
                                 for k in MEMORY_KEYS}
     if not job.logged:  # the run's first record carries every rank's figures
         extra["memory_per_rank"] = job.memory
         job.logged = True
+    if val_loss is not None:
+        extra["val_loss"] = val_loss
     record = writer.log(done, stats.loss, stats.lr, stats.grad_norm, speed,
                         step_seconds=stats.seconds, **extra)
-    job.emit(format_line(record, max_steps))
+    line = format_line(record, max_steps)
+    job.emit(line if val_loss is None else f"{line}  val_loss {val_loss:.4f}")
 
 
 def _rank_main(job: Job, rank: int, channels: LocalChannels) -> None:
@@ -210,50 +161,44 @@ def _rank_main(job: Job, rank: int, channels: LocalChannels) -> None:
                 job.emit(job.pipeline.describe(job.config.model.num_layers))
             writer = MetricsWriter(job.config.exp_manager.exp_dir,
                                    job.start if job.resume is not None else None)
+        board = TensorBoardLog(job.config.exp_manager.exp_dir) \
+            if rank == 0 and job.tensorboard else None
         try:
-            _steps(job, trainer, writer)
+            _steps(job, trainer, writer, board)
         finally:
             if writer is not None:
                 writer.close()
+            if board is not None:
+                board.close()
     finally:
         trainer.close()
 
 
-def _steps(job: Job, trainer: RankTrainer, writer: MetricsWriter | None) -> None:
+def _validate(job: Job, trainer: RankTrainer, done: int) -> float | None:
+    """The validation loss after step `done` when one is due: NxD's, the mean over the
+    first `limit_val_batches` validation batches of each batch's mean token loss."""
+    interval = job.config.data.validation.interval
+    if job.validation is None or not interval or done % interval:
+        return None
+    losses = []
+    for b in range(job.validation_batches):
+        total, tokens = trainer.evaluate(*job.validation.global_batch(b))
+        losses.append(total / tokens if tokens else float("nan"))
+    return float(np.mean(losses))
+
+
+def _steps(job: Job, trainer: RankTrainer, writer: MetricsWriter | None,
+           board: TensorBoardLog | None) -> None:
     every = job.config.exp_manager.every_n_train_steps
     saving = job.config.exp_manager.create_checkpoint_callback and every
     for k in range(job.start, job.config.trainer.max_steps):
         inputs, labels = job.batches.global_batch(k)
         stats = trainer.step(k, inputs, labels)
+        val_loss = _validate(job, trainer, k + 1)
         if writer is not None:
-            _log_step(job, writer, k + 1, stats)
+            _log_step(job, writer, k + 1, stats, val_loss, board)
         if saving and (k + 1) % every == 0:
             _save(job, trainer, k + 1)
-
-
-def make_job(config: TrainConfig, emit: Callable[[str], None]) -> Job:
-    """Everything checked and prepared before any rank starts (nothing written yet)."""
-    settings = engine_settings(config)
-    if config.model is not None:
-        build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
-                                          config.data)
-        vocab = config.model.vocab_size
-        join: reshard.Unshard = decoder_unshard(config.model)
-    else:
-        assert config.onnx is not None
-        build, pipeline, vocab = onnx_builder(config.onnx, config.data, config.distributed)
-        join = _only_slice
-    tokens = load_tokens(config.data.train_dir, vocab)
-    batches = Batches(tokens, config.data.seq_length, config.data.global_batch_size)
-    found = ckpt.find_latest(config.exp_manager.exp_dir) \
-        if config.exp_manager.resume_if_exists else None
-    return Job(config, settings, batches, build, emit, found, pipeline, unshard=join)
-
-
-def _only_slice(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:
-    """An ONNX model's tensors are never split over TP ranks or pipeline stages: the one
-    slice is whole."""
-    return parts[0][0]
 
 
 def summary(job: Job) -> dict[str, object]:
@@ -261,7 +206,7 @@ def summary(job: Job) -> dict[str, object]:
     return {"world_size": lay.world_size, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp,
             "zero1": job.settings.zero1, "sequence_parallel": job.settings.sequence_parallel,
             "first_step": job.start + 1, "steps": len(job.losses), "losses": job.losses,
-            "grad_norms": job.grad_norms,
+            "grad_norms": job.grad_norms, "val_losses": job.val_losses,
             "final_loss": job.losses[-1] if job.losses else None,
             "tokens_per_s": float(np.mean(job.speeds)) if job.speeds else None,
             "memory": job.memory, "exp_dir": job.config.exp_manager.exp_dir,
@@ -284,18 +229,22 @@ def _timeout() -> float:
 
 
 def run_training(config: TrainConfig, emit: Callable[[str], None] = print,
-                 on_joined: Callable[[], None] | None = None) -> dict[str, object]:
+                 on_joined: Callable[[], None] | None = None,
+                 on_prepared: Callable[[], None] | None = None) -> dict[str, object]:
     """Train as `config` says (see the module docstring); the summary (in process 0 under
     MPI; other processes return an empty summary).
 
-    Under MPI, a caller that ends its process itself after an error (the command line's
-    rank child, `cli.rank_process`) passes `on_joined`: it is called once this process has
-    met its peers, and a failed rank's error is raised. Without it, a failed rank prints its
-    error and aborts the MPI job."""
+    Every check comes first (`prepare.prepare_job`, as `--dry-run` makes them); then
+    `on_prepared` is called (the command line prints its warnings there), then the run
+    writes under `exp_dir`. Under MPI, a caller that ends its process itself after an
+    error (the command line's rank child, `cli.rank_process`) passes `on_joined`: it is
+    called once this process has met its peers, and a failed rank's error is raised.
+    Without it, a failed rank prints its error and aborts the MPI job."""
     processes = launched_processes()
     if processes > 1:
-        return _run_mpi(config, emit, processes, on_joined)
-    job = make_job(config, emit)
+        return _run_mpi(config, emit, processes, on_joined, on_prepared)
+    job = prepare_job(config, emit)
+    _prepared(job, on_prepared)
     os.makedirs(config.exp_manager.exp_dir, exist_ok=True)
     channels = LocalChannels(_timeout())
     try:
@@ -320,8 +269,16 @@ def _finish(job: Job) -> dict[str, object]:
     return result
 
 
+def _prepared(job: Job, on_prepared: Callable[[], None] | None) -> None:
+    if on_prepared is not None:
+        on_prepared()
+    for line in job.warnings:
+        print(f"WARNING: {line}", file=sys.stderr, flush=True)
+
+
 def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int,
-             on_joined: Callable[[], None] | None) -> dict[str, object]:
+             on_joined: Callable[[], None] | None,
+             on_prepared: Callable[[], None] | None) -> dict[str, object]:
     comm = world_communicator()
     process, world = comm.Get_rank(), config.trainer.world_size
     if world % processes:
@@ -329,7 +286,9 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int,
                                f"{processes} processes of this job (mpiexec -n {processes})")
     per = world // processes
     local = list(range(process * per, (process + 1) * per))
-    job = make_job(config, emit if process == 0 else (lambda _: None))
+    job = prepare_job(config, emit if process == 0 else (lambda _: None))
+    if process == 0:
+        _prepared(job, on_prepared)
     if process == 0:
         os.makedirs(config.exp_manager.exp_dir, exist_ok=True)
     comm.Barrier()

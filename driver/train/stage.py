@@ -55,13 +55,17 @@ class StageBuild:
     whose gradient each TP rank holds only a part of (summed over the TP group by the engine;
     the decoder sums its own);
     `peak_activation_bytes`: the model's own figure of the activations a rank holds at its
-    peak, when it has one (else the engine reports its programs' planned arenas)."""
+    peak, when it has one (else the engine reports its programs' planned arenas);
+    `pipeline_shared`: parameters the first and the last pipeline stage each hold a copy of
+    (tied embeddings), whose gradients the engine sums over that pair of ranks, as
+    Megatron's embedding group does, so the copies stay equal."""
 
     module: Module
     params: list[tuple[str, np.ndarray]]
     replicated: frozenset[str] = frozenset()
     tp_partial: frozenset[str] = frozenset()
     peak_activation_bytes: int | None = None
+    pipeline_shared: frozenset[str] = frozenset()
     norm_masks: dict[str, np.ndarray] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
 

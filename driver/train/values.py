@@ -30,7 +30,8 @@ def _expected(spec: Spec) -> str:
     return {"int": "an integer", "float": "a number", "bool": "true or false",
             "flag": "0, 1, true or false",
             "str": "a string", "path": "a path", "floats2": "a list of two numbers",
-            "strs": "a list of strings"}[spec.kind]
+            "strs": "a list of strings", "any": "a value",
+            "batches": "a number of batches or a fraction in [0, 1]"}[spec.kind]
 
 
 def _wrong(path: str, spec: Spec, value: object) -> TrainConfigError:
@@ -90,6 +91,25 @@ def _enum(path: str, spec: Spec, value: object) -> str:
     return value
 
 
+def _any(path: str, spec: Spec, value: object) -> object:
+    """A value whose several forms its own reader checks (`data.data_prefix`)."""
+    return value
+
+
+def _batches(path: str, spec: Spec, value: object) -> int | float:
+    """Lightning's batch limits: a count (an integer) or a fraction of the batches (a
+    number in [0, 1])."""
+    if isinstance(value, bool):
+        raise _wrong(path, spec, value)
+    if isinstance(value, int):
+        return value
+    number = _float(path, spec, value)
+    if not 0.0 <= number <= 1.0:
+        raise TrainConfigError(path, f"a fraction of the batches must lie in [0, 1], got "
+                                     f"{number} (a count of batches is an integer)")
+    return number
+
+
 def _floats2(path: str, spec: Spec, value: object) -> tuple[float, float]:
     if not isinstance(value, list) or len(value) != 2:
         raise _wrong(path, spec, value)
@@ -105,4 +125,5 @@ def _strs(path: str, spec: Spec, value: object) -> tuple[str, ...]:
 
 _CONVERTERS = {"int": _int, "float": _float, "bool": _bool, "flag": _flag, "str": _str,
                "path": _path,
-               "enum": _enum, "floats2": _floats2, "strs": _strs}
+               "enum": _enum, "floats2": _floats2, "strs": _strs, "any": _any,
+               "batches": _batches}

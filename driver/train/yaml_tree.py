@@ -66,21 +66,35 @@ class SortedKeys:
 
 
 def sort_keys(tree: Tree) -> SortedKeys:
-    """Every key of `tree` placed in its set; TrainConfigError for an unknown key (with the
-    nearest valid name), a refused block, or a mapping where a value belongs (or back)."""
+    """Every key of `tree` placed in its set; TrainConfigError for a refused block or a
+    mapping where a value belongs (or back), else for every key NxD does not have at once
+    (each with the nearest valid name)."""
     blocks = block_paths()
     out = SortedKeys()
-    for path, value in _leaves(tree, "", blocks):
+    unknown: list[str] = []
+    for path, value in _leaves(tree, "", blocks, unknown):
         if path in ACTED:
             out.acted[path] = value
         elif path in NEUTRAL:
             out.neutral[path] = value
         else:
             out.ignored.append(path)
+    if len(unknown) == 1:
+        raise TrainConfigError(unknown[0], unknown_key_hint(unknown[0]))
+    if unknown:
+        hints = "; ".join(f"{p} ({_short_hint(p)})" for p in unknown)
+        raise TrainConfigError(unknown[0], f"{len(unknown)} keys are not keys of NxD "
+                                           f"Training's configuration: {hints}")
     return out
 
 
-def _leaves(node: Tree, prefix: str, blocks: frozenset[str]) -> Iterator[tuple[str, object]]:
+def _short_hint(path: str) -> str:
+    hint = unknown_key_hint(path)
+    return hint.split("; ", 1)[1] if "; " in hint else "no similar key"
+
+
+def _leaves(node: Tree, prefix: str, blocks: frozenset[str], unknown: list[str]
+            ) -> Iterator[tuple[str, object]]:
     for key, value in node.items():
         path = f"{prefix}{key}"
         if not isinstance(key, str):
@@ -94,13 +108,13 @@ def _leaves(node: Tree, prefix: str, blocks: frozenset[str]) -> Iterator[tuple[s
                 continue
             if not isinstance(value, dict):
                 raise TrainConfigError(path, f"expected a block of keys, got {_kind(value)}")
-            yield from _leaves(value, f"{path}.", blocks)
+            yield from _leaves(value, f"{path}.", blocks, unknown)
         elif path in ACTED or path in NEUTRAL:
             if isinstance(value, dict):
                 raise TrainConfigError(path, "expected a value, got a block of keys")
             yield path, value
         else:
-            raise TrainConfigError(path, unknown_key_hint(path))
+            unknown.append(path)
 
 
 def unknown_key_hint(path: str) -> str:
@@ -174,25 +188,3 @@ def _absolute(path: str, reference: str) -> str:
                                      "of the file")
     base = block[:len(block) - up]
     return ".".join([*base, reference[dots:]])
-
-
-def apply_overrides(tree: Tree, overrides: tuple[str, ...]) -> None:
-    """Set `key.path=value` pairs in `tree`, as NxD's (Hydra's) command line does; the value
-    is read as YAML (`trainer.max_steps=5`, `model.optim.betas=[0.9,0.95]`). The keys are
-    checked with the file's."""
-    for item in overrides:
-        path, sep, text = item.lstrip("+").partition("=")
-        if not sep or not path or any(not part for part in path.split(".")):
-            raise TrainConfigError(item, "an override is KEY.PATH=VALUE")
-        try:
-            value = yaml.safe_load(text) if text else None
-        except yaml.YAMLError:
-            raise TrainConfigError(path, f"override value {text!r} is not YAML") from None
-        node = tree
-        *parents, last = path.split(".")
-        for part in parents:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = node[part] = {}
-            node = child
-        node[last] = value

@@ -121,7 +121,7 @@ def test_a_run_uses_automatic_or_manual_cuts(tmp_path: Path) -> None:
     text = " | ".join(pieces_text(r) for r in stage_pieces(cuts, 6))
     assert any(line.startswith(f"pipeline stages (balanced by FLOPs): {text} (FLOPs")
                for line in lines), text
-    manual = run_training(load_config(str(EXAMPLE), (*common, "model.pipeline_cuts="
+    manual = run_training(load_config(str(EXAMPLE), (*common, "+model.pipeline_cuts="
                                                      "[model.layers.0,model.layers.4]")),
                           lines.append)
     assert manual["pipeline_cut_after"] == [0, 4]

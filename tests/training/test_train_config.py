@@ -10,6 +10,7 @@ from nxcc.driver.train.config import load_config
 from nxcc.driver.train.describe import describe, describe_lines
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.model_stage import decoder_config
+from nxcc.driver.train.prepare import prepare_job
 from tests.training.train_yaml import DELETE, EXAMPLES, GPT, LLAMA, variant
 
 
@@ -47,7 +48,8 @@ def test_llama_example_loads_as_nxd_wrote_it() -> None:
     assert c.precision == "fp32" and c.compiler_flags == ("--model-type", "transformer")
     assert m.activations_checkpoint_granularity == "selective"
     assert "model.fusions.flash_attention" in c.ignored_keys
-    assert "exp_manager.create_tensorboard_logger" in c.ignored_keys
+    assert "exp_manager.create_tensorboard_logger" not in c.ignored_keys  # acted on
+    assert c.exp_manager.tensorboard
     # an ignored key holding ${multiply:...} is never evaluated
     assert "exp_manager.checkpoint_callback_params.model_parallel_size" in c.ignored_keys
 
@@ -63,7 +65,9 @@ def test_gpt_example_loads_with_relative_interpolations() -> None:
     assert m.layernorm_epsilon == 1e-5  # YAML 1.1 reads '1e-5' as a string
     assert c.optim.betas == (0.9, 0.95) and c.optim.sched.min_lr == 1e-4
     assert c.distributed.data_parallel_size == 2
-    assert "data.tokenizer" in c.ignored_keys and "model.hidden_dropout" in c.ignored_keys
+    assert "data.tokenizer.delimiter" in c.ignored_keys
+    assert "model.hidden_dropout" in c.ignored_keys
+    assert c.data.tokenizer is None  # names no file: model.vocab_size stands in
     opt = c.optim.optimizer_config()
     assert opt.name == "adamw" and opt.weight_decay == 0.01
 
@@ -188,7 +192,7 @@ def test_sliding_window(tmp_path: Path) -> None:
     reaches the decoder; null is plain causal attention; 0 is refused."""
     c = load_config(str(variant(tmp_path, GPT, model__sliding_window_size=16)))
     assert c.model is not None and c.model.sliding_window_size == 16
-    info = describe(c)  # what --dry-run prints
+    info = describe(prepare_job(c, write_cache=False))  # what --dry-run prints
     assert info["model"]["sliding_window"] == 16  # type: ignore[index]
     assert any(line.endswith(", sliding window 16") for line in describe_lines(info))
     c = load_config(str(variant(tmp_path, GPT, model__sliding_window_size=None)))

@@ -1,0 +1,293 @@
+"""`prepare_job(config)`: every check a run makes before its first step, in one place.
+
+`neuronx-cc train --dry-run` and the real run both call it, so they refuse the same files
+with the same line: the model's size against this host's memory, every rank's part of the
+model (each tensor-parallel rank of each pipeline stage, as the decoder will build it), an
+ONNX model's import, the tokenizer's vocabulary against the model's, the data (each
+source's files, every token id of every batch the run will read, the validation data a
+validation needs), the checkpoint a resume would load (its manifest, its precision), and a
+Hugging Face checkpoint the run starts from (`exp_manager.resume_from_checkpoint`: every
+tensor against the model; not read when a checkpoint of the run itself is resumed). Nothing is
+written under `exp_dir`; the Megatron index mappings are cached (beside the data or in
+`index_mapping_dir`) only when `write_cache` is set, which the dry run does not set.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+import numpy as np
+
+from nxcc.compiler.decoder import DecoderError, check_plan
+from nxcc.compiler.decoder import StagePlan as DecoderPlan
+from nxcc.compiler.decoder.weights import model_specs
+from nxcc.driver.options import CompileOptions
+from nxcc.driver.train import checkpoint_io as ckpt
+from nxcc.driver.train import reshard
+from nxcc.driver.train.batches import MegatronRows, SampleBatches
+from nxcc.driver.train.config import TrainConfig
+from nxcc.driver.train.data import Batches, load_tokens
+from nxcc.driver.train.engine import EngineSettings
+from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.hf_checkpoint import load_hf_weights
+from nxcc.driver.train.hf_dataset import HFRows, is_hf_dataset
+from nxcc.driver.train.megatron_data import Request, megatron_samples
+from nxcc.driver.train.model_stage import (
+    Pipeline,
+    decoder_builder,
+    decoder_config,
+    decoder_unshard,
+    recompute_mode,
+)
+from nxcc.driver.train.onnx_stage import onnx_builder
+from nxcc.driver.train.stage import StageBuilder
+from nxcc.driver.train.tensorboard_log import MISSING as TENSORBOARD_MISSING
+from nxcc.driver.train.tensorboard_log import available as tensorboard_available
+
+
+def engine_settings(config: TrainConfig) -> EngineSettings:
+    opt, sched = config.optim, config.optim.sched
+    clip = config.trainer.gradient_clip_val or None
+    return EngineSettings(
+        config.distributed.layout, config.data.micro_batch_size,
+        config.data.global_batch_size, config.data.seq_length, opt.optimizer_config(),
+        lambda k: sched.lr_at(opt.lr, k), zero1=config.distributed.zero1,
+        sequence_parallel=config.distributed.sequence_parallel, clip=clip,
+        options=CompileOptions(target="trn1"), precision=config.recipe, seed=config.seed)
+
+
+@dataclass
+class Job:
+    """What every rank of this process shares."""
+
+    config: TrainConfig
+    settings: EngineSettings
+    batches: Batches | SampleBatches
+    build: StageBuilder
+    emit: Callable[[str], None]
+    resume: ckpt.Checkpoint | None
+    pipeline: Pipeline
+    vocab: int = 0
+    validation: Batches | SampleBatches | None = None
+    validation_batches: int = 0
+    tensorboard: bool = False
+    warnings: list[str] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    val_losses: list[tuple[int, float]] = field(default_factory=list)
+    grad_norms: list[float] = field(default_factory=list)
+    memory: list[dict[str, int]] = field(default_factory=list)
+    speeds: list[float] = field(default_factory=list)
+    logged: bool = False
+    unshard: reshard.Unshard | None = None
+    _whole: list = field(default_factory=list)
+    _whole_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def whole_state(self) -> tuple[dict, dict]:
+        """The resumed checkpoint made whole (read once per process, `reshard`)."""
+        with self._whole_lock:
+            if not self._whole:
+                assert self.resume is not None and self.unshard is not None
+                self._whole.append(reshard.whole_state(self.resume, self.unshard,
+                                                       self.settings.bucket_bytes))
+            return self._whole[0]
+
+    @property
+    def start(self) -> int:
+        return self.resume.step if self.resume is not None else 0
+
+    def layout_record(self) -> dict[str, object]:
+        """What a checkpoint's shards depend on: the layout and the precision's dtypes."""
+        lay, p = self.settings.layout, self.settings.precision
+        return {"tp": lay.tp, "pp": lay.pp, "dp": lay.dp, "zero1": int(self.settings.zero1),
+                "kv_replicator": self.config.distributed.kv_replicator, "precision": p.label}
+
+
+def physical_memory() -> int:
+    """This host's memory in bytes (0 when the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def check_model_size(config: TrainConfig) -> None:
+    """The built-in decoder's whole weights are drawn in this process: refuse a model
+    whose float32 weights alone exceed the host's memory (or numpy's sizes), naming it."""
+    m = config.model
+    assert m is not None
+    cfg = decoder_config(m)
+    count = sum(math.prod(s.shape) for s in model_specs(cfg))
+    limit = physical_memory()
+    if count * 4 > (limit or 1 << 62) or max(m.vocab_size, m.hidden_size) > 1 << 40:
+        raise TrainConfigError("model", f"{count:,} parameters ({count * 4 / 2**30:,.1f} GiB "
+                               f"in float32, vocab_size {m.vocab_size:,}) do not fit this "
+                               f"host's {limit / 2**30:,.1f} GiB: nxcc draws the whole "
+                               "model's weights in memory")
+
+
+def check_rank_plans(config: TrainConfig, pipeline: Pipeline) -> None:
+    """Every rank's part of the decoder as the run will build it (`check_plan`)."""
+    m, d, data = config.model, config.distributed, config.data
+    assert m is not None
+    cfg = decoder_config(m)
+    for stage in range(d.pipeline_model_parallel_size):
+        pieces = pipeline.pieces(stage, m.num_layers)
+        for tp_rank in range(d.tensor_model_parallel_size):
+            plan = DecoderPlan(
+                tp_rank=tp_rank, tp_size=d.tensor_model_parallel_size,
+                sequence_parallel=d.sequence_parallel, kv_replicator=d.kv_replicator,
+                first_piece=pieces.start, last_piece=pieces.stop, has_embedding=stage == 0,
+                has_head=stage == d.pipeline_model_parallel_size - 1,
+                recompute=recompute_mode(m), micro_batch=data.micro_batch_size,
+                seq_length=data.seq_length)
+            try:
+                check_plan(cfg, plan)
+            except DecoderError as exc:
+                raise TrainConfigError("model", str(exc)) from None
+
+
+def _megatron_counts(config: TrainConfig) -> tuple[int, int]:
+    """Samples NxD asks of the train and validation splits."""
+    g, steps, val = config.data.global_batch_size, config.trainer.max_steps, \
+        config.data.validation
+    if not val.enabled:
+        return steps * g, 0
+    assert val.interval is not None
+    if isinstance(val.limit, float):
+        return steps * g, 1
+    return steps * g, (steps // val.interval + 1) * val.limit * g
+
+
+def _folder_batches(folder: str, key: str, config: TrainConfig, vocab: int | None,
+                    eod: int | None) -> Batches | SampleBatches:
+    data = config.data
+    if os.path.isdir(folder) and is_hf_dataset(folder):
+        rows = HFRows(folder, data.seq_length, key)
+        return SampleBatches(rows, data.global_batch_size, key,
+                             f"the Hugging Face dataset {folder}")
+    return Batches(load_tokens(folder, vocab, key), data.seq_length,
+                   data.global_batch_size, eod, key)
+
+
+def validation_batches(config: TrainConfig, val: Batches | SampleBatches) -> int:
+    """How many global batches a validation reads (`trainer.limit_val_batches`)."""
+    limit = config.data.validation.limit
+    count = limit if isinstance(limit, int) else int(val.batches_per_epoch * limit)
+    if count < 1 or count > val.batches_per_epoch:
+        raise TrainConfigError("trainer.limit_val_batches",
+                               f"{limit} asks for {count} validation batches; the "
+                               f"validation data holds {val.batches_per_epoch}")
+    return count
+
+
+Source: TypeAlias = Batches | SampleBatches
+
+
+def data_sources(config: TrainConfig, vocab: int | None, write_cache: bool
+                 ) -> tuple[Source, Source | None, int]:
+    """(training batches, validation batches or None, the global batches a validation
+    reads), every token id checked."""
+    data = config.data
+    eod = None
+    if data.eod_mask_loss:
+        eod = config.vocabulary.eod_id if config.vocabulary is not None else None
+        if eod is None:
+            raise TrainConfigError("data.eod_mask_loss", "needs the end-of-document token "
+                                   "id: name a tokenizer that has one (data.tokenizer)")
+    val: Batches | SampleBatches | None = None
+    if data.megatron is not None:
+        req = Request(_megatron_counts(config), data.seq_length, config.seed, write_cache)
+        train_set, val_set = megatron_samples(data.megatron, req)
+        name = "data.data_prefix"
+        train: Batches | SampleBatches = SampleBatches(
+            MegatronRows(train_set, data.megatron.extra, eod), data.global_batch_size, name,
+            f"the training split of {data.source}")
+        if val_set is not None:
+            val = SampleBatches(MegatronRows(val_set, data.megatron.extra, eod),
+                                data.global_batch_size, name,
+                                f"the validation split of {data.source}")
+    else:
+        assert data.train_dir is not None
+        train = _folder_batches(data.train_dir, "data.train_dir", config, vocab, eod)
+    if data.val_dir is not None and val is None:
+        val = _folder_batches(data.val_dir, "data.val_dir", config, vocab, eod)
+    count = 0
+    if data.validation.runs(config.trainer.max_steps):
+        if val is None:
+            raise TrainConfigError("data.val_dir", f"validation every "
+                                   f"{data.validation.interval} steps needs validation "
+                                   "data: data.val_dir, or a data_prefix with a validation "
+                                   "split (or set trainer.limit_val_batches to 0)")
+        count = validation_batches(config, val)
+    else:
+        val = None
+    if vocab is not None:
+        train.check_ids(config.trainer.max_steps, vocab)
+        if val is not None:
+            val.check_ids(count, vocab)
+    return train, val, count
+
+
+def _check_vocabularies(config: TrainConfig, vocab: int) -> None:
+    v = config.vocabulary
+    if v is not None and v.size > vocab:
+        key = "model.onnx_path" if config.onnx is not None else "model.vocab_size"
+        raise TrainConfigError(key, f"{vocab} rows cannot embed the tokenizer's {v.size} "
+                                    f"ids ({v.source})")
+
+
+def _resume(config: TrainConfig, settings: EngineSettings) -> ckpt.Checkpoint | None:
+    if not config.exp_manager.resume_if_exists:
+        return None
+    found = ckpt.find_latest(config.exp_manager.exp_dir)
+    if found is None:
+        return None
+    written = found.layout.get("precision", "fp32")
+    if written != settings.precision.label:
+        raise TrainConfigError(found.path, f"was written with precision.type {written}, "
+                               f"this run is {settings.precision.label}: resume with the "
+                               "precision it was written with")
+    return found
+
+
+def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
+                write_cache: bool = True) -> Job:
+    """The run's job with every check made (see the module docstring); nothing written
+    under `exp_dir`."""
+    settings = engine_settings(config)
+    found = _resume(config, settings)
+    if config.model is not None:
+        check_model_size(config)
+    start = config.exp_manager.resume_from_checkpoint
+    initial = load_hf_weights(config, start) if start is not None and found is None \
+        else None
+    if config.model is not None:
+        build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
+                                          config.data, initial)
+        check_rank_plans(config, pipeline)
+        vocab = config.model.vocab_size
+        join: reshard.Unshard = decoder_unshard(config.model)
+    else:
+        assert config.onnx is not None
+        build, pipeline, vocab = onnx_builder(config.onnx, config.data, config.distributed)
+        join = _only_slice
+    _check_vocabularies(config, vocab)
+    batches, validation, count = data_sources(config, vocab, write_cache)
+    job = Job(config, settings, batches, build, emit, found, pipeline, vocab, validation,
+              count, unshard=join)
+    if config.exp_manager.tensorboard:
+        job.tensorboard = tensorboard_available()
+        if not job.tensorboard:
+            job.warnings.append(TENSORBOARD_MISSING)
+    return job
+
+
+def _only_slice(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:
+    """An ONNX model's tensors are never split over TP ranks or pipeline stages: the one
+    slice is whole."""
+    return parts[0][0]
