@@ -7,7 +7,9 @@ Every error reads `ERROR: [CODE] what is wrong`. Codes: the compiler's (`NCC_E..
 fail validation the NeffError's own code (`NRT_ENEFF002` schema, `NRT_ENEFF003` reference,
 `NRT_ENEFF004` size; `backend.neff.errors`), also when the runtime refused it; a result
 the compiler cannot write (a full disk) is `NCC_EIO001`. Exit statuses: 2 for a bad command
-line (usage errors and `NCC_EARG001`), 1 for everything else.
+line (usage errors and `NCC_EARG001`), 3 for a NEFF another compiler built (`NRT_ENEFF005`:
+`run` and `benchmark` cannot execute AWS's engine programs; `inspect-neff` shows them), 1
+for everything else.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ DISK_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO)
 """An OSError of these is the disk's (NCC_EIO001), not the command line's."""
 ARGUMENT_ERROR = 2
 FAILURE = 1
+FOREIGN_NEFF = 3
 INTERRUPTED = 130
 
 
@@ -71,14 +74,16 @@ def coded(exc: BaseException, family: str) -> tuple[str, int]:
     if isinstance(exc, CompileError):
         status = ARGUMENT_ERROR if exc.code == "NCC_EARG001" else FAILURE
         return str(exc), status
+    from nxcc.backend.neff.errors import FOREIGN
+
     if isinstance(exc, NrtError):
         cause = exc.__cause__  # a NEFF the runtime refused keeps the NEFF error's code
         name = cause.code if isinstance(cause, NeffError) else f"NRT_{exc.status.name}"
-        return f"[{name}] {exc.args[0]}", FAILURE
+        return f"[{name}] {exc.args[0]}", FOREIGN_NEFF if name == FOREIGN else FAILURE
     if isinstance(exc, NeffError):
         name = ("NRT_UNSUPPORTED_NEFF_VERSION" if "major version" in exc.problem
                 else exc.code)
-        return f"[{name}] {exc}", FAILURE
+        return f"[{name}] {exc}", FOREIGN_NEFF if name == FOREIGN else FAILURE
     if isinstance(exc, ConfigError):
         return f"[NRT_INVALID] {exc}", FAILURE
     if family == "NCC" and isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
