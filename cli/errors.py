@@ -48,19 +48,23 @@ def usage_error_line(exc: click.UsageError) -> str:
     return f"ERROR: [NCC_EARG001] {one_line(exc.format_message())}{where}"
 
 
-def error_text(message: str) -> str:
-    """`message` folded to one line; except a source-located error (a message line, the
-    source line, a caret line under it), which keeps its three lines."""
+def error_text(message: str) -> tuple[str, str | None]:
+    """(`message` as one line, the source context or None). A source-located error (a
+    message line naming FILE:LINE:COL, the source line, a caret line under it) is its first
+    line; its other two lines are the context."""
     lines = str(message).splitlines()
     if len(lines) == 3 and lines[2].strip() == "^":
-        return "\n".join([one_line(lines[0]), lines[1], lines[2]])
-    return one_line(message)
+        return one_line(lines[0]), f"{lines[1]}\n{lines[2]}"
+    return one_line(message), None
 
 
 def fail(message: str, code: int = FAILURE) -> None:
-    """Print `ERROR: message` to stderr (one line, or a located error with its caret) and
-    exit with `code`."""
-    click.echo(f"ERROR: {error_text(message)}", err=True)
+    """Print `ERROR: message` to stderr as one line and exit with `code`; a located error's
+    source line and caret follow in the log (on the console at --verbose info)."""
+    line, context = error_text(message)
+    click.echo(f"ERROR: {line}", err=True)
+    if context is not None:
+        logging.getLogger("nxcc.compiler").info("the error is here:\n%s", context)
     sys.exit(code)
 
 
