@@ -10,9 +10,6 @@ HEADER_SIZE: int = 1024
 PKG_VERSION: int = 2
 """Value written to the header's ``pkg_version`` field (the real tool writes 2)."""
 
-LEGACY_PKG_VERSION: int = 1
-"""The ``pkg_version`` nxcc 0.2 wrote (with a SHA-256 hash and its own feature bits)."""
-
 NEFF_VERSION_MAJOR: int = 2
 NEFF_VERSION_MINOR: int = 0
 SUPPORTED_MAJOR_VERSIONS: frozenset[int] = frozenset({1, NEFF_VERSION_MAJOR})
@@ -32,10 +29,6 @@ MANIFEST_NAME: str = "neff.json"
 FEATURE_VNC: int = 0x400
 """Bit of the real tool's feature word (offset 544) set when a logical core spans several
 physical cores (its `def.json` then lists `neff_feature_vnc`); nxcc sets it at LNC 2."""
-
-LEGACY_UNCOMPRESSED_BIT: int = 1 << 1
-"""nxcc 0.2's feature bit for an uncompressed payload (read only to describe old files:
-the reader tells a plain tar from gzip by its magic number)."""
 
 NXCC_VERSION: str = COMPILER_VERSION
 DEFAULT_BUILD_VERSION: str = f"nxcc-{NXCC_VERSION}"

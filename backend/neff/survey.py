@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tarfile
+import tokenize
 import zlib
 from typing import BinaryIO
 
@@ -30,6 +31,14 @@ from nxcc.backend.neff.payload import GZIP_MAGIC, unsafe_member_reason
 
 MAX_TEXT_BYTES: int = 16 << 20
 """A JSON member (or assembly debug info) larger than this is listed, not read."""
+MAX_TEXT_TOTAL: int = 256 << 20
+"""The members read, together, besides the `ESSENTIAL` ones; once there, the rest are
+listed, not read (engines' descriptor tables can be large)."""
+MAX_ESSENTIAL_TOTAL: int = 1 << 30
+"""The `ESSENTIAL` members read, together."""
+ESSENTIAL = frozenset({"neff.json", "info.json", "hlo_stats.json", "def.json",
+                       "tensor_map.json"})
+"""Members (by base name, and every `kelf-N.json`) that say what the NEFF is."""
 MAX_INFLATED_BYTES: int = 64 << 30
 """The members of a gzip payload, together (a gzip bomb stops here)."""
 MAX_MEMBERS: int = 1 << 20
@@ -103,7 +112,8 @@ def survey(handle: BinaryIO, header: NeffHeader, source: str) -> Survey:
     found = _Found()
     error: str | None = None
     try:
-        with tarfile.open(fileobj=payload, mode="r|gz" if compressed else "r|") as tar:
+        with tarfile.open(fileobj=payload,  # type: ignore[call-overload]
+                          mode="r|gz" if compressed else "r|") as tar:
             for member in tar:
                 found.add(tar, member, source, compressed)
     except (tarfile.TarError, zlib.error, EOFError, OSError, ValueError) as exc:
@@ -126,6 +136,7 @@ class _Found:
         self.texts: dict[str, bytes] = {}
         self.npy: dict[str, NpyHeader] = {}
         self.inflated = 0
+        self.read = {True: 0, False: 0}  # bytes read, of essential members and of others
 
     def add(self, tar: tarfile.TarFile, member: tarfile.TarInfo, source: str,
             compressed: bool) -> None:
@@ -145,9 +156,14 @@ class _Found:
         if compressed and self.inflated > MAX_INFLATED_BYTES:
             raise NeffError(source, f"gzip payload inflates past the limit of "
                             f"{MAX_INFLATED_BYTES} bytes", code=SIZE)
-        wanted = name.endswith(".json") or ASM_DEBUG_MARK in os.path.basename(name)
-        if wanted and member.size <= MAX_TEXT_BYTES:
+        base = os.path.basename(name)
+        essential = base in ESSENTIAL or (base.startswith("kelf-") and base.endswith(".json"))
+        wanted = name.endswith(".json") or ASM_DEBUG_MARK in base
+        budget = MAX_ESSENTIAL_TOTAL if essential else MAX_TEXT_TOTAL
+        if wanted and member.size <= MAX_TEXT_BYTES \
+                and self.read[essential] + member.size <= budget:
             self.texts[name] = _read(tar, member)
+            self.read[essential] += member.size
         elif name.endswith(".npy"):
             header = _npy_header(tar, member)
             if header is not None:  # else listed with its size only
@@ -173,6 +189,7 @@ def _npy_header(tar: tarfile.TarFile, member: tarfile.TarInfo) -> NpyHeader | No
         read = (npy_format.read_array_header_1_0 if version == (1, 0)
                 else npy_format.read_array_header_2_0)
         shape, _fortran, dtype = read(handle)
-    except (ValueError, SyntaxError, EOFError, OverflowError, TypeError):
+    except (ValueError, SyntaxError, EOFError, OverflowError, TypeError, RecursionError,
+            tokenize.TokenError):  # numpy tokenizes the header's Python literal
         return None
     return NpyHeader(dtype=str(dtype), shape=tuple(int(d) for d in shape))
