@@ -49,9 +49,15 @@ def new_hasher(algorithm: str) -> Hasher:
     return hashlib.md5(usedforsecurity=False) if algorithm == MD5 else hashlib.sha256()
 
 
-def field_of(algorithm: str, hasher: Hasher) -> bytes:
-    """The 32-byte header field for what `hasher` (of `algorithm`) has read."""
-    return encode_md5(hasher.digest()) if algorithm == MD5 else hasher.digest()
+def field_of(algorithm: str, hasher: Hasher, stored: bytes = b"") -> bytes:
+    """The 32-byte header field for what `hasher` (of `algorithm`) has read. An MD5 is in
+    the real tool's word order, unless `stored` (the header's field) holds it in the
+    digest's own byte order: that is taken as a match too."""
+    digest = hasher.digest()
+    if algorithm != MD5:
+        return digest
+    plain = digest + bytes(HASH_FIELD_BYTES - 16)
+    return plain if stored == plain else encode_md5(digest)
 
 
 def readable(field: bytes) -> str:

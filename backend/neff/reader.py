@@ -152,7 +152,7 @@ def _read_gzipped(handle: BinaryIO, header: NeffHeader, source: str, validate_ha
         )
     hasher = new_hasher(header.hash_algorithm)
     hasher.update(payload)
-    digest = field_of(header.hash_algorithm, hasher)
+    digest = field_of(header.hash_algorithm, hasher, header.hash)
     if validate_hash:
         _check_digest(digest, header, source)
     return read_payload(payload, source), lambda: digest
@@ -175,7 +175,7 @@ def _map_plain(handle: BinaryIO, header: NeffHeader, source: str, validate_hash:
         hasher = new_hasher(header.hash_algorithm)
         with memoryview(buffer) as view:
             hasher.update(view[HEADER_SIZE:end])
-        return field_of(header.hash_algorithm, hasher)
+        return field_of(header.hash_algorithm, hasher, header.hash)
 
     if validate_hash:
         _check_digest(digest(), header, source)

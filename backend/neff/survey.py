@@ -119,7 +119,7 @@ def survey(handle: BinaryIO, header: NeffHeader, source: str) -> Survey:
     except (tarfile.TarError, zlib.error, EOFError, OSError, ValueError) as exc:
         error = " ".join(str(exc).split()) or type(exc).__name__
     payload.drain()
-    digest = field_of(header.hash_algorithm, hasher)
+    digest = field_of(header.hash_algorithm, hasher, header.hash)
     if error is not None and digest == header.hash:
         raise NeffError(source, f"corrupt tar payload: {error}")
     return Survey(path=source, header=header, compressed=compressed, members=found.sizes,

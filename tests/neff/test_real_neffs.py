@@ -163,3 +163,19 @@ def test_unsafe_member_name_refused(tmp_path: Path) -> None:
 def test_a_head_naming_no_entry_is_refused(tmp_path: Path) -> None:
     path = write_real_neff(tmp_path / "x.neff", RealNeff(heads=((2, 9, 0),)))
     assert_clean_error(run_cli("inspect-neff", str(path)), "neff.json: node 2 has no output 9")
+
+
+def test_md5_in_either_byte_order_verifies(neffs: dict[str, Path], tmp_path: Path) -> None:
+    """The real tool stores the digest as four little-endian words; a NEFF holding it in the
+    digest's own byte order verifies too, and a wrong digest in either order does not."""
+    import hashlib
+
+    data = bytearray(neffs["trn2_lnc2"].read_bytes())
+    digest = hashlib.md5(bytes(data[1024:])).digest()
+    data[172:204] = digest + bytes(16)
+    plain = tmp_path / "plain.neff"
+    plain.write_bytes(bytes(data))
+    assert survey_neff(plain).hash_ok
+    data[172] ^= 1
+    plain.write_bytes(bytes(data))
+    assert not survey_neff(plain).hash_ok
