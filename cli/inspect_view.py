@@ -71,6 +71,13 @@ def print_foreign(d: Mapping[str, Any]) -> None:
         stats = d["hlo_stats"]
         for key, value in (stats.items() if isinstance(stats, dict) else [("value", stats)]):
             click.echo(f"  {key:<26}{value}")
+    metrics = d.get("metrics")
+    if isinstance(metrics, list):
+        click.echo("metrics.json:")
+        for entry in metrics:
+            if isinstance(entry, dict):
+                click.echo(f"  {entry.get('MetricName', '?'):<26}{entry.get('Value')} "
+                           f"{entry.get('Unit', '')}".rstrip())
     m = d["members"]
     click.echo(f"members: {m['count']} files, {m['bytes']} bytes; not understood: "
                f"{len(m['unknown']) or 'none'}")

@@ -14,7 +14,7 @@ NEFF_VERSION_MAJOR: int = 2
 NEFF_VERSION_MINOR: int = 0
 SUPPORTED_MAJOR_VERSIONS: frozenset[int] = frozenset({1, NEFF_VERSION_MAJOR})
 """Major versions the reader accepts; any minor version of those is accepted. The real
-compiler wrote major 1 up to its 2.4 releases and writes 2 since."""
+compiler's trn1 NEFFs of 2.4 and 2.18 carry major 1, its trn2 NEFFs of 2.21 and 2.23 major 2."""
 
 VALID_LNC_SIZES: frozenset[int] = frozenset({1, 2})
 """Logical-NeuronCore sizes (physical cores per logical core) nxcc writes and runs."""

@@ -7,7 +7,8 @@ and outputs' signatures under `metadata.signatures`), `info.json` (`tool_version
 subgraphs' `sgNN/def.json`), `hlo_stats.json`, `debug_info/`, and per subgraph its
 definition (`def.json`: the engines' instruction streams, the variables, the features),
 `tensor_map.json`, one instruction stream per engine (`PE`, `Activation`, `DVE`, `Pool`,
-`SP`) and its constants (`.npy`, or `.bin` files a variable of type `file` names).
+`SP`) and its constants (`.npy`, or `.bin` files a variable of type `file` names); older
+releases add `metrics.json` (the compiler's estimates: `MetricName`, `Value`, `Unit`).
 
 `describe(survey)` turns that into one JSON-ready dict; every optional member may be
 missing (a NEFF stripped of its debug info has no instruction counts; one without
@@ -93,6 +94,7 @@ def describe(survey: Survey) -> dict[str, Any]:
         "subgraphs": subgraphs,
         "constants": _constants(survey, subgraphs),
         "hlo_stats": _json(survey, "hlo_stats.json", required=False),
+        "metrics": _json(survey, "metrics.json", required=False),
         "info": info,
         "members": _members(survey),
     }

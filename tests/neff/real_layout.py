@@ -52,6 +52,7 @@ class RealNeff:
     debug_info: bool = True
     neff_json: bool = True
     hlo_stats: bool = True
+    metrics: bool = False  # metrics.json, as releases up to 2.18 write it
     bin_constant: bool = False  # a constant as `.bin` named by a `file` variable
     extra: tuple[tuple[str, bytes], ...] = ()  # members the reader does not know
     instructions: tuple[int, ...] = (12, 5, 7, 2, 3)  # per engine, ENGINES' order
@@ -103,6 +104,8 @@ def _members(spec: RealNeff) -> dict[str, bytes]:
     if spec.hlo_stats:
         m["hlo_stats.json"] = _json({"HloMacCount": 4194304, "Traffic": 262144,
                                      "ArithmeticIntensity": 32.0, "HloInputCount": -1})
+    if spec.metrics:
+        m["metrics.json"] = _json([{"MetricName": "TPBCount", "Value": 1, "Unit": "Count"}], 2)
     info: dict[str, object] = {"kelp_version": "Dynamic", "name": "file.neff", "num_tpb": 1,
                                "num_tpb_requested": 1, "num_tpb_per_node": [1] + [0] * 63}
     if spec.tool_version is not None:
@@ -225,7 +228,8 @@ def _varint(value: int) -> bytes:
 VARIANTS: dict[str, RealNeff] = {
     "trn2_lnc2": RealNeff(),
     "trn1_lnc1_plain_stripped": RealNeff(
-        code_name="sunda", lnc=1, lnc_field=0, compressed=False, major=1,
+        code_name="sunda", lnc=1, lnc_field=0, compressed=False, major=1, metrics=True,
+        hlo_stats=False,
         tool_version="2.4.0.21+b7621be18", debug_info=False, bin_constant=True,
         signature_outputs=True, feature_word=0, inputs=(("input0", "float32", (4, 16)),),
         outputs=(("output0", "float32", (4, 10)), ("output1", "int32", (4,)))),

@@ -55,6 +55,8 @@ def test_trn1_lnc1_plain_and_stripped(neffs: dict[str, Path]) -> None:
     assert [t["name"] for t in d["outputs"]] == ["output0", "output1"]
     assert d["outputs"][1] == {"name": "output1", "dtype": "int32", "shape": [4]}
     assert all(e["instructions"] is None for e in d["subgraphs"][0]["engines"])
+    assert d["metrics"] == [{"MetricName": "TPBCount", "Value": 1, "Unit": "Count"}]
+    assert d["hlo_stats"] is None and d["members"]["unknown"] == []
     assert d["constants"]["files"] == [{"name": "sg00/value_sg00_weights.bin",
                                         "bytes": 128 * 128 * 2, "dtype": None, "shape": None}]
 
