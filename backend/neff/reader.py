@@ -16,6 +16,7 @@ from nxcc.backend.neff.errors import FOREIGN, SIZE, NeffError
 from nxcc.backend.neff.header import NeffHeader
 from nxcc.backend.neff.limits import MAX_PAYLOAD_BYTES
 from nxcc.backend.neff.mapped import MappedMembers
+from nxcc.backend.neff.neuronx_payload import describe, is_real_payload, summary
 from nxcc.backend.neff.payload import GZIP_MAGIC, is_gzip, read_payload, tar_spans
 from nxcc.backend.neff.schema import load_json
 from nxcc.backend.neff.survey import Survey, survey
@@ -94,8 +95,6 @@ def survey_neff(path: str | os.PathLike[str]) -> Survey:
 def refuse_foreign(found: Survey) -> None:
     """NeffError (code ``FOREIGN``) when `found` is a payload the real compiler built: one
     line saying who built it, for what, and that it runs only on Neuron hardware."""
-    from nxcc.backend.neff.neuronx_payload import describe, is_real_payload, summary
-
     if not is_real_payload(found):
         return
     try:
