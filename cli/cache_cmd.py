@@ -8,10 +8,13 @@ import json
 import click
 
 from nxcc.cli.errors import user_errors
-from nxcc.driver.cache.store import CompileCache, cache_root
+from nxcc.driver.cache.layout import cache_location
+from nxcc.driver.cache.store import CompileCache
 
-CACHE_DIR = click.option("--cache-dir", help="Cache root (default: NEURON_COMPILE_CACHE_URL, "
-                         "else /var/tmp/neuron-compile-cache).")
+CACHE_DIR = click.option("--cache-dir", "--cache_dir", "cache_dir",
+                         help="Cache root (default: NEURON_COMPILE_CACHE_URL, else "
+                         "/var/tmp/neuron-compile-cache; a remote URL is warned about and the "
+                         "local default used).")
 ALL_VERSIONS = click.option("--all-versions", is_flag=True,
                             help="Every compiler version's entries, not only this one's.")
 
@@ -19,6 +22,14 @@ ALL_VERSIONS = click.option("--all-versions", is_flag=True,
 @click.group("cache")
 def cache_cmd() -> None:
     """Inspect or clean the compile cache."""
+
+
+def _open(cache_dir: str | None) -> CompileCache:
+    """The cache the command looks at; a remote URL's warning on stderr (once)."""
+    root, note = cache_location(cache_dir)
+    if note:
+        click.echo(f"WARNING: {note}", err=True)
+    return CompileCache(root)
 
 
 def _describe(entry) -> dict:  # type: ignore[no-untyped-def]
@@ -36,7 +47,7 @@ def _describe(entry) -> dict:  # type: ignore[no-untyped-def]
 @user_errors
 def cache_list(cache_dir: str | None, all_versions: bool, as_json: bool) -> None:
     """One line per entry: name, status, size, when it was written."""
-    cache = CompileCache(cache_root(cache_dir))
+    cache = _open(cache_dir)
     rows = [_describe(e) for e in cache.entries(all_versions)]
     if as_json:
         click.echo(json.dumps(rows, indent=1))
@@ -53,7 +64,7 @@ def cache_list(cache_dir: str | None, all_versions: bool, as_json: bool) -> None
 @user_errors
 def cache_stats(cache_dir: str | None, all_versions: bool) -> None:
     """Where the cache is, how many entries (compiled, failed) and their size."""
-    cache = CompileCache(cache_root(cache_dir))
+    cache = _open(cache_dir)
     entries = cache.entries(all_versions)
     failed = sum(1 for e in entries if e.failed)
     click.echo(f"cache: {cache.root}")
@@ -69,6 +80,6 @@ def cache_stats(cache_dir: str | None, all_versions: bool) -> None:
 @user_errors
 def cache_clean(cache_dir: str | None, all_versions: bool, failed_only: bool) -> None:
     """Remove entries (and what killed compiles left behind)."""
-    cache = CompileCache(cache_root(cache_dir))
+    cache = _open(cache_dir)
     count, freed = cache.clean(failed_only=failed_only, all_versions=all_versions)
     click.echo(f"removed {count} entries, {freed} bytes")

@@ -4,10 +4,14 @@
   it takes the words that follow while they look like stage names (letters, digits and
   `_`, no dot: a model path has an extension), and refuses unknown stages.
 - The flags the real tool accepts for its own internals (`--internal-*`, `--no-internal-*`,
-  `--enable-internal-*`, `--tensorizer-options`, `--hbm-scratchpad-page-size`...) are
-  accepted and recorded (in the NEFF manifest, and so in the cache key) but change nothing
-  on a simulated core. Those in `RECORDED_WITH_VALUE` take the next word as their value;
-  any other is a switch unless written `--flag=value`.
+  `--enable-internal-*`, `--tensorizer-options`, `--hbm-scratchpad-page-size`,
+  `--disable-dge`...) and the older compiler's `--neuroncore-pipeline-cores` are accepted
+  and recorded (in the NEFF manifest, and so in the cache key) but change nothing on a
+  simulated core. Those in
+  `RECORDED_WITH_VALUE` take the next word as their value, those in `RECORDED_WITH_WORDS`
+  every following word that looks like a level name (`--internal-enable-dge-levels
+  vector_dynamic_offsets spill_reload scalar_dynamic_offset io`, recorded as one value
+  with the words space-separated); any other is a switch unless written `--flag=value`.
 
 `CompileCommand` takes both out of the arguments before click parses the rest and leaves
 them in `ctx.meta` (`PIPELINE_META`, `RECORDED_META`).
@@ -19,7 +23,8 @@ import re
 
 import click
 
-PIPELINE_STAGES = {"compile": "compile", "savetemps": "SaveTemps"}
+PIPELINE_STAGES = {"compile": "compile", "tensorize": "tensorize", "savetemps": "SaveTemps"}
+"""`tensorize` (nkipy stops there to read the generated kernels) runs nxcc's whole pipeline."""
 PIPELINE_META = "nxcc.pipeline"
 RECORDED_META = "nxcc.recorded_flags"
 
@@ -27,16 +32,23 @@ RECORDED_META = "nxcc.recorded_flags"
 RECORDED_WITH_VALUE = frozenset({
     "--tensorizer-options", "--hbm-scratchpad-page-size", "--internal-hlo2tensorizer-options",
     "--internal-backend-options", "--internal-num-neuroncores-per-sengine",
-    "--internal-enable-dge-levels", "--internal-max-instruction-limit",
+    "--internal-max-instruction-limit",
     "--internal-compiler-debug-mode", "--internal-tensorizer-opt-level",
-    "--internal-hlo2penguin-options", "--internal-disable-dge-levels",
+    "--internal-hlo2penguin-options", "--internal-dma-order-constraints",
+    "--neuroncore-pipeline-cores",
 })
+#: Recorded switches outside the `--internal-*` families.
+RECORDED_SWITCHES = frozenset({"--disable-dge"})
+#: Recorded flags that take every following word that looks like a level name.
+RECORDED_WITH_WORDS = frozenset({"--internal-enable-dge-levels", "--internal-disable-dge-levels"})
 _RECORDED = re.compile(r"^--(no-internal-|internal-|enable-internal-|disable-internal-)[\w-]+$")
 _STAGE_WORD = re.compile(r"^[A-Za-z]\w*$")
+_LEVEL_WORD = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def is_recorded_flag(name: str) -> bool:
-    return name in RECORDED_WITH_VALUE or bool(_RECORDED.match(name))
+    return name in RECORDED_WITH_VALUE or name in RECORDED_WITH_WORDS \
+        or name in RECORDED_SWITCHES or bool(_RECORDED.match(name))
 
 
 def takes_value(name: str) -> bool:
@@ -65,6 +77,14 @@ def split_compile_args(args: list[str]) -> tuple[list[str], list[str], Recorded]
                 words.append(args[i])
                 i += 1
             stages += [_stage(w) for w in words] or [_stage("")]
+        elif name in RECORDED_WITH_WORDS and not eq:
+            words = []
+            while i < len(args) and _LEVEL_WORD.match(args[i]):
+                words.append(args[i])
+                i += 1
+            if not words:
+                raise click.UsageError(f"Option '{name}' requires at least one level.")
+            recorded.append((name, " ".join(words)))
         elif is_recorded_flag(name):
             if not eq and takes_value(name):
                 if i >= len(args):

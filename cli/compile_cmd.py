@@ -17,7 +17,8 @@ from nxcc.cli.errors import user_errors
 from nxcc.cli.logsetup import VerboseLevel, setup_logging
 from nxcc.cli.progress import ProgressLine
 from nxcc.cli.replay import PASS_LINE, remember, wrote_message
-from nxcc.driver.cache.store import CompileCache, cache_root
+from nxcc.driver.cache.layout import cache_location
+from nxcc.driver.cache.store import CompileCache
 from nxcc.driver.cached_compile import compile_cached
 from nxcc.driver.options import (
     AUTO_CAST,
@@ -46,8 +47,10 @@ OPTIONS = [
                  help="Path of the NEFF to write."),
     click.option("--optlevel", "-O", type=click.Choice(["1", "2", "3"]), default="2",
                  show_default=True, help="Optimisation level."),
+    click.option("--enable-experimental-O1", "experimental_o1", is_flag=True,
+                 help="The deprecated spelling of -O1 (an -O/--optlevel given too wins)."),
     click.option("--logical-nc-config", "-lnc", "--lnc", "lnc", type=click.IntRange(1, 2),
-                 help="Physical cores per logical core: 1, or 2 (trn2 only, its default); at "
+                 help="Physical cores per logical core: 1, or 2 (trn2 and trn3, their default); at "
                  "2 the model is sharded over both."),
     click.option("--auto-cast", type=_choice(AUTO_CAST), default="none", show_default=True,
                  help="Compute f32 matmuls/convolutions (matmult) or all f32 arithmetic (all) "
@@ -76,10 +79,23 @@ OPTIONS = [
                  help="Size of an input with dynamic dimensions (repeatable)."),
     click.option("--print-ir-after", "print_ir_after", multiple=True, metavar="PASS|all",
                  help="Print the IR after the named pass (repeatable, or 'all')."),
-    click.option("--workdir", help="Where --pipeline compile SaveTemps keeps the intermediate "
+    click.option("--workdir", "--temp-dir", "workdir",
+                 help="Where --pipeline compile SaveTemps keeps the intermediate "
                  "files (default: a new temporary directory)."),
-    click.option("--cache-dir", help="Compile cache root (default: NEURON_COMPILE_CACHE_URL, "
-                 "else /var/tmp/neuron-compile-cache)."),
+    click.option("--dump", metavar="DIR",
+                 help="Keep the IR after every pass and the manifest in DIR (as --pipeline "
+                 "compile SaveTemps --workdir DIR)."),
+    click.option("--execute-repetition", "execute_repetition", type=click.IntRange(min=1),
+                 default=1, show_default=True,
+                 help="How many times in a row the caller executes the NEFF (transformers-"
+                 "neuronx's layer unrolling); recorded, the program is the same."),
+    click.option("--retry_failed_compilation", "--retry-failed-compilation", "retry_failed",
+                 is_flag=True, help="Compile again a module the compile cache remembers "
+                 "failing (torch-neuronx's NEURON_CC_FLAGS spelling)."),
+    click.option("--cache-dir", "--cache_dir", "cache_dir",
+                 help="Compile cache root (default: NEURON_COMPILE_CACHE_URL, "
+                 "else /var/tmp/neuron-compile-cache); a remote URL (s3://...) is warned "
+                 "about and the local default used."),
     click.option("--no-cache", is_flag=True, help="Neither read nor fill the compile cache."),
     click.option("--jobs", "--num-parallel-jobs", "jobs", type=click.IntRange(min=1),
                  help="Accepted; nxcc compiles on one thread."),
@@ -153,13 +169,23 @@ def compile_cmd(ctx: click.Context, model: str, **kw: object) -> None:
     """
     setup_logging(kw["verbose"], kw["logfile"])  # type: ignore[arg-type]
     stages = ctx.meta[PIPELINE_META]
+    if kw["dump"]:
+        stages, kw["workdir"] = [*stages, "SaveTemps"], kw["dump"]
     if "SaveTemps" in stages and not kw["workdir"]:
         kw["workdir"] = tempfile.mkdtemp(prefix="neuroncc_compile_workdir_")
+    if kw["experimental_o1"] and \
+            ctx.get_parameter_source("optlevel") is not click.core.ParameterSource.COMMANDLINE:
+        kw["optlevel"] = "1"
     options = build_options(model, kw, stages, ctx.meta[RECORDED_META])
     if kw["training"] or any_training_flag(ctx):
         compile_training_step(ctx, model, options, kw)
         return
-    cache = None if kw["no_cache"] else CompileCache(cache_root(kw["cache_dir"]))  # type: ignore[arg-type]
+    cache = None
+    if not kw["no_cache"]:
+        root, note = cache_location(kw["cache_dir"])  # type: ignore[arg-type]
+        if note:
+            log.warning("%s", note)
+        cache = CompileCache(root)
     with ProgressLine() as progress:
         outcome = compile_cached(model, options, cache, emit=click.echo, progress=progress.stage)
     log.info("%s", wrote_message(options.output, outcome.status, outcome.entry,
@@ -220,4 +246,6 @@ def build_options(model: str, kw: dict[str, object], stages: list[str],
         implicit_integer_downcast=str(kw["implicit_integer_downcast"]),
         recorded_flags=tuple(recorded), save_temps="SaveTemps" in stages,
         workdir=kw["workdir"],  # type: ignore[arg-type]
+        execute_repetition=int(kw["execute_repetition"]),  # type: ignore[call-overload]
+        retry_failed=bool(kw["retry_failed"]),
     )

@@ -8,7 +8,9 @@ fail validation the NeffError's own code (`NRT_ENEFF002` schema, `NRT_ENEFF003` 
 `NRT_ENEFF004` size; `backend.neff.errors`), also when the runtime refused it; a result
 the compiler cannot write (a full disk) is `NCC_EIO001`. Exit statuses: 2 for a bad command
 line (usage errors and `NCC_EARG001`) and for a training configuration `neuronx-cc train`
-refuses (`NCC_ETRN001`, wherever in the run it is found), 1 for everything else.
+refuses (`NCC_ETRN001`, wherever in the run it is found), 3 for a NEFF another compiler built
+(`NRT_ENEFF005`: `run` and `benchmark` cannot execute AWS's engine programs; `inspect-neff`
+shows them), 1 for everything else.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ ARGUMENT_ERROR = 2
 #: Codes of errors in what the user asked for, which exit with ARGUMENT_ERROR.
 ARGUMENT_CODES = ("NCC_EARG001", "NCC_ETRN001")
 FAILURE = 1
+FOREIGN_NEFF = 3
 INTERRUPTED = 130
 
 
@@ -48,19 +51,23 @@ def usage_error_line(exc: click.UsageError) -> str:
     return f"ERROR: [NCC_EARG001] {one_line(exc.format_message())}{where}"
 
 
-def error_text(message: str) -> str:
-    """`message` folded to one line; except a source-located error (a message line, the
-    source line, a caret line under it), which keeps its three lines."""
+def error_text(message: str) -> tuple[str, str | None]:
+    """(`message` as one line, the source context or None). A source-located error (a
+    message line naming FILE:LINE:COL, the source line, a caret line under it) is its first
+    line; its other two lines are the context."""
     lines = str(message).splitlines()
     if len(lines) == 3 and lines[2].strip() == "^":
-        return "\n".join([one_line(lines[0]), lines[1], lines[2]])
-    return one_line(message)
+        return one_line(lines[0]), f"{lines[1]}\n{lines[2]}"
+    return one_line(message), None
 
 
 def fail(message: str, code: int = FAILURE) -> None:
-    """Print `ERROR: message` to stderr (one line, or a located error with its caret) and
-    exit with `code`."""
-    click.echo(f"ERROR: {error_text(message)}", err=True)
+    """Print `ERROR: message` to stderr as one line and exit with `code`; a located error's
+    source line and caret follow in the log (on the console at --verbose info)."""
+    line, context = error_text(message)
+    click.echo(f"ERROR: {line}", err=True)
+    if context is not None:
+        logging.getLogger("nxcc.compiler").info("the error is here:\n%s", context)
     sys.exit(code)
 
 
@@ -74,14 +81,16 @@ def coded(exc: BaseException, family: str) -> tuple[str, int]:
     if isinstance(exc, CompileError):
         status = ARGUMENT_ERROR if exc.code in ARGUMENT_CODES else FAILURE
         return str(exc), status
+    from nxcc.backend.neff.errors import FOREIGN
+
     if isinstance(exc, NrtError):
         cause = exc.__cause__  # a NEFF the runtime refused keeps the NEFF error's code
         name = cause.code if isinstance(cause, NeffError) else f"NRT_{exc.status.name}"
-        return f"[{name}] {exc.args[0]}", FAILURE
+        return f"[{name}] {exc.args[0]}", FOREIGN_NEFF if name == FOREIGN else FAILURE
     if isinstance(exc, NeffError):
         name = ("NRT_UNSUPPORTED_NEFF_VERSION" if "major version" in exc.problem
                 else exc.code)
-        return f"[{name}] {exc}", FAILURE
+        return f"[{name}] {exc}", FOREIGN_NEFF if name == FOREIGN else FAILURE
     if isinstance(exc, ConfigError):
         return f"[NRT_INVALID] {exc}", FAILURE
     if family == "NCC" and isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:

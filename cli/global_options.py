@@ -17,8 +17,9 @@ VALUE_OPTIONS = frozenset({
     "-lnc", "--lnc", "--auto-cast", "--auto-cast-type", "--model-type",
     "--distribution-strategy", "--native-int64", "--implicit-integer-downcast",
     "--input-shape", "--print-ir-after", "--workdir", "--cache-dir", "--jobs",
-    "--num-parallel-jobs", "--verbose", "--logfile",
-    "--tensorizer-options", "--internal-hlo2tensorizer-options",
+    "--num-parallel-jobs", "--verbose", "--logfile", "--cache_dir", "--temp-dir", "--dump",
+    "--execute-repetition", "--tensorizer-options", "--internal-hlo2tensorizer-options",
+    "--internal-backend-options", "--hbm-scratchpad-page-size", "--neuroncore-pipeline-cores",
 })
 
 

@@ -1,18 +1,34 @@
 """`neuronx-cc inspect-neff`: what a NEFF holds, for people (text), programs (--json) or
-pictures (--format dot: the partitioned program as Graphviz text)."""
+pictures (--format dot: the partitioned program as Graphviz text), whoever built it.
+
+The payload is surveyed first (`backend.neff.survey`): one built by AWS's compiler is
+described from its own members (`backend.neff.neuronx_payload`), one nxcc built is read
+and checked as the runtime would. The hash is always computed; a payload that does not
+match it is reported (`"hash_ok": false`), and the command then fails (one line, status 1)
+when `NEURON_RT_VALIDATE_HASH=true` or when the damage stops the payload from decoding.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 
 import click
 
-from nxcc.backend.neff import read_neff
+from nxcc.backend.neff import NeffError, Survey, read_neff, survey_neff
+from nxcc.backend.neff.constants import BUILD_VERSION_PREFIX
+from nxcc.backend.neff.neuronx_payload import describe as describe_real
+from nxcc.backend.neff.neuronx_payload import is_real_payload
 from nxcc.backend.program.graphviz import neff_to_dot
+from nxcc.backend.runtime.config import parse_bool
 from nxcc.backend.runtime.model import TensorInfo
 from nxcc.backend.runtime.validate import check_neff
 from nxcc.cli.errors import user_errors
+from nxcc.cli.inspect_view import foreign_dot, print_foreign, print_header
 from nxcc.passes.sharding.cost_model import rank_traffic
+
+RUNS_ONLY_ON_HARDWARE = "its engine programs run only on Neuron hardware; nxcc runs NEFFs " \
+    "nxcc compiled"
 
 
 def describe_collective(entry: dict) -> dict:
@@ -35,16 +51,35 @@ def describe_collective(entry: dict) -> dict:
 
 
 def describe(path: str) -> dict:
-    """The NEFF at `path` as one JSON-able object."""
+    """The NEFF at `path`, whoever built it, as one JSON-able object."""
+    found = survey_neff(path)
+    common = {"file": path, "header": found.header.to_dict(), "hash_ok": found.hash_ok,
+              "payload": {"compressed": found.compressed, "error": found.payload_error}}
+    nxcc_header = found.header.build_version.startswith(BUILD_VERSION_PREFIX)
+    if found.payload_error is not None:  # damaged: what the header says, and no more
+        producer = "nxcc" if nxcc_header else (
+            "neuronx-cc" if is_real_payload(found) else None)
+        return {**common, "producer": producer, "tool_version": _nxcc_version(found)}
+    if not nxcc_header and is_real_payload(found):
+        return {**common, **describe_real(found), "runs_here": False,
+                "why": RUNS_ONLY_ON_HARDWARE}
+    return {**common, "producer": "nxcc", "tool_version": _nxcc_version(found),
+            **describe_nxcc(path)}
+
+
+def _nxcc_version(found: Survey) -> str | None:
+    build = found.header.build_version
+    return build[len(BUILD_VERSION_PREFIX):] if build.startswith(BUILD_VERSION_PREFIX) \
+        else None
+
+
+def describe_nxcc(path: str) -> dict:
+    """The sections of a NEFF nxcc compiled, read and checked as the runtime reads it."""
     neff = read_neff(path)
     check_neff(neff)
     m = neff.manifest
-    header = neff.header.to_dict()
     collectives = [describe_collective(c) for c in m.get("collectives", [])]
     return {
-        "file": path,
-        "header": header,
-        "hash_ok": neff.hash_ok,
         "target": m.get("target"),
         "lnc": m.get("lnc"),
         "inputs": [TensorInfo.from_manifest(e).to_json() for e in m.get("inputs", [])],
@@ -73,17 +108,11 @@ def _groups(c: dict) -> str:
 
 
 def print_text(d: dict) -> None:
+    """An nxcc NEFF's sections (after the header's)."""
     h = d["header"]
-    click.echo(f"NEFF {d['file']}")
-    click.echo(f"  name            {h['name']}")
-    click.echo(f"  version         {h['neff_version_major']}.{h['neff_version_minor']} "
-               f"(package {h['pkg_version']}, built by {h['build_version']})")
-    click.echo(f"  uuid            {h['uuid']}")
-    click.echo(f"  payload         {h['data_size']} bytes, sha256 {h['hash'][:16]}... "
-               f"{'OK' if d['hash_ok'] else 'MISMATCH'}")
-    click.echo(f"  feature bits    {h['feature_bits']:#x}")
+    print_header(d)
     click.echo(f"  target          {d['target']}, lnc_size {h['lnc_size']}, "
-               f"cores {h['num_tpb']}")
+               f"logical cores {h['num_tpb']}")
     kept = {e["input"] for e in d["state"]}
     feeds = {a["input"]: a["output"] for a in d["input_output_alias"]}
     for kind in ("inputs", "outputs"):
@@ -136,14 +165,36 @@ def print_spmd(spmd: dict) -> None:
               "Graphviz graph, collectives highlighted.")
 @user_errors(family="NRT")
 def inspect_neff_cmd(neff: str, as_json: bool, fmt: str) -> None:
-    """Show a NEFF's header, inputs, outputs, subgraphs, collectives and weights."""
-    if fmt == "dot":
+    """Show a NEFF's header, inputs, outputs, subgraphs, collectives and weights; a NEFF
+    AWS's compiler built too (its producer, target, engines' instruction streams,
+    constants and hlo_stats)."""
+    validate = parse_bool(os.environ, "NEURON_RT_VALIDATE_HASH", False)
+    d = describe(neff)
+    if fmt == "dot" and d["producer"] == "nxcc" and d["payload"]["error"] is None:
         neff_file = read_neff(neff)
         check_neff(neff_file)
         click.echo(neff_to_dot(neff_file), nl=False)
-        return
-    d = describe(neff)
-    if as_json or fmt == "json":
+    elif fmt == "dot" and "subgraphs" in d:
+        click.echo(foreign_dot(d), nl=False)
+    elif as_json or fmt == "json":
         click.echo(json.dumps(d, indent=2))
-    else:
+    elif "runs_here" in d:
+        print_foreign(d)
+    elif "subgraphs" in d:
         print_text(d)
+    else:
+        print_header(d)
+    _fail_on_damage(d, validate)
+
+
+def _fail_on_damage(d: dict, validate: bool) -> None:
+    """After the report: NeffError for a payload that does not decode, or whose hash does
+    not match when NEURON_RT_VALIDATE_HASH=true."""
+    h = d["header"]
+    if d["payload"]["error"] is not None:
+        raise NeffError(d["file"], f"payload damaged: its {h['hash_algorithm']} does not "
+                        f"match the header's, and it stops decoding: {d['payload']['error']}")
+    if validate and not d["hash_ok"]:
+        raise NeffError(d["file"], f"payload hash mismatch: the header's {h['hash_algorithm']} "
+                        f"is {h['payload_digest']}, the payload's is not "
+                        "(NEURON_RT_VALIDATE_HASH=true)")

@@ -28,7 +28,14 @@ from collections.abc import Sequence
 
 from nxcc.cli.log_handlers import configure_logging
 from nxcc.driver.cache.digest import canonical_json, file_sha256
-from nxcc.driver.cache.layout import cache_root, entry_name, read_meta, verified_neff, version_dir
+from nxcc.driver.cache.layout import (
+    cache_location,
+    cache_root,
+    entry_name,
+    read_meta,
+    verified_neff,
+    version_dir,
+)
 from nxcc.driver.output import write_bytes_atomically
 from nxcc.version import COMPILER_VERSION
 
@@ -97,6 +104,9 @@ def replay(argv: Sequence[str]) -> bool:
         if data is None:
             return False
         configure_logging(int(record["level"]), record["logfile"])
+        note = cache_location(None)[1]
+        if note:
+            log.warning("%s", note)
         write_bytes_atomically(record["output"], data)
     except Exception:  # noqa: BLE001 - any doubt means the full command runs and reports it
         return False

@@ -68,7 +68,7 @@ def compile_cached(path: str, options: CompileOptions, cache: CompileCache | Non
         _compile(path, options, emit, progress)
         return CachedCompile(BYPASS, None, time.perf_counter() - start)
     key = compile_key(path, options)
-    if _use_entry(cache, key, options.output):
+    if _use_entry(cache, key, options.output, options.retry_failed):
         log.info("compile cache hit: %s", key.entry)
         return CachedCompile(HIT, key.entry, time.perf_counter() - start, key)
 
@@ -78,7 +78,7 @@ def compile_cached(path: str, options: CompileOptions, cache: CompileCache | Non
             progress("waiting for the compile cache")
 
     with cache.locked(key, on_wait=waiting):
-        if _use_entry(cache, key, options.output):
+        if _use_entry(cache, key, options.output, options.retry_failed):
             log.info("compile cache hit after waiting: %s", key.entry)
             return CachedCompile(WAITED, key.entry, time.perf_counter() - start, key)
         log.info("compile cache miss: compiling %s", key.entry)
@@ -96,11 +96,17 @@ def _compile(path: str, options: CompileOptions, emit: Callable[[str], None],
     compile_model(path, options, emit, progress)
 
 
-def _use_entry(cache: CompileCache, key: CacheKey, output: str) -> bool:
+def _use_entry(cache: CompileCache, key: CacheKey, output: str,
+               retry_failed: bool = False) -> bool:
     """Copy the entry's NEFF to `output` (True), raise its remembered error, or False when
-    there is no usable entry (a damaged one is ignored: the compile replaces it)."""
+    there is no usable entry (a damaged one is ignored: the compile replaces it; a
+    remembered failure too when `retry_failed`)."""
     entry = cache.lookup(key)
     if entry is None:
+        return False
+    if entry.failed and retry_failed:
+        log.info("compile cache: %s failed before; compiling again "
+                 "(--retry_failed_compilation)", key.entry)
         return False
     if entry.failed:
         error = entry.error()

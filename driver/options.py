@@ -6,17 +6,24 @@ from dataclasses import dataclass, field
 
 from nxcc.driver.errors import CompileError
 
-TARGETS = ("trn1", "trn1n", "trn2", "inf2")
+TARGETS = ("trn1", "trn1n", "trn2", "inf2", "trn3")
 FRAMEWORKS = ("ONNX", "XLA")
 EXTENSIONS = {".onnx": "ONNX", ".hlo": "XLA", ".txt": "XLA", ".pb": "XLA", ".mlir": "XLA",
               ".stablehlo": "XLA"}
 AUTO_CAST = ("none", "matmult", "all")
 AUTO_CAST_TYPES = ("bf16", "fp16", "tf32", "fp8_e4m3")
-MODEL_TYPES = ("generic", "transformer", "unet-inference")
+MODEL_TYPES = ("generic", "transformer", "unet-inference", "transformer-inference",
+               "cnn-training")
+"""The CLI reference's three, the older reference's transformer-inference and the
+cnn-training that AWS's training samples pass: all recorded, none changes the program."""
 DISTRIBUTION_STRATEGIES = ("llm-training", "nemo")
 NATIVE_INT64 = ("default", "enabled", "disabled")
-#: The logical NeuronCore size when -lnc is not given (trn2 combines two physical cores).
-DEFAULT_LNC = {"trn2": 2}
+#: The logical NeuronCore size when -lnc is not given (trn2 combines two physical cores;
+#: trn3 is taken to as well: LNC applies to Trn2 and Trn3, and AWS documents no other
+#: default for Trn3).
+DEFAULT_LNC = {"trn2": 2, "trn3": 2}
+#: The targets whose logical cores may span two physical cores (-lnc 2).
+LNC2_TARGETS = ("trn2", "trn3")
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,10 @@ class CompileOptions:
     #: `--pipeline ... SaveTemps`: keep the IR after each pass and the manifest in `workdir`.
     save_temps: bool = False
     workdir: str | None = None
+    #: `--execute-repetition N`: the caller executes the NEFF N times in a row (recorded).
+    execute_repetition: int = 1
+    #: `--retry_failed_compilation`: compile again a module the cache remembers failing.
+    retry_failed: bool = False
 
     def __post_init__(self) -> None:
         for flag, value, allowed in (
@@ -70,16 +81,20 @@ class CompileOptions:
                                f"{', '.join(TARGETS)}")
         if self.optlevel not in (1, 2, 3):
             raise CompileError("NCC_EARG001", f"-O {self.optlevel} is not one of 1, 2, 3")
+        if self.execute_repetition < 1:
+            raise CompileError("NCC_EARG001", f"--execute-repetition {self.execute_repetition}"
+                               " is not a count of 1 or more")
         if self.lnc is not None and self.lnc not in (1, 2):
             raise CompileError("NCC_EARG001", f"--logical-nc-config {self.lnc} is not 1 or 2")
-        if self.lnc == 2 and self.target != "trn2":
+        if self.lnc == 2 and self.target not in LNC2_TARGETS:
             raise CompileError(
-                "NCC_EARG001",
-                f"--logical-nc-config 2 is only supported for --target trn2, not {self.target}")
+                "NCC_EARG001", f"--logical-nc-config 2 is only supported for --target "
+                f"{' or '.join(LNC2_TARGETS)}, not {self.target}")
 
     @property
     def logical_nc_config(self) -> int:
-        """The LNC in force: as given, else the target's default (2 on trn2, 1 elsewhere).
+        """The LNC in force: as given, else the target's default (2 on trn2 and trn3, 1
+        elsewhere).
         At 2 the model is sharded over the two physical cores of a logical core."""
         if self.lnc is not None:
             return self.lnc
@@ -110,6 +125,8 @@ class CompileOptions:
         }
         if self.auto_cast != "none":
             flags["auto_cast_type"] = self.auto_cast_type
+        if self.execute_repetition != 1:
+            flags["execute_repetition"] = self.execute_repetition
         return flags
 
 

@@ -6,6 +6,6 @@
 
 from __future__ import annotations
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 COMPILER_VERSION = f"{__version__}+nxcc"

@@ -10,7 +10,9 @@ Codes (printed by the CLI as ``ERROR: [CODE] ...``):
   manifest or program names does not exist, or counts that disagree between them;
 - ``NRT_ENEFF004`` a size: a tensor, arena or weight over its documented limit
   (`backend.neff.limits`), a buffer outside its arena, a weight whose bytes do not match its
-  declared shape x dtype.
+  declared shape x dtype;
+- ``NRT_ENEFF005`` a NEFF another compiler built (AWS's neuronx-cc): readable by
+  `inspect-neff`, not runnable here (its engine programs run only on Neuron hardware).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ CONTAINER = "NRT_INVALID"
 SCHEMA = "NRT_ENEFF002"
 REFERENCE = "NRT_ENEFF003"
 SIZE = "NRT_ENEFF004"
+FOREIGN = "NRT_ENEFF005"
 
 
 class NeffError(Exception):

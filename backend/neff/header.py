@@ -9,30 +9,31 @@ from typing import Any
 
 from nxcc.backend.neff.constants import (
     HEADER_SIZE,
-    KNOWN_FEATURE_BITS,
+    MAX_LNC_SIZE,
     NEFF_VERSION_MAJOR,
     NEFF_VERSION_MINOR,
     PKG_VERSION,
     SUPPORTED_MAJOR_VERSIONS,
     VALID_LNC_SIZES,
 )
+from nxcc.backend.neff.digest import algorithm_of, readable
 from nxcc.backend.neff.errors import NeffError
 
-# offset  field
-#   0     u64  pkg_version
-#   8     u64  header_size
-#  16     u64  data_size
+# offset  field                      (docs/neff-format.md says who writes what)
+#   0     u64  pkg_version            2 (nxcc 0.2: 1)
+#   8     u64  header_size            1024
+#  16     u64  data_size              payload bytes
 #  24     u64  neff_version_major
 #  32     u64  neff_version_minor
-#  40     u8[128] neff_build_version
-# 168     u32  num_tpb
-# 172     u8[32]  hash (SHA-256 of payload)
+#  40     u8[128] neff_build_version  zeros from the real tool; "nxcc-<version>" from nxcc
+# 168     u32  num_tpb                logical cores
+# 172     u8[32]  hash                payload MD5 as four LE words + 16 zeros (`digest`)
 # 204     u8[16]  uuid
 # 220     char[256] name
 # 476     u32  requested_tpb_count
 # 480     u8[64]  tpb_per_node
-# 544     u64  feature_bits
-# 552     u32  lnc_size
+# 544     u64  feature_bits           the real tool's feature word (FEATURE_VNC...)
+# 552     u32  lnc_size               physical cores per logical core (0: not recorded)
 # 556     u8[468] pad
 HEADER_FORMAT: str = "<QQQQQ128sI32s16s256sI64sQI468s"
 _STRUCT = struct.Struct(HEADER_FORMAT)
@@ -53,6 +54,7 @@ class NeffHeader:
 
     Strings are stored without their NUL padding; ``tpb_per_node`` is the raw
     64-byte field. ``header_size`` is not a field: it is always ``HEADER_SIZE``.
+    ``lnc`` is ``lnc_size`` with 0 (not recorded) read as 1.
     """
 
     hash: bytes
@@ -68,6 +70,15 @@ class NeffHeader:
     neff_version_major: int = NEFF_VERSION_MAJOR
     neff_version_minor: int = NEFF_VERSION_MINOR
     pkg_version: int = PKG_VERSION
+
+    @property
+    def lnc(self) -> int:
+        return self.lnc_size or 1
+
+    @property
+    def hash_algorithm(self) -> str:
+        """`digest.MD5` (the real tool's encoding) or `digest.SHA256` (nxcc 0.2)."""
+        return algorithm_of(self.hash)
 
     def validate(self, source: str) -> None:
         """Raise :class:`NeffError` (prefixed with ``source``) unless the header can be
@@ -94,7 +105,10 @@ class NeffHeader:
             )
         _encode_str(self.build_version, "ascii", BUILD_VERSION_BYTES, "build_version", source)
         _encode_str(self.name, "utf-8", NAME_BYTES, "name", source)
-        _check_semantics(source, self.neff_version_major, self.feature_bits, self.lnc_size)
+        _check_semantics(source, self.neff_version_major, self.lnc_size)
+        if self.lnc_size not in VALID_LNC_SIZES:
+            allowed = " or ".join(str(v) for v in sorted(VALID_LNC_SIZES))
+            raise NeffError(source, f"invalid lnc_size {self.lnc_size} (must be {allowed})")
 
     def pack(self, source: str = "<header>") -> bytes:
         """Return exactly ``HEADER_SIZE`` bytes; raise :class:`NeffError` if invalid."""
@@ -123,8 +137,8 @@ class NeffHeader:
 
         Raises :class:`NeffError` naming ``source`` when the data is shorter than a
         header, the header_size field is not ``HEADER_SIZE``, the major version is
-        unsupported, unknown feature bits are set, lnc_size is not 1 or 2, or a
-        string field does not decode.
+        unsupported, lnc_size is over ``MAX_LNC_SIZE``, or a string field does not decode.
+        The feature word is the producer's and is not interpreted here.
         """
         if len(data) < HEADER_SIZE:
             raise NeffError(
@@ -153,7 +167,7 @@ class NeffHeader:
                 source,
                 f"not a NEFF: header_size field is {header_size:#x}, expected {HEADER_SIZE}",
             )
-        _check_semantics(source, major, feature_bits, lnc_size)
+        _check_semantics(source, major, lnc_size)
         return cls(
             pkg_version=pkg_version,
             data_size=data_size,
@@ -182,6 +196,8 @@ class NeffHeader:
             "build_version": self.build_version,
             "num_tpb": self.num_tpb,
             "hash": self.hash.hex(),
+            "hash_algorithm": self.hash_algorithm,
+            "payload_digest": readable(self.hash),
             "uuid": str(self.uuid),
             "name": self.name,
             "requested_tpb_count": self.requested_tpb_count,
@@ -191,21 +207,14 @@ class NeffHeader:
         }
 
 
-def _check_semantics(source: str, major: int, feature_bits: int, lnc_size: int) -> None:
+def _check_semantics(source: str, major: int, lnc_size: int) -> None:
     if major not in SUPPORTED_MAJOR_VERSIONS:
         supported = ", ".join(str(v) for v in sorted(SUPPORTED_MAJOR_VERSIONS))
         raise NeffError(
             source, f"unsupported NEFF major version {major} (this tool supports {supported})"
         )
-    unknown = feature_bits & ~KNOWN_FEATURE_BITS
-    if unknown:
-        raise NeffError(
-            source,
-            f"unknown feature bits {unknown:#x} set (known bits: {KNOWN_FEATURE_BITS:#x})",
-        )
-    if lnc_size not in VALID_LNC_SIZES:
-        allowed = " or ".join(str(v) for v in sorted(VALID_LNC_SIZES))
-        raise NeffError(source, f"invalid lnc_size {lnc_size} (must be {allowed})")
+    if lnc_size > MAX_LNC_SIZE:
+        raise NeffError(source, f"invalid lnc_size {lnc_size} (at most {MAX_LNC_SIZE})")
 
 
 def _encode_str(value: str, encoding: str, width: int, field: str, source: str) -> bytes:

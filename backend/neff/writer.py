@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import uuid
@@ -10,8 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from nxcc.backend.neff.atomic import write_chunks
-from nxcc.backend.neff.constants import DEFAULT_BUILD_VERSION, MANIFEST_NAME, FeatureBits
-from nxcc.backend.neff.header import NeffHeader
+from nxcc.backend.neff.constants import DEFAULT_BUILD_VERSION, FEATURE_VNC, MANIFEST_NAME
+from nxcc.backend.neff.digest import MD5, field_of, new_hasher
+from nxcc.backend.neff.header import TPB_PER_NODE_BYTES, NeffHeader
 from nxcc.backend.neff.payload import Contents, build_payload, payload_chunks
 
 #: The namespace of NEFF uuids (a fixed, arbitrary uuid: uuid5 needs one).
@@ -31,19 +31,20 @@ def write_neff(
     name: str,
     num_tpb: int,
     lnc_size: int,
-    feature_bits: int = 0,
     compress: bool = True,
     build_version: str = DEFAULT_BUILD_VERSION,
 ) -> NeffHeader:
     """Write a NEFF to ``path`` and return its header.
 
     The payload holds ``manifest`` as ``neff.json`` plus ``files`` (payload path ->
-    bytes, or a tuple of bytes-like parts: see `payload.Contents`).
-    ``FeatureBits.UNCOMPRESSED_PAYLOAD`` is set exactly when ``compress`` is False,
-    whatever ``feature_bits`` says. ``requested_tpb_count`` is ``num_tpb``;
-    ``tpb_per_node`` is written as zeros. The uuid is derived from the payload's
-    SHA-256 and the header fields (:func:`content_uuid`), so the same inputs always give
-    byte-identical files (the payload itself is deterministic: see ``build_payload``).
+    bytes, or a tuple of bytes-like parts: see `payload.Contents`). The header follows the
+    real tool's: package version 2, the payload's MD5 in its encoding (`digest`),
+    ``num_tpb`` logical cores (``requested_tpb_count`` the same, ``tpb_per_node``
+    ``[num_tpb, 0, ...]``), the feature word with ``FEATURE_VNC`` when ``lnc_size`` > 1; a
+    reader tells a plain payload from gzip by its magic number. The uuid is derived from
+    the payload's hash and the header fields (:func:`content_uuid`), so the same inputs
+    always give byte-identical files (the payload itself is deterministic: see
+    ``build_payload``).
 
     A compressed payload is serialized in memory first, an uncompressed one is written
     chunk by chunk from the members' own buffers; the bytes go to a temp file in
@@ -54,7 +55,7 @@ def write_neff(
     Raises ValueError for a ``files`` key that is unsafe or equal to ``neff.json``,
     TypeError for a non-JSON-serializable manifest or non-bytes contents, and
     NeffError (naming ``path``) for header fields that cannot be encoded or that
-    the reader would refuse (unknown feature bits, lnc_size not 1 or 2, ...).
+    the runtime would refuse (lnc_size not 1 or 2, ...).
     """
     target = os.fspath(path)
     if MANIFEST_NAME in files:
@@ -67,13 +68,11 @@ def write_neff(
         chunks = [build_payload(members, True)]
     else:  # written as it is built: the weights' data is never copied
         chunks = payload_chunks(members)
-    digest = hashlib.sha256()
+    hasher = new_hasher(MD5)
     for chunk in chunks:
-        digest.update(chunk)
-    payload_hash = digest.digest()
-    bits = int(feature_bits) & ~int(FeatureBits.UNCOMPRESSED_PAYLOAD)
-    if not compress:
-        bits |= int(FeatureBits.UNCOMPRESSED_PAYLOAD)
+        hasher.update(chunk)
+    payload_hash = field_of(MD5, hasher)
+    bits = FEATURE_VNC if lnc_size > 1 else 0
     header = NeffHeader(
         hash=payload_hash,
         uuid=content_uuid(payload_hash, name, num_tpb, lnc_size, bits, build_version),
@@ -81,6 +80,7 @@ def write_neff(
         data_size=sum(memoryview(c).nbytes for c in chunks),
         num_tpb=num_tpb,
         requested_tpb_count=num_tpb,
+        tpb_per_node=bytes([min(num_tpb, 255)]).ljust(TPB_PER_NODE_BYTES, b"\0"),
         lnc_size=lnc_size,
         feature_bits=bits,
         build_version=build_version,

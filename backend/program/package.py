@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from nxcc.backend.neff import FeatureBits, NeffHeader, write_neff
+from nxcc.backend.neff import NeffHeader, write_neff
 from nxcc.backend.neff.weights import npy_parts
 from nxcc.backend.program.collectives import block_entry, global_shape, manifest_collectives
 from nxcc.backend.program.lower import WeightTable, lower_module
@@ -131,11 +131,10 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
         "compiler": spec.compiler,
         **aliases,
     }
-    bits = FeatureBits.COLLECTIVES if manifest["collectives"] else FeatureBits(0)
     spmd = spmd_section(core_modules[0], result_names(core_modules[0]))
     if spmd is not None:
         manifest["spmd"] = spmd
-        bits |= FeatureBits.SPMD
+    logical_cores = max(1, len(core_modules) // spec.lnc)
     return write_neff(path, manifest=manifest, files=files, name=spec.name,
-                      num_tpb=len(core_modules), lnc_size=spec.lnc, feature_bits=int(bits),
+                      num_tpb=logical_cores, lnc_size=spec.lnc,
                       compress=spec.compress and weights_compress(list(weights.arrays.values())))

@@ -9,6 +9,8 @@ Rank counts (`possible_rank_counts`), from the collective-communication seed:
 - trn2 (NeuronCore-v3, 4x4 torus on trn2.48xlarge): by the same rule as trn1, under the
   current LNC: powers of two within a device (2, 4 at LNC=2; 2, 4, 8 at LNC=1), one torus row
   (4 devices) and the whole torus; trn2.3xlarge: within its device only.
+- trn3 (NeuronCore-v4, devices all-to-all through a switch): powers of two within a device,
+  then any power-of-two number of whole devices.
 - inf1: none. A group of one rank needs no link and is always accepted.
 
 Placement (`check_rank_set`): the ranks occupy consecutive NeuronCores, aligned to the group
@@ -52,6 +54,11 @@ def possible_rank_counts(instance: Instance, lnc: int) -> tuple[int, ...]:
     if instance.topology == "torus" and instance.torus_shape is not None:
         counts.add(per_device * instance.torus_shape[1])
         counts.add(total)
+    if instance.topology == "switch":  # all-to-all: any power-of-two number of devices
+        devices = 2
+        while devices <= instance.devices:
+            counts.add(per_device * devices)
+            devices *= 2
     return tuple(sorted(counts))
 
 

@@ -15,7 +15,7 @@ Every variable of the runtime-configuration seed, plus nxcc's own:
 | NEURON_RT_MULTI_INSTANCE_SHARED_WEIGHTS | TRUE, FALSE | FALSE |
 | NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS | 0 .. INT_MAX; 0 disables async | 0 |
 | NEURON_RT_ALLOW_LEGACY_NEFF | TRUE, FALSE | FALSE |
-| NEURON_LOGICAL_NC_CONFIG | 1, 2 (2 only on trn2 instances) | 2 on trn2, 1 elsewhere |
+| NEURON_LOGICAL_NC_CONFIG | 1, 2 (2 only on trn2 and trn3) | 2 on trn2 and trn3, 1 elsewhere |
 | NXCC_INSTANCE_TYPE | an instance of `topology.INSTANCES` | the NEFF's target family |
 | NXCC_RUNTIME_DIR | a directory for the core lock files | `$TMPDIR/nxcc-runtime-<uid>` |
 | NXCC_RANKS_PER_INSTANCE | ranks per simulated instance of a multi-process job | all on one |
@@ -24,7 +24,8 @@ Every variable of the runtime-configuration seed, plus nxcc's own:
 Booleans accept TRUE/FALSE in any case, and 1/0. Log levels and locations are
 case-insensitive. A bad value raises `ConfigError` (an `NrtError` with status INVALID and a
 `ValueError`) naming the variable and the values it accepts. Checks that need the instance
-(a core index beyond the instance, LNC 2 off trn2) are made by `cores` and `topology` at init.
+(a core index beyond the instance, LNC 2 off trn2 and trn3) are made by `cores` and
+`topology` at init.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def resolve_lnc(instance: Instance, configured: int | None) -> int:
         choices = ", ".join(str(c) for c in instance.lnc_choices)
         raise ConfigError(f"NEURON_LOGICAL_NC_CONFIG={configured} is not supported on "
                           f"{instance.name} ({instance.core_kind}); use {choices} (LNC 2 exists "
-                          "only on trn2 instances)")
+                          "only on trn2 and trn3 instances)")
     return configured
 
 

@@ -4,13 +4,20 @@ Which instance is simulated (`choose_instance`):
 
 1. `NXCC_INSTANCE_TYPE` when set;
 2. otherwise the instance of the NEFF's target family: trn1 -> trn1.32xlarge,
-   trn1n -> trn1n.32xlarge, inf2 -> inf2.48xlarge, trn2 -> trn2.48xlarge;
+   trn1n -> trn1n.32xlarge, inf2 -> inf2.48xlarge, trn2 -> trn2.48xlarge,
+   trn3 -> trn3-server (see below);
 3. with neither (e.g. `neuronx-cc ls` with no NEFF), `DEFAULT_INSTANCE` (trn1.32xlarge).
 
 NeuronCores are numbered as the runtime exposes them: logical core L under LNC g is made of
 the physical cores L*g .. L*g+g-1, and physical core p sits on device p // cores_per_device.
 inf1.xlarge and inf1.6xlarge (NeuronCore-v1, which nxcc compiles nothing for) are here only
 because the allocation seed's examples are written for them; no NEFF loads on them.
+
+Trn3: AWS publishes Trainium3 (eight NeuronCore-v4, 144 GiB of HBM per device, LNC 1 or 2)
+and Trn3 UltraServers (Gen1: four servers of 16 devices; Gen2: 36 servers of 4), the devices
+joined all-to-all through NeuronSwitch, but no instance sizes. `trn3-server` is one Gen1
+server: 16 devices, all-to-all (`switch`), LNC 2 by default as on trn2, HBM in 4 banks per
+device as on trn2 (assumed: not published). Its name is nxcc's, not an EC2 instance type.
 """
 
 from __future__ import annotations
@@ -19,21 +26,23 @@ from dataclasses import dataclass
 
 GB = 1024**3
 
-GENERATION = {"inf1": 1, "trn1": 2, "trn1n": 2, "inf2": 2, "trn2": 3}
-"""NeuronCore architecture generation of each target/instance family (v1, v2, v3)."""
+GENERATION = {"inf1": 1, "trn1": 2, "trn1n": 2, "inf2": 2, "trn2": 3, "trn3": 4}
+"""NeuronCore architecture generation of each target/instance family (v1 .. v4)."""
 
 DEFAULT_INSTANCE_FOR_TARGET = {
     "trn1": "trn1.32xlarge",
     "trn1n": "trn1n.32xlarge",
     "inf2": "inf2.48xlarge",
     "trn2": "trn2.48xlarge",
+    "trn3": "trn3-server",
 }
 DEFAULT_INSTANCE = "trn1.32xlarge"
 
 
 @dataclass(frozen=True)
 class Instance:
-    """One instance type. `topology` is "single", "ring" or "torus" (2D, `torus_shape`)."""
+    """One instance type. `topology` is "single", "ring", "torus" (2D, `torus_shape`) or
+    "switch" (every device reaches every other)."""
 
     name: str
     family: str
@@ -74,6 +83,8 @@ class Instance:
     def connected(self, device: int) -> tuple[int, ...]:
         """The devices `device` has NeuronLinks to, sorted."""
         n = self.devices
+        if self.topology == "switch":
+            return tuple(d for d in range(n) if d != device)
         if self.topology == "ring" and n > 1:
             return tuple(sorted({(device - 1) % n, (device + 1) % n} - {device}))
         if self.topology == "torus" and self.torus_shape is not None:
@@ -89,6 +100,8 @@ class Instance:
             return f"{self.torus_shape[0]}x{self.torus_shape[1]} 2D torus"
         if self.topology == "ring":
             return f"ring of {self.devices} devices"
+        if self.topology == "switch":
+            return f"{self.devices} devices all-to-all"
         return "single device"
 
 
@@ -110,6 +123,11 @@ def _trn2(name: str, devices: int) -> Instance:
                     efa=devices == 16)
 
 
+def _trn3(name: str, devices: int) -> Instance:
+    return Instance(name, "trn3", "Trainium3", "NeuronCore-v4", devices, 8, 144 * GB, 4,
+                    "switch", lnc_choices=(1, 2), default_lnc=2, efa=True)
+
+
 def _inf1(name: str, devices: int) -> Instance:
     return Instance(name, "inf1", "Inferentia", "NeuronCore-v1", devices, 4, 8 * GB, 1,
                     "ring" if devices > 1 else "single")
@@ -127,6 +145,7 @@ INSTANCES: dict[str, Instance] = {
         _inf2("inf2.48xlarge", 12),
         _trn2("trn2.3xlarge", 1),
         _trn2("trn2.48xlarge", 16),
+        _trn3("trn3-server", 16),
         _inf1("inf1.xlarge", 1),
         _inf1("inf1.6xlarge", 4),
     )

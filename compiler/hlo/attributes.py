@@ -20,6 +20,7 @@ from nxcc.compiler.hlo.attr_windows import (  # noqa: F401  (ConvDims, Window ar
     parse_slice,
     parse_window,
 )
+from nxcc.compiler.hlo.mlir_attrs import looks_like_mlir_dict, parse_mlir_dict
 from nxcc.compiler.hlo.nodes import Opaque
 from nxcc.ir.sharding_notation.cursor import Cursor, PieceError, found, unquote
 from nxcc.ir.sharding_notation.hlo_sharding import parse_replica_groups, parse_sharding
@@ -171,15 +172,18 @@ def parse_key_values(text: str) -> MappingProxyType:
 
 
 def parse_backend_config(text: str) -> object:
-    """A quoted string (its JSON decoded when it is JSON) or bare JSON."""
+    """A quoted string (its JSON decoded when it is JSON), bare JSON, or an MLIR attribute
+    dictionary (a typed-FFI custom call's: `{uplo = 76 : ui8}`, see `mlir_attrs`)."""
     raw = parse_string(text) if text.startswith('"') else text
     try:
         return json.loads(raw) if raw else {}
     except ValueError:
         if text.startswith('"'):
             return raw
-        raise PieceError("expected a quoted string or JSON for backend_config, found "
-                         f"{found(text, 0)}", 0) from None
+        if looks_like_mlir_dict(text):
+            return parse_mlir_dict(text)
+        raise PieceError("expected a quoted string, JSON or an MLIR attribute dictionary "
+                         f"for backend_config, found {found(text, 0)}", 0) from None
 
 
 def parse_opaque(text: str) -> Opaque:

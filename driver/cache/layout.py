@@ -9,7 +9,6 @@ import json
 import os
 import re
 
-from nxcc.driver.errors import CompileError
 from nxcc.version import COMPILER_VERSION
 
 DEFAULT_ROOT = "/var/tmp/neuron-compile-cache"
@@ -25,16 +24,25 @@ MAX_CREATED = 1e11
 """A bound on `meta.json`'s creation time (seconds since 1970; the year 5138)."""
 
 
-def cache_root(cache_dir: str | None = None) -> str:
-    """The cache's root: `cache_dir`, else `NEURON_COMPILE_CACHE_URL`, else the default.
-    Only local paths (optionally `file://`) are supported: NCC_EARG001 for any other URL."""
-    root = cache_dir or os.environ.get(ENV_VAR) or DEFAULT_ROOT
+def cache_location(cache_dir: str | None = None) -> tuple[str, str | None]:
+    """(the cache's root, a warning or None). The root is `cache_dir`, else
+    `NEURON_COMPILE_CACHE_URL`, else the default; a local path may be written `file://...`.
+    A remote URL (`s3://bucket/prefix`, as NxD jobs set) cannot be reached from here: the
+    root is then the local default and the warning says so, naming where the URL came from."""
+    given = cache_dir or os.environ.get(ENV_VAR)
+    root = given or DEFAULT_ROOT
     if root.startswith("file://"):
         root = root[len("file://"):]
-    if "://" in root:
-        raise CompileError("NCC_EARG001", f"compile cache {root!r}: only local paths are "
-                           f"supported (set {ENV_VAR} or --cache-dir to a directory)")
-    return root
+    if "://" not in root:
+        return root, None
+    source = "--cache-dir" if cache_dir else ENV_VAR
+    return DEFAULT_ROOT, (f"{source}={given}: nxcc cannot reach a remote compile cache; it "
+                          f"uses the local cache {DEFAULT_ROOT} instead")
+
+
+def cache_root(cache_dir: str | None = None) -> str:
+    """The cache's root (`cache_location`), without its warning."""
+    return cache_location(cache_dir)[0]
 
 
 def version_dir(root: str) -> str:

@@ -179,7 +179,6 @@ def test_saturate_infinity_end_to_end(tmp_path: Path) -> None:
      ["NCC_EARG001", "--pipeline 'Link'"]),
     (["inspect-neff", "missing.neff"], 1, ["[NRT_INVALID]", "missing.neff"]),
     (["run", "missing.neff"], 1, ["[NRT_INVALID]"]),
-    (["cache", "list", "--cache-dir", "s3://bucket/cache"], 2, ["NCC_EARG001", "local paths"]),
 ])
 def test_exit_statuses_and_codes(args: list[str], status: int, fragments: list[str],
                                  tmp_path: Path) -> None:

@@ -89,8 +89,7 @@ def test_truncated_and_bad_header_neffs_are_refused(mlp_neff: Path, tmp_path: Pa
         "truncated.neff": (data[: len(data) - 10], "truncated"),
         "short.neff": (data[:500], "shorter than the 1024-byte header"),
         "major.neff": (data[:24] + (99).to_bytes(8, "little") + data[32:], "version"),
-        "feature.neff": (data[:544] + (1 << 40).to_bytes(8, "little") + data[552:],
-                         "feature bits"),
+        "lnc.neff": (data[:552] + (99).to_bytes(4, "little") + data[556:], "lnc_size 99"),
     }
     for name, (content, fragment) in cases.items():
         (tmp_path / name).write_bytes(content)
@@ -105,7 +104,7 @@ def test_trn2_lnc2_shards_over_two_cores_and_runs(lnc_args: list[str], tmp_path:
                    "--output", str(out), "--logfile", str(tmp_path / "log"))
     assert r.returncode == 0, r.stderr
     info = json.loads(neuronx_cc("inspect-neff", str(out), "--json").stdout)
-    assert info["header"]["lnc_size"] == 2 and info["header"]["num_tpb"] == 2
+    assert info["header"]["lnc_size"] == 2 and info["header"]["num_tpb"] == 1  # logical
     assert [sg["name"] for sg in info["subgraphs"]] == ["sg00", "sg01"]
     assert info["subgraphs"][0]["flops"] == info["subgraphs"][1]["flops"] > 0
     assert [c["kind"] for c in info["collectives"]] == ["all_reduce"]

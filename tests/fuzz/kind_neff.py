@@ -16,12 +16,14 @@ from nxcc.backend.neff.payload import read_payload
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import mutate_bytes, mutate_json
 from tests.neff.mutants import compile_example, pack, pack_bytes, unpack
+from tests.neff.real_layout import VARIANTS, write_real_neff
 from tests.runtime.neffs import spin_neff, weights_neff
 
 
 def seeds(work: Path) -> list[bytes]:
     """mlp and cnn from examples/, a `while` loop (spin), a 1 MiB weight, mlp at -lnc 2 on
-    trn2 (two programs, a collective); the inputs each one takes are written beside."""
+    trn2 (two programs, a collective); the inputs each one takes are written beside. And the
+    NEFFs in AWS's compiler's layout of `tests.neff.real_layout` (inspected, refused by run)."""
     made = [compile_example(work / "mlp.neff", "mlp"), compile_example(work / "cnn.neff", "cnn"),
             spin_neff(work / "spin.neff"), weights_neff(work / "weights.neff")]
     out = []
@@ -29,6 +31,8 @@ def seeds(work: Path) -> list[bytes]:
         header, members = unpack(path)
         out.append(pack(work / f"seed-{path.name}", header, members).read_bytes())
         _write_inputs(work, json.loads(members[MANIFEST_NAME]))
+    for name, spec in VARIANTS.items():
+        out.append(write_real_neff(work / f"seed-real-{name}.neff", spec).read_bytes())
     return out
 
 

@@ -9,8 +9,9 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from nxcc.backend.neff import FeatureBits, NeffHeader, build_payload, read_neff
+from nxcc.backend.neff import NeffHeader, build_payload, read_neff
 from nxcc.backend.neff.constants import MANIFEST_NAME
+from nxcc.backend.neff.digest import encode_md5
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -25,12 +26,11 @@ def unpack(path: Path) -> tuple[NeffHeader, dict[str, bytes]]:
 
 
 def pack_bytes(header: NeffHeader, members: dict[str, bytes]) -> bytes:
-    """`members` as an uncompressed NEFF with `header`'s fields (size, hash and the
-    uncompressed bit made to match), whatever the members hold."""
+    """`members` as an uncompressed NEFF with `header`'s fields (size and hash made to
+    match), whatever the members hold."""
     payload = build_payload(members, compress=False)
-    bits = header.feature_bits | int(FeatureBits.UNCOMPRESSED_PAYLOAD)
-    fixed = dataclasses.replace(header, data_size=len(payload), feature_bits=bits,
-                                hash=hashlib.sha256(payload).digest())
+    fixed = dataclasses.replace(header, data_size=len(payload),
+                                hash=encode_md5(hashlib.md5(payload).digest()))
     return fixed.pack(source="<mutant>") + payload
 
 
