@@ -29,6 +29,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from result_files import add_results_argument, recording  # noqa: E402
+
 from nxcc.backend.runtime.nrt import Runtime  # noqa: E402
 from nxcc.driver.compile import compile_model  # noqa: E402
 from nxcc.driver.options import CompileOptions  # noqa: E402
@@ -151,10 +153,18 @@ def main() -> int:
     p = sub.add_parser("processes")
     p.add_argument("--procs", type=int, default=8)
     p.add_argument("--seconds", type=float, default=60.0)
+    for command in (e, p):
+        add_results_argument(command)
     args = parser.parse_args()
-    if args.what == "executions":
-        return executions(args.count, args.warmup)
-    return processes(args.procs, args.seconds)
+    title = {"executions": "One model executed many times in one process",
+             "processes": "Processes loading and executing on their own cores"}[args.what]
+    with recording(f"soak-{args.what}", title, args.results) as rec:
+        if args.what == "executions":
+            status = executions(args.count, args.warmup)
+        else:
+            status = processes(args.procs, args.seconds)
+        rec.data["status"] = status
+    return status
 
 
 if __name__ == "__main__":
