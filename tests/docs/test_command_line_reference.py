@@ -2,10 +2,11 @@
 nothing they do not.
 
 The page has a section per command, headed by the command in backticks (`## \\`neuronx-cc
-compile\\``, `### \\`neuronx-cc cache list\\``); its option table's first column names each
-flag in backticks, every spelling (`-o`, `--output`). Each flag of the command's `--help`
-must be in that column; each flag of the column must be in the command's `--help` text
-(the options, or flags its description names, such as compile's `--pipeline`).
+compile\\``, `### \\`neuronx-cc cache list\\``; deeper headings stay in the section); the
+first column of its tables names each flag in backticks, every spelling (`-o`,
+`--output`). Each flag of the command's `--help` must be in that column; each flag of the
+column must be in the command's `--help` text (the options, or flags its description names,
+such as compile's `--pipeline`).
 """
 
 from __future__ import annotations
@@ -49,22 +50,25 @@ def help_flags(command: click.Command) -> set[str]:
     return flags - {"-h", "--help"}
 
 
-def help_text(name: str, command: click.Command) -> str:
-    ctx = click.Context(command, info_name=name)
-    return command.get_help(ctx)
+def help_text(command: click.Command) -> str:
+    """The description `--help` shows (unwrapped)."""
+    return f"{command.help or ''}\n{command.epilog or ''}"
 
 
 def sections() -> dict[str, list[str]]:
-    """The page's lines under each command heading."""
+    """The page's lines under each command heading, down to the next heading of its level
+    or higher (deeper headings stay in the section)."""
     out: dict[str, list[str]] = {}
     current: str | None = None
+    level = 0
     for line in PAGE.read_text(encoding="utf-8").splitlines():
+        depth = len(line) - len(line.lstrip("#")) if line.startswith("#") else 0
         m = _HEADING.match(line)
         if m:
-            current = " ".join(m[1].split())
+            current, level = " ".join(m[1].split()), depth
             out[current] = []
-        elif line.startswith("#"):
-            current = None
+        elif depth and depth <= level:
+            current, level = None, 0
         elif current is not None:
             out[current].append(line)
     return out
@@ -101,7 +105,7 @@ def test_the_section_lists_every_flag_of_the_help(name: str) -> None:
 
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_the_section_lists_only_flags_of_the_help(name: str) -> None:
-    text = help_text(name, COMMANDS[name])
+    text = help_text(COMMANDS[name])
     unknown = sorted(f for f in table_flags(sections().get(name, []))
                      if f not in help_flags(COMMANDS[name]) and f not in text)
     assert not unknown, f"the section of `{name}` lists {unknown}, which its --help does not"
