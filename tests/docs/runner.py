@@ -63,11 +63,12 @@ def make_workspace(root: Path) -> Workspace:
             (root / entry.name).symlink_to(entry)
     tools = root / ".bin"
     tools.mkdir()
-    launcher = tools / "neuronx-cc"
-    launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m nxcc "$@"\n')
-    launcher.chmod(0o755)
-    for name in ("python", "python3"):
-        (tools / name).symlink_to(sys.executable)
+    # scripts, not links: a virtual environment's interpreter finds its packages by the
+    # path it is started from
+    for name, command in (("neuronx-cc", "-m nxcc "), ("python", ""), ("python3", "")):
+        launcher = tools / name
+        launcher.write_text(f'#!/bin/sh\nexec "{sys.executable}" {command}"$@"\n')
+        launcher.chmod(0o755)
     env = {**os.environ,
            "PATH": os.pathsep.join([str(tools), str(Path(sys.executable).parent),
                                     os.environ.get("PATH", "")]),
