@@ -12,7 +12,7 @@ the run after `--warmup` executions, and the run fails if it grew by 1% or more.
 execute it 100 times checking the outputs against the first result, unload, close. Each
 reports its loads, executions and errors; the run fails on any error.
 
-Not a timed test: run by hand, figures in the README.
+Not a timed test: run by hand; the figures go to bench/results/soak-*.md and .json.
 """
 
 from __future__ import annotations
