@@ -27,6 +27,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from result_files import add_results_argument, recording  # noqa: E402
+
 
 def make(spec: str, out: Path) -> None:
     import make_models
@@ -69,10 +71,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", action="store_true")
+    add_results_argument(parser)
     args = parser.parse_args()
     if args.make:
         make(args.make, args.paths[0])
         return
+    name = f"compare_neffs-{args.paths[0].stem}" + ("-steps" if args.steps else "")
+    with recording(name, f"NEFFs of {args.paths[0].name} side by side", args.results):
+        compare(args)
+
+
+def compare(args: argparse.Namespace) -> None:
+    """Run the NEFFs and onnxruntime alternately (or their steps); print the times."""
     import onnxruntime as ort
 
     from nxcc.backend.neff import read_neff

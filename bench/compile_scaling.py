@@ -29,6 +29,8 @@ from onnx import TensorProto, helper
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from result_files import add_results_argument, recording  # noqa: E402
+
 from nxcc.driver.compile import compile_model  # noqa: E402
 from nxcc.driver.options import CompileOptions  # noqa: E402
 
@@ -75,8 +77,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per size (the best is kept)")
     parser.add_argument("--profile",
                         help="cProfile one more run of the largest size into this file")
+    add_results_argument(parser)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with (recording("compile_scaling", "Compile time against program size", args.results) as rec,
+          tempfile.TemporaryDirectory() as tmp):
         runs: dict[int, list[tuple[float, float]]] = {n: [] for n in args.sizes}
         for _ in range(max(1, args.repeat)):  # the sizes in turn: a drift of the host's
             for n in args.sizes:               # speed reaches every size alike
@@ -86,6 +90,7 @@ def main() -> None:
             wall, cpu = (min(t[i] for t in runs[n]) for i in (0, 1))
             print(f"{n:>8} ops: {wall:8.2f} s wall ({wall / wall0:.1f}x the first), "
                   f"{cpu:8.2f} s CPU ({cpu / cpu0:.1f}x)", flush=True)
+            rec.data.setdefault("rows", []).append({"ops": n, "wall_s": wall, "cpu_s": cpu})
         if args.profile:
             compile_seconds(max(args.sizes), tmp, args.profile)
 

@@ -21,6 +21,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from result_files import add_results_argument, recording  # noqa: E402
+
 from nxcc.backend.neff import read_neff  # noqa: E402
 from nxcc.backend.program.package import NeffSpec, write_program_neff  # noqa: E402
 from nxcc.backend.runtime.model import LoadedModel  # noqa: E402
@@ -77,10 +79,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--length", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=50)
+    add_results_argument(parser)
     args = parser.parse_args()
-    per_op, base = overhead_us(args.length, args.repeat)
-    print(f"{per_op:.2f} us per instruction ({args.length} ops: add, multiply, maximum, "
-          f"negate on f32[8]); {base:.1f} us per execution of an empty program")
+    with recording("executor_overhead", "The executor's cost per instruction",
+                   args.results) as rec:
+        per_op, base = overhead_us(args.length, args.repeat)
+        print(f"{per_op:.2f} us per instruction ({args.length} ops: add, multiply, maximum, "
+              f"negate on f32[8]); {base:.1f} us per execution of an empty program")
+        rec.data.update(per_instruction_us=per_op, empty_program_us=base)
 
 
 if __name__ == "__main__":

@@ -3,16 +3,17 @@ form, `--erf`): the ops one by one, each into a fresh array (the interpreter; th
 ran them in planned buffers, a little cheaper) against the `fused_elementwise` op the fuse
 pass makes of them, interleaved in one process.
 
-    PYTHONPATH=. python bench/fused_gelu.py [--erf]
+    PYTHONPATH=. python bench/fused_gelu.py [--erf] [--results DIR]
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
-import sys
 import time
 
 import numpy as np
+from result_files import add_results_argument, recording
 
 from nxcc.ir.interpreter import IRContext
 from nxcc.ir.kernels.fused import prepare_fused
@@ -61,8 +62,19 @@ module @m {{
 
 
 def main() -> None:
-    text = ERF_TEXT if "--erf" in sys.argv[1:] else TEXT
-    form = "erf" if text is ERF_TEXT else "tanh"
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--erf", action="store_true", help="BERT's erf form (default: tanh)")
+    add_results_argument(parser)
+    args = parser.parse_args()
+    form = "erf" if args.erf else "tanh"
+    with recording(f"fused_gelu-{form}", f"GELU ({form} form): unfused ops against fused",
+                   args.results) as rec:
+        rec.data["ms"] = compare(ERF_TEXT if args.erf else TEXT, form)
+
+
+def compare(text: str, form: str) -> dict[str, dict[str, float]]:
+    """Time the unfused ops against the fused op, interleaved; print and return medians and
+    bests (ms)."""
     plain, fused = parse_module(text), parse_module(text)
     FuseElementwise().run(fused)
     rng = np.random.default_rng(0)
@@ -89,6 +101,8 @@ def main() -> None:
               f"ms  best {min(ts) * 1e3:7.2f} ms")
     print("largest difference in ulps:",
           int(np.max(np.abs(out.view(np.int32) - want.view(np.int32)))))
+    return {name: {"median": statistics.median(ts) * 1e3, "best": min(ts) * 1e3}
+            for name, ts in times.items()}
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The matrix-product floor: nxcc's matrix products alone, against onnxruntime's whole run.
 
     python bench/gemm_floor.py [MODEL ...] [--duration S] [--warmup N] [--threads N]
-                               [--rounds R] [--json OUT.json]
+                               [--rounds R] [--keep-blas-env] [--json OUT.json]
+                               [--results DIR]
 
 MODEL as in `bench/table.py` (default: all of its models). For each model, each step in a
 process of its own with the same BLAS thread count as the table: compile for trn1 at -O2;
@@ -13,7 +14,9 @@ onnxruntime's CPU provider on the whole model, as the table does. Columns: the p
 GFLOP, their milliseconds and GFLOP/s with numpy's BLAS, onnxruntime's milliseconds for the
 whole model and the GFLOP/s that would be if it did nothing else, and `floor`: products
 milliseconds / onnxruntime milliseconds, the ratio nxcc cannot go below however little
-else it does, while its products are numpy's BLAS calls of these shapes.
+else it does, while its products are numpy's BLAS calls of these shapes. As in the table,
+the measuring processes run without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unless
+`--keep-blas-env`; the table is written to bench/results/gemm_floor.md and .json.
 """
 
 from __future__ import annotations
@@ -112,11 +115,10 @@ def products_one(neff: str, inputs: str, rounds: int) -> dict:
 
 def measure(name: str, path: Path, opts: argparse.Namespace, tmp: Path) -> dict:
     """One row: compile, the products, onnxruntime; each in its own process."""
-    from table import WORKER, compile_step, onnxruntime_step, run_json
+    from table import compile_step, onnxruntime_step, products_step
 
     inputs, neff, env, _ = compile_step(name, path, opts, tmp, REPO)
-    found = run_json([WORKER, "products", str(neff), str(inputs), "--rounds", str(opts.rounds)],
-                     REPO, env)
+    found = products_step(neff, inputs, opts, env)
     ort = onnxruntime_step(path, inputs, opts)
     ort_ms = ort["latency_p50_ms"]
     return {"model": name, **found, "ort_ms": ort_ms,
@@ -136,15 +138,15 @@ def format_row(r: dict) -> str:
 
 
 def main() -> None:
-    from table import add_common_arguments, machine_line, print_table
+    from table import add_common_arguments, print_table, settings_line
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_arguments(parser)
-    parser.add_argument("--rounds", type=int, default=20, help="timed rounds of the products")
     opts = parser.parse_args()
-    banner = (f"{machine_line(opts)}; products: median of {opts.rounds} rounds; "
+    banner = (f"{settings_line(opts)}; products: median of {opts.rounds} rounds; "
               f"onnxruntime: median over {opts.duration} s after {opts.warmup} warm-up runs")
-    print_table(opts, banner, HEADER, measure, format_row)
+    print_table(opts, banner, HEADER, measure, format_row, "gemm_floor",
+                "The matrix-product floor: nxcc's products alone against onnxruntime")
 
 
 if __name__ == "__main__":

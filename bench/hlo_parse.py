@@ -19,6 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from result_files import add_results_argument, recording  # noqa: E402
+
 from nxcc.compiler.hlo.parser import parse_hlo  # noqa: E402
 
 _DIMS = ["128,256", "256,256", "128,1024", "1024,256"]
@@ -114,21 +116,30 @@ def main() -> None:
     ap.add_argument("--instructions", type=int, default=100_000)
     ap.add_argument("--engine", choices=("fast", "lark"), default="fast")
     ap.add_argument("--repeat", type=int, default=3)
+    add_results_argument(ap)
     args = ap.parse_args()
-    text = generate(args.instructions)
-    if args.engine == "lark":
+    name = "hlo_parse" if args.engine == "fast" else f"hlo_parse-{args.engine}"
+    with recording(name, f"HLO text parsing speed ({args.engine} engine)", args.results) as rec:
+        rec.data.update(parse_speed(args.instructions, args.engine, args.repeat))
+
+
+def parse_speed(instructions: int, engine: str, repeat: int) -> dict:
+    """Best of `repeat` parses of a generated module; prints one line."""
+    text = generate(instructions)
+    if engine == "lark":
         from nxcc.compiler.hlo.lark_engine import parse_hlo_lark as parse
     else:
         parse = parse_hlo
     best = float("inf")
     count = 0
-    for _ in range(args.repeat):
+    for _ in range(repeat):
         t0 = time.perf_counter()
         module = parse(text, "bench.hlo")
         best = min(best, time.perf_counter() - t0)
         count = sum(len(c.instructions) for c in module.computations)
-    print(f"engine={args.engine} instructions={count} bytes={len(text)} "
-          f"best_of_{args.repeat}={best:.3f}s ({count / best:,.0f} instructions/s)")
+    print(f"engine={engine} instructions={count} bytes={len(text)} "
+          f"best_of_{repeat}={best:.3f}s ({count / best:,.0f} instructions/s)")
+    return {"instructions": count, "bytes": len(text), "best_s": best}
 
 
 if __name__ == "__main__":

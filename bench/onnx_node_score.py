@@ -28,6 +28,9 @@ from datetime import date
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from result_files import add_results_argument, recording  # noqa: E402
 
 from tests.onnx.node_suite import suite  # noqa: E402
 
@@ -97,7 +100,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write-expected", action="store_true",
                         help=f"rewrite {suite.EXPECTED_PASS.name} with the passing cases")
     parser.add_argument("-v", "--verbose", action="store_true", help="every failure's message")
+    add_results_argument(parser)
     opts = parser.parse_args(argv)
+    name = "onnx_node_score" + ("-filtered" if opts.filter else "")
+    with recording(name, "ONNX node conformance", opts.results) as rec:
+        status = score(opts)
+        rec.data["status"] = status
+    return status
+
+
+def score(opts: argparse.Namespace) -> int:
+    """Run the cases `opts` selects; print the score, the failures by operator and the
+    rest; the exit status."""
 
     models = suite.node_models()
     skipped = suite.skipped_cases()

@@ -23,6 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from result_files import add_results_argument, recording  # noqa: E402
+
 from nxcc.backend.neff import read_neff  # noqa: E402
 from nxcc.backend.runtime.model import LoadedModel  # noqa: E402
 
@@ -65,9 +67,18 @@ def main() -> None:
     parser.add_argument("model", type=Path, help="the ONNX model the NEFF was compiled from")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--top", type=int, default=25)
+    add_results_argument(parser)
     args = parser.parse_args()
-    model = LoadedModel(read_neff(str(args.neff)))
-    inputs = model_inputs(args.model)
+    with recording(f"op_profile-{args.neff.stem}", f"Where {args.neff.name}'s time goes",
+                   args.results) as rec:
+        rec.data["kinds"] = profile(args.neff, args.model, args.rounds, args.top)
+
+
+def profile(neff: Path, onnx_model: Path, rounds: int, top: int) -> list[dict]:
+    """Time the instructions of `neff` one by one, `rounds` times; print and return the
+    kinds, slowest first."""
+    model = LoadedModel(read_neff(str(neff)))
+    inputs = model_inputs(onnx_model)
     model.execute(inputs)  # binds the steps and fills the parameter buffers
     executor = model.executors[0]
     function = executor.functions[executor.entry]
@@ -76,7 +87,7 @@ def main() -> None:
     per_kind: dict[str, list[float]] = collections.defaultdict(list)
     totals = []
     with np.errstate(all="ignore"):
-        for _ in range(args.rounds):
+        for _ in range(rounds):
             spent: dict[str, float] = collections.defaultdict(float)
             for step, label in zip(bound.steps, labels, strict=True):
                 start = time.perf_counter()
@@ -86,11 +97,13 @@ def main() -> None:
             for label, seconds in spent.items():
                 per_kind[label].append(seconds)
     count = collections.Counter(labels)
-    print(f"{args.neff}: {len(labels)} instructions, median total "
-          f"{statistics.median(totals) * 1e3:.3f} ms over {args.rounds} rounds")
+    print(f"{neff}: {len(labels)} instructions, median total "
+          f"{statistics.median(totals) * 1e3:.3f} ms over {rounds} rounds")
     rows = sorted(per_kind.items(), key=lambda kv: -statistics.median(kv[1]))
-    for label, seconds in rows[:args.top]:
+    for label, seconds in rows[:top]:
         print(f"{statistics.median(seconds) * 1e3:9.3f} ms  x{count[label]:<4} {label}")
+    return [{"kind": label, "count": count[label], "median_ms": statistics.median(s) * 1e3}
+            for label, s in rows]
 
 
 if __name__ == "__main__":

@@ -23,6 +23,8 @@ import onnxruntime as ort
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from result_files import add_results_argument, recording  # noqa: E402
+
 from nxcc.backend.neff import read_neff  # noqa: E402
 from nxcc.backend.runtime.model import LoadedModel  # noqa: E402
 from nxcc.driver.compile import compile_model  # noqa: E402
@@ -57,9 +59,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("models", nargs="*", type=Path, default=DEFAULT)
     parser.add_argument("--repeat", type=int, default=50)
+    add_results_argument(parser)
     args = parser.parse_args()
+    with recording("run_models", "The test models against onnxruntime", args.results) as rec:
+        rec.data["rows"] = run_all(args.models, args.repeat)
+
+
+def run_all(models: list[Path], repeat: int) -> list[dict]:
+    """Compile and time each model against onnxruntime; a line and a row per model."""
+    rows = []
     print(f"{'model':28} {'compile ms':>10} {'nxcc ms':>9} {'ort ms':>8} {'max |diff|':>11}")
-    for path in args.models:
+    for path in models:
         if "dynbatch" in path.name:
             continue
         inputs = inputs_for(path)
@@ -75,9 +85,12 @@ def main() -> None:
         ref = session.run(None, inputs)
         diff = max(float(np.max(np.abs(o - r))) for o, r in zip(ours.values(), ref,
                                                                  strict=True))
-        nx = median_ms(functools.partial(model.execute, inputs), args.repeat)
-        rt = median_ms(functools.partial(session.run, None, inputs), args.repeat)
+        nx = median_ms(functools.partial(model.execute, inputs), repeat)
+        rt = median_ms(functools.partial(session.run, None, inputs), repeat)
         print(f"{path.stem:28} {compile_ms:10.1f} {nx:9.3f} {rt:8.3f} {diff:11.2e}")
+        rows.append({"model": path.stem, "compile_ms": compile_ms, "nxcc_ms": nx, "ort_ms": rt,
+                     "max_abs_diff": diff})
+    return rows
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ the run after `--warmup` executions, and the run fails if it grew by 1% or more.
 execute it 100 times checking the outputs against the first result, unload, close. Each
 reports its loads, executions and errors; the run fails on any error.
 
-Not a timed test: run by hand, figures in the README.
+Not a timed test: run by hand; the figures go to bench/results/soak-*.md and .json.
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from result_files import add_results_argument, recording  # noqa: E402
 
 from nxcc.backend.runtime.nrt import Runtime  # noqa: E402
 from nxcc.driver.compile import compile_model  # noqa: E402
@@ -151,10 +153,18 @@ def main() -> int:
     p = sub.add_parser("processes")
     p.add_argument("--procs", type=int, default=8)
     p.add_argument("--seconds", type=float, default=60.0)
+    for command in (e, p):
+        add_results_argument(command)
     args = parser.parse_args()
-    if args.what == "executions":
-        return executions(args.count, args.warmup)
-    return processes(args.procs, args.seconds)
+    title = {"executions": "One model executed many times in one process",
+             "processes": "Processes loading and executing on their own cores"}[args.what]
+    with recording(f"soak-{args.what}", title, args.results) as rec:
+        if args.what == "executions":
+            status = executions(args.count, args.warmup)
+        else:
+            status = processes(args.procs, args.seconds)
+        rec.data["status"] = status
+    return status
 
 
 if __name__ == "__main__":

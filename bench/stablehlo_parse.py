@@ -21,6 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from result_files import add_results_argument, recording  # noqa: E402
+
 from nxcc.compiler.stablehlo.frontend import parse_stablehlo  # noqa: E402
 
 T = "tensor<128x256xf32>"
@@ -87,16 +89,25 @@ def main() -> None:
     ap.add_argument("--ops", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--locations", action="store_true")
+    add_results_argument(ap)
     args = ap.parse_args()
-    text = generate(args.ops, args.locations)
+    name = "stablehlo_parse-locations" if args.locations else "stablehlo_parse"
+    with recording(name, "StableHLO parsing speed", args.results) as rec:
+        rec.data.update(parse_speed(args.ops, args.repeat, args.locations))
+
+
+def parse_speed(ops: int, repeat: int, locations: bool) -> dict:
+    """Best of `repeat` parses of a generated module; prints one line."""
+    text = generate(ops, locations)
     best = float("inf")
-    for _ in range(args.repeat):
+    for _ in range(repeat):
         start = time.perf_counter()
         module = parse_stablehlo(text, "bench.mlir")
         best = min(best, time.perf_counter() - start)
     n = sum(len(c.instructions) for c in module.computations)
-    print(f"{args.ops} ops, {len(text) / 1e6:.1f} MB -> {n} HLO instructions: best of "
-          f"{args.repeat} {best:.2f} s ({args.ops / best:,.0f} ops/s)")
+    print(f"{ops} ops, {len(text) / 1e6:.1f} MB -> {n} HLO instructions: best of "
+          f"{repeat} {best:.2f} s ({ops / best:,.0f} ops/s)")
+    return {"ops": ops, "bytes": len(text), "hlo_instructions": n, "best_s": best}
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """The benchmark table: nxcc against onnxruntime on the same cores, one row per model.
 
-    python bench/table.py [MODEL ...] [--duration S] [--warmup N] [--threads N]
-                          [--nxcc-tree DIR] [--json OUT.json]
+    python bench/table.py [MODEL ...] [--duration S] [--warmup N] [--threads N] [--rounds R]
+                          [--no-floor] [--keep-blas-env] [--nxcc-tree DIR] [--json OUT.json]
+                          [--results DIR]
 
 MODEL is a name below (default: all of them, in this order) or a path to an .onnx file:
 
@@ -12,13 +13,22 @@ MODEL is a name below (default: all of them, in this order) or a path to an .onn
     gpt2_small   GPT-2-small-size decoder, seq 128              (bench/make_models.py)
 
 For each model, each step in a process of its own: compile for trn1 at -O2 (time of
-`compile_model`), `neuronx-cc benchmark --json` on the NEFF, and onnxruntime's CPU provider
-with the same thread count (`bench/worker.py ort`), both on the same seeded random inputs,
-each timing executions for `--duration` seconds after `--warmup` untimed ones. Columns:
-compile time; load time of each (read + load, session creation); median latency of each
-and their ratio; peak resident memory of each process (VmHWM). nxcc's BLAS gets the same
-thread count through OPENBLAS_NUM_THREADS. `--nxcc-tree` measures another source tree of
-nxcc (e.g. an older commit unpacked with `git archive`) with this table's code.
+`compile_model`), `neuronx-cc benchmark --json` on the NEFF, the NEFF's matrix products
+alone (`bench/gemm_floor.py`'s recording, `--rounds` rounds, the median), and onnxruntime's
+CPU provider with the same thread count (`bench/worker.py ort`), all on the same seeded
+random inputs, nxcc and onnxruntime each timing executions for `--duration` seconds after
+`--warmup` untimed ones. Columns: compile time; load time of each (read + load, session
+creation); median latency of each and their ratio; the products' median time, `floor`
+(products / onnxruntime: the ratio nxcc cannot go below while its products are these BLAS
+calls) and `nxcc/floor` (nxcc / products); peak resident memory of each process (VmHWM).
+`--no-floor` leaves the products out. nxcc's BLAS gets the same thread count through
+OPENBLAS_NUM_THREADS.
+
+The measuring processes run without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (as a user's
+machine runs; `--keep-blas-env` keeps the caller's values); the table and the BLAS kernel
+the workers' numpy ran are written to bench/results/table.md and table.json (`--results`).
+`--nxcc-tree` measures another source tree of nxcc (e.g. an older commit unpacked with
+`git archive`) with this table's code.
 """
 
 from __future__ import annotations
@@ -26,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -41,6 +50,12 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
 from make_models import GENERATORS, ensure  # noqa: E402
+from result_files import (  # noqa: E402
+    BLAS_VARIABLES,
+    add_results_argument,
+    measurement_environment,
+    recording,
+)
 
 from nxcc.backend.runtime.benchmark import random_inputs  # noqa: E402
 from nxcc.backend.runtime.model import TensorInfo  # noqa: E402
@@ -80,9 +95,14 @@ def write_inputs(model: Path, out: Path) -> None:
     np.savez(out, **random_inputs(infos))
 
 
+#: The environment of the measuring processes (set by `main` from `--keep-blas-env`).
+BASE_ENVIRONMENT: dict[str, str] = measurement_environment()
+
+
 def run_json(args: list[str], pythonpath: Path, env: dict[str, str]) -> dict:
-    """Run `python ARGS` with `pythonpath`; its last stdout line as JSON."""
-    full = {**os.environ, **env, "PYTHONPATH": str(pythonpath)}
+    """Run `python ARGS` with `pythonpath` in BASE_ENVIRONMENT plus `env`; its last stdout
+    line as JSON."""
+    full = {**BASE_ENVIRONMENT, **env, "PYTHONPATH": str(pythonpath)}
     # run from the tree itself: `python -m` puts the working directory first on sys.path
     done = subprocess.run([sys.executable, *args], env=full, capture_output=True, text=True,
                           cwd=pythonpath)
@@ -116,44 +136,47 @@ def onnxruntime_step(path: Path, inputs: Path, opts: argparse.Namespace) -> dict
                      *timing_options(opts)], REPO, {})
 
 
+def products_step(neff: Path, inputs: Path, opts: argparse.Namespace, env: dict[str, str]
+                  ) -> dict:
+    """The NEFF's matrix products alone (a process of its own): the products worker's JSON
+    (products, gflop, products_ms)."""
+    return run_json([WORKER, "products", str(neff), str(inputs), "--rounds", str(opts.rounds)],
+                    REPO, env)
+
+
 def measure(name: str, path: Path, opts: argparse.Namespace, tmp: Path) -> dict:
-    """One row: compile, nxcc benchmark, onnxruntime; each in its own process."""
+    """One row: compile, nxcc benchmark, the products (unless --no-floor), onnxruntime;
+    each in its own process."""
     tree = Path(opts.nxcc_tree).resolve()
     inputs, neff, env, compiled = compile_step(name, path, opts, tmp, tree)
     nxcc = run_json(["-m", "nxcc", "benchmark", str(neff), "--inputs", str(inputs), "--json",
                      *timing_options(opts)], tree, env)
     ort = onnxruntime_step(path, inputs, opts)
-    return {"model": name, "compile_s": compiled["compile_s"],
-            "nxcc_load_ms": nxcc["load_ms"], "ort_load_ms": ort["load_ms"],
-            "nxcc_ms": nxcc["latency_p50_ms"], "ort_ms": ort["latency_p50_ms"],
-            "ratio": nxcc["latency_p50_ms"] / ort["latency_p50_ms"],
-            "nxcc_peak_mb": nxcc["peak_memory_bytes"] / 2**20,
-            "ort_peak_mb": ort["peak_memory_bytes"] / 2**20,
-            "nxcc_iterations": nxcc["iterations"], "ort_iterations": ort["iterations"]}
+    row = {"model": name, "compile_s": compiled["compile_s"],
+           "nxcc_load_ms": nxcc["load_ms"], "ort_load_ms": ort["load_ms"],
+           "nxcc_ms": nxcc["latency_p50_ms"], "ort_ms": ort["latency_p50_ms"],
+           "ratio": nxcc["latency_p50_ms"] / ort["latency_p50_ms"],
+           "nxcc_peak_mb": nxcc["peak_memory_bytes"] / 2**20,
+           "ort_peak_mb": ort["peak_memory_bytes"] / 2**20,
+           "nxcc_iterations": nxcc["iterations"], "ort_iterations": ort["iterations"]}
+    if opts.floor:
+        products_ms = products_step(neff, inputs, opts, env)["products_ms"]
+        row.update(products_ms=products_ms, floor=products_ms / row["ort_ms"],
+                   nxcc_floor=row["nxcc_ms"] / products_ms)
+    return row
 
 
 HEADER = ("| model | compile s | nxcc load ms | ort load ms | nxcc ms | ort ms | ratio "
-          "| nxcc peak MB | ort peak MB |\n| --- | ---: | ---: | ---: | ---: | ---: | ---: "
-          "| ---: | ---: |")
+          "| products ms | floor | nxcc/floor | nxcc peak MB | ort peak MB |\n"
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 
 
 def format_row(r: dict) -> str:
+    floor = (f"{r['products_ms']:.3g} | {r['floor']:.2f}x | {r['nxcc_floor']:.2f}x"
+             if "floor" in r else "- | - | -")
     return (f"| {r['model']} | {r['compile_s']:.2f} | {r['nxcc_load_ms']:.0f} | "
             f"{r['ort_load_ms']:.0f} | {r['nxcc_ms']:.3g} | {r['ort_ms']:.3g} | "
-            f"{r['ratio']:.2f}x | {r['nxcc_peak_mb']:.0f} | {r['ort_peak_mb']:.0f} |")
-
-
-def cpu_name() -> str:
-    """The CPU's model name and family from /proc/cpuinfo (else what `platform` knows)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            pairs = [line.split(":", 1) for line in f.read(1 << 16).splitlines() if ":" in line]
-        fields = {k.strip(): v for k, v in pairs}
-    except OSError:
-        return platform.processor() or "?"
-    name = fields.get("model name", "?").strip()
-    family = fields.get("cpu family", "").strip()
-    return f"{name} (family {family})" if family else name
+            f"{r['ratio']:.2f}x | {floor} | {r['nxcc_peak_mb']:.0f} | {r['ort_peak_mb']:.0f} |")
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> None:
@@ -165,29 +188,42 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--models-dir", type=Path, default=REPO / "bench" / ".models")
     parser.add_argument("--json", type=Path, help="also write the rows to this file")
+    parser.add_argument("--rounds", type=int, default=20,
+                        help="timed rounds of the matrix products alone (the median)")
+    parser.add_argument("--keep-blas-env", action="store_true",
+                        help="measure with the caller's OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE "
+                             "instead of without them")
+    add_results_argument(parser)
 
 
-def machine_line(opts: argparse.Namespace) -> str:
-    """The first line of a table: host, CPUs, OPENBLAS_CORETYPE and threads."""
-    return (f"# {platform.node()}: {os.cpu_count()} CPUs, {cpu_name()}; "
-            f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}; "
-            f"{opts.threads} threads each")
+def settings_line(opts: argparse.Namespace) -> str:
+    """The first line of a table: threads and which BLAS variables the measurements had."""
+    blas = ("the caller's " + ", ".join(f"{k}={os.environ.get(k, '(unset)')}"
+                                        for k in BLAS_VARIABLES)
+            if opts.keep_blas_env else f"{' and '.join(BLAS_VARIABLES)} unset")
+    return f"{opts.threads} threads each; {blas}"
 
 
 def print_table(opts: argparse.Namespace, banner: str, header: str,
                 measure_row: Callable[[str, Path, argparse.Namespace, Path], dict],
-                format_line: Callable[[dict], str]) -> None:
+                format_line: Callable[[dict], str], name: str, title: str) -> None:
     """`banner` and `header`, then a row per model of `opts.models` as it is measured (each
-    in one temporary directory); the rows also to `opts.json` when given. An unknown model
-    ends it before any line."""
+    in one temporary directory); the rows also to `opts.json` when given, and everything to
+    the result files `name`.md and `name`.json. An unknown model ends it before any line."""
+    global BASE_ENVIRONMENT
+    BASE_ENVIRONMENT = measurement_environment(opts.keep_blas_env)
     paths = [(name, model_path(name, opts.models_dir)) for name in opts.models]
-    print(banner)
-    print(header, flush=True)
-    rows = []
-    with tempfile.TemporaryDirectory(prefix="nxcc-bench-") as tmp:
-        for name, path in paths:
-            rows.append(measure_row(Path(name).stem, path, opts, Path(tmp)))
-            print(format_line(rows[-1]), flush=True)
+    with recording(name, title, opts.results, markdown=True) as rec:
+        print(banner)
+        print(header, flush=True)
+        rows = []
+        with tempfile.TemporaryDirectory(prefix="nxcc-bench-") as tmp:
+            for model, path in paths:
+                rows.append(measure_row(Path(model).stem, path, opts, Path(tmp)))
+                print(format_line(rows[-1]), flush=True)
+        rec.data["rows"] = rows
+        rec.blas = run_json([WORKER, "blas"], REPO, {"OPENBLAS_NUM_THREADS": str(opts.threads)})
+        rec.notes.append(f"BLAS as the measuring processes saw it; {settings_line(opts)}")
     if opts.json:
         opts.json.write_text(json.dumps(rows, indent=1))
 
@@ -195,11 +231,14 @@ def print_table(opts: argparse.Namespace, banner: str, header: str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_arguments(parser)
+    parser.add_argument("--no-floor", dest="floor", action="store_false",
+                        help="leave out the matrix products alone (floor, nxcc/floor)")
     parser.add_argument("--nxcc-tree", default=str(REPO), help="source tree of nxcc to measure")
     opts = parser.parse_args()
-    banner = (f"{machine_line(opts)}; median latency over {opts.duration} s after "
+    banner = (f"{settings_line(opts)}; median latency over {opts.duration} s after "
               f"{opts.warmup} warm-up runs; nxcc from {Path(opts.nxcc_tree).resolve()}")
-    print_table(opts, banner, HEADER, measure, format_row)
+    print_table(opts, banner, HEADER, measure, format_row, "table",
+                "nxcc against onnxruntime")
 
 
 if __name__ == "__main__":

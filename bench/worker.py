@@ -5,12 +5,15 @@ its own); prints one JSON object. Run by bench/table.py and bench/gemm_floor.py,
     python bench/worker.py ort MODEL.onnx IN.npz --threads N --warmup W --duration S
                                                               # load_ms, latency_*, peak_memory
     python bench/worker.py products F.neff IN.npz --rounds R  # products, gflop, products_ms
+    python bench/worker.py blas                               # the BLAS numpy runs here
 
 `compile` imports `nxcc` from PYTHONPATH (the tree being measured) and times
 `compile_model` for trn1 at -O2. `ort` times building an onnxruntime `InferenceSession` (CPU
 provider, N intra-op threads, one inter-op thread) and then its executions with the same
 timing and percentiles as `neuronx-cc benchmark`. `products` records and times the matrix
-products of one execution (`gemm_floor.products_one`).
+products of one execution (`gemm_floor.products_one`). `blas` says which BLAS library,
+version and kernels numpy runs in a process of this environment
+(`result_files.blas_info`).
 """
 
 from __future__ import annotations
@@ -68,8 +71,13 @@ def main() -> None:
     p.add_argument("neff")
     p.add_argument("inputs")
     p.add_argument("--rounds", type=int, default=20)
+    sub.add_parser("blas")
     args = parser.parse_args()
-    if args.what == "compile":
+    if args.what == "blas":
+        from result_files import blas_info
+
+        result = blas_info()
+    elif args.what == "compile":
         result = compile_one(args.model, args.neff)
     elif args.what == "products":
         from gemm_floor import products_one

@@ -1,6 +1,6 @@
 """`neuronx-cc compile`: a model file to a NEFF, through the compile cache.
 
-Every flag of the real `neuronx-cc compile` is accepted; README's flag table says what each
+Every flag of the real `neuronx-cc compile` is accepted; docs/command-line.md says what each
 does here. The NEFF comes from the compile cache when the same module was compiled with the
 same output-changing flags before (`driver.cached_compile`).
 """

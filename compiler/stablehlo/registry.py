@@ -32,6 +32,6 @@ def convert_op(b: CompBuilder, op: Op) -> None:
     fn = CONVERTERS.get(op.name)
     if fn is None:
         raise HloError(f"expected an operation the compiler supports, found '{op.name}' "
-                       "(compiler/stablehlo/README.md lists them)", b.conv.source, op.offset,
+                       "(docs/xla-inputs.md lists them)", b.conv.source, op.offset,
                        E.UNSUPPORTED_OP)
     fn(b, op, AttrReader(op, b.conv.source))

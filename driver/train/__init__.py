@@ -2,5 +2,5 @@
 
 `config` reads the YAML into frozen dataclasses, `layout` places ranks (TP innermost),
 `data` cuts the token stream into batches, `metrics` and `checkpoint_io` write a run's
-outputs. See docs/distributed-training.md.
+outputs. See docs/training.md (use) and docs/training-internals.md (design).
 """

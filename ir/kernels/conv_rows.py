@@ -19,7 +19,7 @@ scratch shared by the bound function's steps (`scratch_pool`), so a model's conv
 hold one set between them.
 
 `method(c, o)` picks one by shape (None: keep im2col), from interleaved timings of the
-light models' convolutions on the 2-core machine (README, "Measured figures"): ROWS for few
+light models' convolutions on a 2-core machine: ROWS for few
 input channels (C <= 128: the copy is small against im2col's, whose short runs dominate
 there), SHIFTED when the output channels are at most half the input channels (DenseNet's
 128 -> 32: the products stay efficient and there is nothing to copy); otherwise im2col,

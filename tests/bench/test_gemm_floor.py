@@ -60,7 +60,8 @@ def test_the_table_on_the_tiny_mlp(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "gemm_floor.py"), "mlp",
                            "--duration", "0.05", "--warmup", "1", "--rounds", "2",
-                           "--json", str(out)], capture_output=True, text=True, timeout=300)
+                           "--json", str(out), "--results", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[1].startswith("| model | products | GFLOP | products ms | GFLOP/s")
@@ -69,3 +70,5 @@ def test_the_table_on_the_tiny_mlp(tmp_path: Path) -> None:
     assert row["products_ms"] > 0 and row["ort_ms"] > 0
     assert abs(row["floor"] - row["products_ms"] / row["ort_ms"]) < 1e-9
     assert lines[3].startswith("| mlp | 2 | ") and lines[3].endswith(f"| {row['floor']:.2f}x |")
+    record = json.loads((tmp_path / "gemm_floor.json").read_text())
+    assert record["rows"] == [row] and record["environment"]["blas"]["source"]

@@ -1,7 +1,7 @@
 """The fuzz suite's CI pass: every failure the fuzzer ever found stays fixed (replayed
 in-process), and a short campaign per input kind (NXCC_FUZZ_CASES, default 1000) ends
 with no crash, hang or run over memory. The kinds run as parallel processes, each case
-in-process (`python -m tests.fuzz`); the long run is documented in the README."""
+in-process (`python -m tests.fuzz`); the long run is described in docs/contributing.md."""
 
 from __future__ import annotations
 
