@@ -34,9 +34,10 @@ from nxcc.compiler.onnx.loader import graph_inputs, value_sources
 from nxcc.driver.compile import compile_onnx_model
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions
+from nxcc.errors import DYNAMIC_SHAPE
 
 DEFAULT_TARGET = "trn1"
-DYNAMIC_CODE = "NCC_EMOD025"  # a value must be known at compile time
+DYNAMIC_CODE = DYNAMIC_SHAPE  # a value must be known at compile time
 
 
 def _static_shape(info: onnx.ValueInfoProto) -> tuple[int, ...] | None:

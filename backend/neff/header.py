@@ -16,7 +16,7 @@ from nxcc.backend.neff.constants import (
     SUPPORTED_MAJOR_VERSIONS,
     VALID_LNC_SIZES,
 )
-from nxcc.backend.neff.errors import NeffError
+from nxcc.backend.neff.errors import VERSION, NeffError
 
 # offset  field
 #   0     u64  pkg_version
@@ -195,8 +195,8 @@ def _check_semantics(source: str, major: int, feature_bits: int, lnc_size: int) 
     if major not in SUPPORTED_MAJOR_VERSIONS:
         supported = ", ".join(str(v) for v in sorted(SUPPORTED_MAJOR_VERSIONS))
         raise NeffError(
-            source, f"unsupported NEFF major version {major} (this tool supports {supported})"
-        )
+            source, f"unsupported NEFF major version {major} (this tool supports {supported})",
+            VERSION)
     unknown = feature_bits & ~KNOWN_FEATURE_BITS
     if unknown:
         raise NeffError(

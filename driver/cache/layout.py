@@ -10,6 +10,7 @@ import os
 import re
 
 from nxcc.driver.errors import CompileError
+from nxcc.errors import BAD_ARGUMENT
 from nxcc.version import COMPILER_VERSION
 
 DEFAULT_ROOT = "/var/tmp/neuron-compile-cache"
@@ -32,7 +33,7 @@ def cache_root(cache_dir: str | None = None) -> str:
     if root.startswith("file://"):
         root = root[len("file://"):]
     if "://" in root:
-        raise CompileError("NCC_EARG001", f"compile cache {root!r}: only local paths are "
+        raise CompileError(BAD_ARGUMENT, f"compile cache {root!r}: only local paths are "
                            f"supported (set {ENV_VAR} or --cache-dir to a directory)")
     return root
 
