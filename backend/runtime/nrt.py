@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from nxcc.backend.neff import NeffError, NeffFile, read_neff
+from nxcc.backend.neff.artifact import Neff
 from nxcc.backend.runtime.collective_binding import Binder
 from nxcc.backend.runtime.collective_groups import GroupRegistry, check_rank_count
 from nxcc.backend.runtime.config import RuntimeConfig
@@ -55,7 +56,27 @@ from nxcc.backend.runtime.topology import Instance, choose_instance
 __all__ = ["GroupMember", "NeffSource", "Runtime", "SpmdRun"]
 from nxcc.backend.runtime.validate import check_manifest
 
-NeffSource = str | os.PathLike[str] | bytes | NeffFile
+NeffSource = str | os.PathLike[str] | bytes | NeffFile | Neff
+
+
+def read_source(neff: NeffSource, validate_hash: bool) -> NeffFile:
+    """The NEFF read (a path, bytes, a `Neff`; a NeffFile as it is), its payload hash
+    checked when `validate_hash` and its manifest validated (`validate.check_manifest`)
+    before anything looks at it; NeffError otherwise."""
+    if isinstance(neff, Neff):
+        neff = neff.data if neff.data is not None else neff.path  # type: ignore[assignment]
+    if isinstance(neff, NeffFile):
+        if validate_hash and not neff.hash_ok:
+            raise NeffError(str(neff.path), "payload hash mismatch (NEURON_RT_VALIDATE_HASH=TRUE)")
+    elif isinstance(neff, bytes | bytearray | memoryview):
+        with tempfile.TemporaryDirectory(prefix="nxcc-load-") as tmp:
+            path = Path(tmp) / "model.neff"
+            path.write_bytes(bytes(neff))
+            neff = read_neff(path, validate_hash=validate_hash)
+    else:
+        neff = read_neff(neff, validate_hash=validate_hash)  # type: ignore[arg-type]
+    check_manifest(neff)
+    return neff
 
 
 class Runtime:
@@ -138,7 +159,7 @@ class Runtime:
 
     def load(self, neff: NeffSource, start_nc: int = AUTO, nc_count: int = AUTO, *,
              spmd: SpmdRun | None = None, member: GroupMember | None = None) -> ModelHandle:
-        """Load `neff` (path, bytes or a read NeffFile) onto this process's cores: the one
+        """Load `neff` (path, bytes, a Neff or a read NeffFile) onto this process's cores: the one
         load path, whatever the NEFF holds.
 
         - A model (one core, or the programs of an `-lnc 2` NEFF filling a logical core):
@@ -301,23 +322,11 @@ class Runtime:
                             member.group, handle.cores[0])
 
     def _read(self, neff: NeffSource) -> NeffFile:
-        """The NEFF read, its hash checked when configured and its manifest validated
-        (`validate.check_manifest`) before anything looks at it."""
+        """`read_source` with this runtime's hash setting; NrtError(INVALID) when the NEFF
+        cannot be used (keeping the NEFF error's code)."""
         assert self.config is not None
-        if isinstance(neff, NeffFile):
-            if self.config.validate_hash and not neff.hash_ok:
-                raise NrtError(NrtStatus.INVALID, f"{neff.path}: payload hash mismatch "
-                               "(NEURON_RT_VALIDATE_HASH=TRUE)")
         try:
-            if isinstance(neff, bytes | bytearray | memoryview):
-                with tempfile.TemporaryDirectory(prefix="nxcc-load-") as tmp:
-                    path = Path(tmp) / "model.neff"
-                    path.write_bytes(bytes(neff))
-                    neff = read_neff(path, validate_hash=self.config.validate_hash)
-            elif not isinstance(neff, NeffFile):
-                neff = read_neff(neff, validate_hash=self.config.validate_hash)
-            check_manifest(neff)
-            return neff
+            return read_source(neff, self.config.validate_hash)
         except NeffError as exc:
             logger("NRT").error("failed to load NEFF: %s", exc)
             raise NrtError(NrtStatus.INVALID, str(exc)) from exc
