@@ -75,6 +75,8 @@ def compile_model(model: Any, *, target: str, lnc: int | None = None,
         lnc = flags.pop("logical_nc_config")  # type: ignore[assignment]
     parsed = parse_flags(flags)
     parsed.options["recorded_flags"] = tuple(parsed.recorded) + tuple(recorded)
+    if parsed.options.get("save_temps") and not parsed.options.get("workdir"):
+        parsed.options["workdir"] = tempfile.mkdtemp(prefix="neuroncc_compile_workdir_")
     work = tempfile.mkdtemp(prefix="nxcc-compile-")  # the model given in memory, the NEFF
     try:
         path = model_file(model, work)
