@@ -1,16 +1,13 @@
-"""Turning every user-facing failure into one line on stderr and a non-zero exit.
+"""Turning every user-facing failure into one line on stderr and a non-zero exit: the one place
+where an exception becomes an `ERROR: [CODE] ...` line and an exit status.
 
-Every error reads `ERROR: [CODE] what is wrong`. Codes: the compiler's (`NCC_E...`, from
-`CompileError`); the runtime's status names for NEFF and runtime errors of `run` and
-`inspect-neff` (`NRT_INVALID` for a NEFF that cannot be read or used,
-`NRT_UNSUPPORTED_NEFF_VERSION`, the status of an `NrtError`), and for a NEFF whose contents
-fail validation the NeffError's own code (`NRT_ENEFF002` schema, `NRT_ENEFF003` reference,
-`NRT_ENEFF004` size; `backend.neff.errors`), also when the runtime refused it; a result
-the compiler cannot write (a full disk) is `NCC_EIO001`. Exit statuses: 2 for a bad command
-line (usage errors and `NCC_EARG001`) and for a training configuration `neuronx-cc train`
-refuses (`NCC_ETRN001`, wherever in the run it is found), 3 for a NEFF another compiler built
-(`NRT_ENEFF005`: `run` and `benchmark` cannot execute AWS's engine programs; `inspect-neff`
-shows them), 1 for everything else.
+A user-facing failure is an `nxcc.errors.Error` (its `report()` is the line, its code's
+`exit_status` the status: 2 for a bad command line or configuration, 3 for a NEFF another
+compiler built given to `run` or `benchmark`, 1 for everything else; docs/error-codes.md lists
+them) or an OSError: a write the disk refused is `NCC_EIO001`, any
+other OSError the code of the command's family (`NCC_EARG001` for the compiler's commands,
+`NRT_INVALID` for the runtime's). A bad command line that click finds is `NCC_EARG001`.
+Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -24,17 +21,15 @@ from typing import TypeVar
 
 import click
 
-from nxcc.driver.errors import CompileError, write_error
+from nxcc.driver.errors import write_error
+from nxcc.errors import BAD_ARGUMENT, EXIT_FAILURE, EXIT_USAGE, Error, NrtStatus, exit_status
 
 F = TypeVar("F", bound=Callable[..., object])
 
 DISK_ERRNOS = (errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EIO)
 """An OSError of these is the disk's (NCC_EIO001), not the command line's."""
-ARGUMENT_ERROR = 2
-#: Codes of errors in what the user asked for, which exit with ARGUMENT_ERROR.
-ARGUMENT_CODES = ("NCC_EARG001", "NCC_ETRN001")
-FAILURE = 1
-FOREIGN_NEFF = 3
+ARGUMENT_ERROR = EXIT_USAGE
+FAILURE = EXIT_FAILURE
 INTERRUPTED = 130
 
 
@@ -48,7 +43,7 @@ def usage_error_line(exc: click.UsageError) -> str:
     where = f" (see neuronx-cc {exc.ctx.info_name} --help)" if exc.ctx else ""
     if exc.ctx and exc.ctx.info_name == "neuronx-cc":
         where = " (see neuronx-cc --help)"
-    return f"ERROR: [NCC_EARG001] {one_line(exc.format_message())}{where}"
+    return f"ERROR: [{BAD_ARGUMENT}] {one_line(exc.format_message())}{where}"
 
 
 def error_text(message: str) -> tuple[str, str | None]:
@@ -74,29 +69,12 @@ def fail(message: str, code: int = FAILURE) -> None:
 def coded(exc: BaseException, family: str) -> tuple[str, int]:
     """(`[CODE] message`, exit status) for a user-facing error; `family` ("NCC" or "NRT")
     is the code of errors that carry none (OSError)."""
-    from nxcc.backend.neff import NeffError
-    from nxcc.backend.runtime.config import ConfigError
-    from nxcc.backend.runtime.status import NrtError
-
-    if isinstance(exc, CompileError):
-        status = ARGUMENT_ERROR if exc.code in ARGUMENT_CODES else FAILURE
-        return str(exc), status
-    from nxcc.backend.neff.errors import FOREIGN
-
-    if isinstance(exc, NrtError):
-        cause = exc.__cause__  # a NEFF the runtime refused keeps the NEFF error's code
-        name = cause.code if isinstance(cause, NeffError) else f"NRT_{exc.status.name}"
-        return f"[{name}] {exc.args[0]}", FOREIGN_NEFF if name == FOREIGN else FAILURE
-    if isinstance(exc, NeffError):
-        name = ("NRT_UNSUPPORTED_NEFF_VERSION" if "major version" in exc.problem
-                else exc.code)
-        return f"[{name}] {exc}", FOREIGN_NEFF if name == FOREIGN else FAILURE
-    if isinstance(exc, ConfigError):
-        return f"[NRT_INVALID] {exc}", FAILURE
+    if isinstance(exc, Error):
+        return exc.report(), exc.exit_status
     if family == "NCC" and isinstance(exc, OSError) and exc.errno in DISK_ERRNOS:
-        return str(write_error(str(exc.filename or "a file"), exc)), FAILURE
-    code = "NCC_EARG001" if family == "NCC" else "NRT_INVALID"
-    return f"[{code}] {exc}", ARGUMENT_ERROR if family == "NCC" else FAILURE
+        return write_error(str(exc.filename or "a file"), exc).report(), FAILURE
+    code = BAD_ARGUMENT if family == "NCC" else NrtStatus.INVALID.code
+    return f"[{code}] {exc}", exit_status(code)
 
 
 def user_errors(fn: F | None = None, *, family: str = "NCC") -> F:
@@ -125,11 +103,4 @@ def user_errors(fn: F | None = None, *, family: str = "NCC") -> F:
 
 
 def _user_facing(exc: Exception) -> bool:
-    # The backend's error types are imported here, not at the top: a compile-cache hit
-    # never loads the backend (and numpy), and an error of a module not loaded cannot occur.
-    from nxcc.backend.neff import NeffError
-    from nxcc.backend.runtime.config import ConfigError
-    from nxcc.backend.runtime.status import NrtError
-
-    return isinstance(exc, CompileError | NeffError | NrtError | ConfigError | OSError)
-
+    return isinstance(exc, Error | OSError)

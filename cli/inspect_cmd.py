@@ -1,5 +1,6 @@
-"""`neuronx-cc inspect-neff`: what a NEFF holds, for people (text), programs (--json) or
-pictures (--format dot: the partitioned program as Graphviz text), whoever built it.
+"""`neuronx-cc inspect-neff`: what a NEFF holds (`nxcc.inspect`), for people (text), programs
+(--json) or pictures (--format dot: the partitioned program as Graphviz text), whoever built
+it.
 
 The payload is surveyed first (`backend.neff.survey`): one built by AWS's compiler is
 described from its own members (`backend.neff.neuronx_payload`), one nxcc built is read
@@ -15,90 +16,14 @@ import os
 
 import click
 
-from nxcc.backend.neff import NeffError, Survey, read_neff, survey_neff
-from nxcc.backend.neff.constants import BUILD_VERSION_PREFIX
-from nxcc.backend.neff.neuronx_payload import describe as describe_real
-from nxcc.backend.neff.neuronx_payload import is_real_payload
+from nxcc.backend.neff import NeffError
 from nxcc.backend.program.graphviz import neff_to_dot
 from nxcc.backend.runtime.config import parse_bool
-from nxcc.backend.runtime.model import TensorInfo
-from nxcc.backend.runtime.validate import check_neff
 from nxcc.cli.errors import user_errors
 from nxcc.cli.inspect_view import foreign_dot, print_foreign, print_header
-from nxcc.passes.sharding.cost_model import rank_traffic
+from nxcc.driver.api.inspect import inspect, read_checked
 
-RUNS_ONLY_ON_HARDWARE = "its engine programs run only on Neuron hardware; nxcc runs NEFFs " \
-    "nxcc compiled"
-
-
-def describe_collective(entry: dict) -> dict:
-    """A manifest collective with the bytes each rank and all ranks move per execution
-    (the bandwidth-optimal ring formulas of `passes.sharding.cost_model`)."""
-    groups = entry.get("replica_groups") or [[0]]
-    ranks = sum(len(g) for g in groups)
-    size = max((len(g) for g in groups), default=1)
-    if entry.get("kind") in ("send", "recv_done"):
-        # one transfer per pair, counted at its send (recv_done is the same transfer)
-        pairs = entry.get("source_target_pairs", [])
-        per_rank = int(entry.get("bytes", 0)) if entry["kind"] == "send" else 0
-        return {**entry, "traffic_bytes_per_rank": per_rank,
-                "traffic_bytes": per_rank * len(pairs)}
-    if entry.get("kind") == "collective_permute":
-        pairs = entry.get("source_target_pairs", [])
-        size, ranks = 2, len(pairs)
-    per_rank = rank_traffic(entry["kind"], int(entry.get("bytes", 0)), size)
-    return {**entry, "traffic_bytes_per_rank": per_rank, "traffic_bytes": per_rank * ranks}
-
-
-def describe(path: str) -> dict:
-    """The NEFF at `path`, whoever built it, as one JSON-able object."""
-    found = survey_neff(path)
-    common = {"file": path, "header": found.header.to_dict(), "hash_ok": found.hash_ok,
-              "payload": {"compressed": found.compressed, "error": found.payload_error}}
-    nxcc_header = found.header.build_version.startswith(BUILD_VERSION_PREFIX)
-    if found.payload_error is not None:  # damaged: what the header says, and no more
-        producer = "nxcc" if nxcc_header else (
-            "neuronx-cc" if is_real_payload(found) else None)
-        return {**common, "producer": producer, "tool_version": _nxcc_version(found)}
-    if not nxcc_header and is_real_payload(found):
-        return {**common, **describe_real(found), "runs_here": False,
-                "why": RUNS_ONLY_ON_HARDWARE}
-    return {**common, "producer": "nxcc", "tool_version": _nxcc_version(found),
-            **describe_nxcc(path)}
-
-
-def _nxcc_version(found: Survey) -> str | None:
-    build = found.header.build_version
-    return build[len(BUILD_VERSION_PREFIX):] if build.startswith(BUILD_VERSION_PREFIX) \
-        else None
-
-
-def describe_nxcc(path: str) -> dict:
-    """The sections of a NEFF nxcc compiled, read and checked as the runtime reads it."""
-    neff = read_neff(path)
-    check_neff(neff)
-    m = neff.manifest
-    collectives = [describe_collective(c) for c in m.get("collectives", [])]
-    return {
-        "target": m.get("target"),
-        "lnc": m.get("lnc"),
-        "inputs": [TensorInfo.from_manifest(e).to_json() for e in m.get("inputs", [])],
-        "outputs": [TensorInfo.from_manifest(e).to_json() for e in m.get("outputs", [])],
-        "subgraphs": [{"name": sg["name"], "core": sg.get("core"), "ops": sg.get("ops"),
-                       "flops": sg.get("flops"),
-                       "collectives": sum(1 for c in collectives
-                                          if sg["name"] in c.get("subgraphs", []))}
-                      for sg in m.get("subgraphs", [])],
-        "collectives": collectives,
-        "communication": {"collectives": len(collectives),
-                          "bytes_per_execution": sum(c["traffic_bytes"] for c in collectives)},
-        "spmd": m.get("spmd"),
-        "weights": {"files": len(m.get("weights", {}).get("files", {})),
-                    "bytes": m.get("weights", {}).get("bytes", 0)},
-        "compiler": m.get("compiler", {}),
-        "input_output_alias": m.get("input_output_alias", []),
-        "state": [{k: e[k] for k in ("name", "input", "output")} for e in m.get("state", [])],
-    }
+describe = inspect  # the name the command used for it
 
 
 def _groups(c: dict) -> str:
@@ -169,11 +94,9 @@ def inspect_neff_cmd(neff: str, as_json: bool, fmt: str) -> None:
     AWS's compiler built too (its producer, target, engines' instruction streams,
     constants and hlo_stats)."""
     validate = parse_bool(os.environ, "NEURON_RT_VALIDATE_HASH", False)
-    d = describe(neff)
+    d = inspect(neff)
     if fmt == "dot" and d["producer"] == "nxcc" and d["payload"]["error"] is None:
-        neff_file = read_neff(neff)
-        check_neff(neff_file)
-        click.echo(neff_to_dot(neff_file), nl=False)
+        click.echo(neff_to_dot(read_checked(neff)), nl=False)
     elif fmt == "dot" and "subgraphs" in d:
         click.echo(foreign_dot(d), nl=False)
     elif as_json or fmt == "json":

@@ -26,6 +26,7 @@ from collections.abc import Callable
 import click
 
 from nxcc.cli.errors import ARGUMENT_ERROR, usage_error_line, user_errors
+from nxcc.errors import NrtStatus
 
 RANK_CHILD = "NXCC_RANK_CHILD"
 _joined = threading.Event()
@@ -57,8 +58,8 @@ def joined() -> None:
 def _end_with_shim_until_joined(shim: int) -> None:
     while not _joined.wait(0.2):
         if os.getppid() != shim:
-            print("ERROR: [NRT_FAILURE] the launcher ended the job while this rank was "
-                  "starting (another process of the job was lost)", file=sys.stderr)
+            print(f"ERROR: [{NrtStatus.FAILURE.code}] the launcher ended the job while this rank "
+                  "was starting (another process of the job was lost)", file=sys.stderr)
             leave(1)
 
 

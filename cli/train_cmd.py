@@ -6,7 +6,8 @@ adds or replaces, `~KEY` deletes). `--dry-run` makes every check the real run ma
 its first step (`driver.train.prepare`, the one function both call) and prints the layout
 (world size, TP/PP/DP, micro-batches per step, which ranks form which groups, the data)
 without writing anything. A bad file ends in one line, `ERROR: [NCC_ETRN001] <key path>:
-<what>`, exit status 2, before anything is created under `exp_dir`.
+<what>`, exit status 2, before anything is created under `exp_dir`. Reading, checking and
+training are `nxcc.train`'s (`driver.api.train`); the command prints.
 """
 
 from __future__ import annotations
@@ -17,56 +18,26 @@ from collections.abc import Callable
 import click
 
 from nxcc.backend.runtime.mpi_job import launched_processes, launched_rank
-from nxcc.cli.errors import ARGUMENT_ERROR, fail, user_errors
+from nxcc.cli.errors import user_errors
 from nxcc.cli.rank_process import joined, run_rank, split_off_rank
-from nxcc.driver.train.config import TrainConfig, load_config
-from nxcc.driver.train.describe import describe, describe_lines
-from nxcc.driver.train.errors import TRAIN_CONFIG, TrainConfigError
-
-ENGINE = "nxcc.driver.train.run"
-
-
-def ignored_warning(config: TrainConfig) -> str | None:
-    """The one warning line listing the NxD keys present that nxcc does not act on."""
-    if not config.ignored_keys:
-        return None
-    return ("WARNING: NxD Training keys accepted but not acted on by nxcc: "
-            + ", ".join(config.ignored_keys))
-
-
-def _load(config_path: str, overrides: tuple[str, ...]) -> TrainConfig:
-    try:
-        return load_config(config_path, overrides)
-    except TrainConfigError as exc:
-        fail(str(exc), ARGUMENT_ERROR)
-        raise AssertionError("unreachable") from exc
+from nxcc.driver.api.train import check, load, run, warning_lines
+from nxcc.driver.api.train import export_hf as export_checkpoint
+from nxcc.driver.train.config import TrainConfig
+from nxcc.driver.train.describe import describe_lines
 
 
 def _export(config: TrainConfig, folder: str, max_shard_size: int) -> None:
-    from nxcc.driver.train.hf_checkpoint import export_hf
-
-    try:
-        step, files = export_hf(config, folder, max_shard_size)
-    except TrainConfigError as exc:
-        fail(str(exc), ARGUMENT_ERROR)
-        raise AssertionError("unreachable") from exc
+    step, files = export_checkpoint(config, folder, max_shard_size)
     click.echo(f"exported step {step} of {config.exp_manager.exp_dir} to {folder}: "
                + ", ".join(files))
 
 
 def _dry_run(config: TrainConfig, as_json: bool, warn: Callable[[], None]) -> None:
-    """Every check of the real run (`prepare_job`, no cache written), then the layout."""
-    from nxcc.driver.train.prepare import prepare_job
-
-    try:
-        job = prepare_job(config, lambda _: None, write_cache=False)
-    except TrainConfigError as exc:
-        fail(str(exc), ARGUMENT_ERROR)
-        raise AssertionError("unreachable") from exc
+    """Every check of the real run, then the layout."""
+    info, job_warnings = check(config)
     warn()
-    for line in job.warnings:
+    for line in job_warnings:
         click.echo(f"WARNING: {line}", err=True)
-    info = describe(job)
     click.echo(json.dumps(info, indent=1) if as_json else "\n".join(describe_lines(info)))
 
 
@@ -91,29 +62,22 @@ def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_js
         raise click.UsageError("--json applies to --dry-run")
     if export_hf and dry_run:
         raise click.UsageError("--export-hf and --dry-run exclude each other")
-    config = _load(config_path, overrides)
+    config = load(config_path, overrides)
     if export_hf:
         _export(config, export_hf, max_shard_size)
         return
-    warning = ignored_warning(config)
 
     def warn() -> None:  # once the checks passed, once per job (not per process)
-        if warning and not quiet and launched_rank() == 0:
-            click.echo(warning, err=True)
+        if not quiet and launched_rank() == 0:
+            for line in warning_lines(config):
+                click.echo(f"WARNING: {line}", err=True)
 
     if dry_run:
         _dry_run(config, as_json, warn)
         return
-    try:
-        from nxcc.driver.train.run import run_training
-    except ModuleNotFoundError as exc:
-        if exc.name != ENGINE:
-            raise
-        fail(f"[{TRAIN_CONFIG}] {config_path}: this build of nxcc has no training engine "
-             f"({ENGINE}); only --dry-run is available", ARGUMENT_ERROR)
     if launched_processes() > 1:
         split_off_rank()
-        run_rank(lambda: run_training(config, on_joined=joined, on_prepared=warn),
+        run_rank(lambda: run(config, config_path, on_joined=joined, on_prepared=warn),
                  family="NCC")
         return
-    run_training(config, on_prepared=warn)
+    run(config, config_path, on_prepared=warn)

@@ -27,6 +27,7 @@ from nxcc.driver.errors import WRITE_FAILED, CompileError, write_error
 from nxcc.driver.frontends import choose_framework
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.output import write_bytes_atomically
+from nxcc.errors import BAD_ARGUMENT
 
 log = logging.getLogger("nxcc.compiler")
 
@@ -48,14 +49,14 @@ class CachedCompile:
 def compile_key(path: str, options: CompileOptions) -> CacheKey:
     """The cache key of compiling `path` with `options` (NCC_EARG001 if unreadable)."""
     if not os.path.isfile(path):
-        raise CompileError("NCC_EARG001", f"model file {path!r} does not exist")
+        raise CompileError(BAD_ARGUMENT, f"model file {path!r} does not exist")
     framework, _ = choose_framework(path, options.framework)
     name = os.path.splitext(os.path.basename(path))[0]
     flags = {**options.output_flags(), "framework": framework, "name": name}
     try:
         return make_key(path, flags)
     except OSError as exc:
-        raise CompileError("NCC_EARG001", f"cannot read model file {path!r}: "
+        raise CompileError(BAD_ARGUMENT, f"cannot read model file {path!r}: "
                            f"{exc.strerror or exc}") from None
 
 
@@ -84,7 +85,7 @@ def compile_cached(path: str, options: CompileOptions, cache: CompileCache | Non
         log.info("compile cache miss: compiling %s", key.entry)
         _compile_into_cache(path, options, cache, key, emit, progress)
     if not _use_entry(cache, key, options.output):
-        raise CompileError("NCC_EARG001", f"compile cache entry {key.entry} vanished after "
+        raise CompileError(BAD_ARGUMENT, f"compile cache entry {key.entry} vanished after "
                            "being written (is another process cleaning the cache?)")
     return CachedCompile(MISS, key.entry, time.perf_counter() - start, key)
 
@@ -163,7 +164,7 @@ def _cache_write_error(cache: CompileCache, key: CacheKey, reason: str) -> Compi
                         "(--no-cache compiles without the cache)")
 
 
-NOT_REMEMBERED = ("NCC_EARG001", WRITE_FAILED)
+NOT_REMEMBERED = (BAD_ARGUMENT, WRITE_FAILED)
 """Failures that are the command line's or the disk's, not the module's."""
 
 

@@ -22,6 +22,7 @@ from nxcc.driver.frontends import choose_framework, import_xla
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.save_temps import SavedTemps, make_workdir
 from nxcc.driver.sharding_stage import core_programs, mesh_passes
+from nxcc.errors import BAD_ARGUMENT, INVALID_MODEL, VERIFICATION_FAILED
 from nxcc.ir.core import Module
 from nxcc.passes.base import Pass
 from nxcc.passes.manager import PassFailure, PassManager
@@ -48,7 +49,7 @@ def import_model(path: str, options: CompileOptions,
     """(the IR module of the model at `path`, its framework): the frontend is chosen by the
     file's content, checked against `--framework` (`driver.frontends`)."""
     if not os.path.exists(path):
-        raise CompileError("NCC_EARG001", f"model file {path!r} does not exist")
+        raise CompileError(BAD_ARGUMENT, f"model file {path!r} does not exist")
     framework, found = choose_framework(path, options.framework)
     if progress is not None:
         progress("import")
@@ -58,7 +59,7 @@ def import_model(path: str, options: CompileOptions,
         try:
             return import_onnx(path, options.input_shapes), framework
         except FrontendError as exc:
-            raise CompileError(exc.code, str(exc.args[0] if exc.args else exc)) from None
+            raise CompileError(exc.code, str(exc), exc.value) from None
     return import_xla(path, found), framework
 
 
@@ -92,7 +93,7 @@ def check_print_ir_after(options: CompileOptions) -> None:
     """CompileError unless every `--print-ir-after` name is a pass (or `all`)."""
     unknown = set(options.print_ir_after) - set(PASSES) - {"all"}
     if unknown:
-        raise CompileError("NCC_EARG001", f"--print-ir-after {', '.join(sorted(unknown))}: no "
+        raise CompileError(BAD_ARGUMENT, f"--print-ir-after {', '.join(sorted(unknown))}: no "
                            f"such pass (passes: {', '.join(sorted(PASSES))}, or all)")
 
 
@@ -111,10 +112,10 @@ def alias_buffers(module: Module) -> tuple[StateBuffer, ...]:
     out = []
     for result, param in module.input_output_alias:
         if not (0 <= param < len(fn.params) and 0 <= result < len(fn.results)):
-            raise CompileError("NCC_EFRM002", f"input_output_alias pairs output {result} "
+            raise CompileError(INVALID_MODEL, f"input_output_alias pairs output {result} "
                                f"with parameter {param}, which do not both exist")
         if fn.params[param].type != fn.results[result].type:
-            raise CompileError("NCC_EFRM002", f"input_output_alias pairs output {result} "
+            raise CompileError(INVALID_MODEL, f"input_output_alias pairs output {result} "
                                f"({fn.results[result].type}) with parameter {param} "
                                f"({fn.params[param].type})")
         out.append(StateBuffer(fn.params[param].name or f"input{param}", param, result,
@@ -148,7 +149,7 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
             shard_timings += PassManager(core_pipeline(), print_after=options.print_ir_after,
                                          emit=emit).run_timed(core)
     except PassFailure as exc:
-        raise CompileError("NCC_EVRF064", str(exc).splitlines()[0]) from exc
+        raise CompileError(VERIFICATION_FAILED, str(exc).splitlines()[0]) from exc
     timings = manager.timings + shard_timings
     flags = options.output_flags()
     spec = NeffSpec(
@@ -170,7 +171,7 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
     except OSError as exc:
         raise write_error(options.output, exc) from None
     except NeffError as exc:
-        raise CompileError("NCC_EARG001", f"cannot write {options.output!r}: {exc}") from None
+        raise CompileError(BAD_ARGUMENT, f"cannot write {options.output!r}: {exc}") from None
     if temps is not None:
         temps.finish(cores, options.output, {"framework": framework, **flags})
     return CompileResult(options.output, header, timings, module)

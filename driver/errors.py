@@ -1,29 +1,11 @@
-"""The compiler's user-facing error: one line with the real tool's error code."""
+"""The compiler's user-facing error (`nxcc.errors.CompileError`, named here where the driver
+raises it) and the error of a result that could not be written."""
 
 from __future__ import annotations
 
+from nxcc.errors import WRITE_FAILED, CompileError
 
-class CompileError(Exception):
-    """A compilation failure caused by the user's input or flags.
-
-    `code` follows neuronx-cc (NCC_EARG001 bad argument, NCC_EUOC002 unsupported operator,
-    NCC_EMOD025 dynamic shape, NCC_EVRF064 verification, NCC_EFRM001 malformed model...),
-    and NCC_EIO001 for a result that could not be written (a full disk, a read-only one).
-    """
-
-    def __init__(self, code: str, message: str, value: str | None = None) -> None:
-        """`value` names the model value the error is about, when there is one (e.g. the
-        value a NCC_EMOD025 error needs known at compile time)."""
-        super().__init__(message)
-        self.code = code
-        self.value = value
-
-    def __str__(self) -> str:
-        return f"[{self.code}] {self.args[0]}"
-
-
-WRITE_FAILED = "NCC_EIO001"
-"""The code of a result the compiler could not write (nxcc's own: the real tool has none)."""
+__all__ = ["WRITE_FAILED", "CompileError", "write_error"]
 
 
 def write_error(path: str, exc: OSError | str, what: str = "") -> CompileError:

@@ -18,6 +18,7 @@ from nxcc.driver.detect import (
 )
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import framework_for
+from nxcc.errors import BAD_ARGUMENT, MALFORMED_MODEL
 
 if TYPE_CHECKING:  # the cache's hit path chooses the framework without loading the IR
     from nxcc.ir.core import Module
@@ -33,15 +34,15 @@ def choose_framework(path: str, framework: str | None) -> tuple[str, Detected]:
     try:
         found = detect(path)
     except OSError as exc:
-        raise CompileError("NCC_EARG001", f"cannot read model file {path!r}: "
+        raise CompileError(BAD_ARGUMENT, f"cannot read model file {path!r}: "
                            f"{exc.strerror or exc}") from None
     if framework is not None:
         given = framework_for(path, framework)
         if found.framework is not None and found.framework != given:
-            raise CompileError("NCC_EARG001", f"--framework {given} given, but {path} looks "
+            raise CompileError(BAD_ARGUMENT, f"--framework {given} given, but {path} looks "
                                f"like {found.description} (--framework {found.framework})")
         if found.framework is None and (given, found.kind) in UNREADABLE:
-            raise CompileError("NCC_EARG001", f"--framework {given} given, but {path} is "
+            raise CompileError(BAD_ARGUMENT, f"--framework {given} given, but {path} is "
                                f"{found.description}")
         return given, found
     if found.framework is not None:
@@ -49,7 +50,7 @@ def choose_framework(path: str, framework: str | None) -> tuple[str, Detected]:
     try:
         return framework_for(path, None), found
     except CompileError:
-        raise CompileError("NCC_EARG001", f"cannot tell the framework of {path}: it looks "
+        raise CompileError(BAD_ARGUMENT, f"cannot tell the framework of {path}: it looks "
                            f"like {found.description}; give --framework ONNX or XLA") from None
 
 
@@ -64,5 +65,5 @@ def import_xla(path: str, found: Detected) -> Module:
     except HloError as exc:
         raise CompileError(exc.code, str(exc)) from None
     except (UnicodeDecodeError, ValueError) as exc:
-        raise CompileError("NCC_EFRM001", f"{path}: not a readable {found.description}: "
+        raise CompileError(MALFORMED_MODEL, f"{path}: not a readable {found.description}: "
                            f"{exc}") from None

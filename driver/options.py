@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nxcc.driver.errors import CompileError
+from nxcc.errors import BAD_ARGUMENT
 
 TARGETS = ("trn1", "trn1n", "trn2", "inf2", "trn3")
 FRAMEWORKS = ("ONNX", "XLA")
@@ -66,29 +67,29 @@ class CompileOptions:
             ("--native-int64", self.native_int64, NATIVE_INT64),
         ):
             if value not in allowed:
-                raise CompileError("NCC_EARG001",
+                raise CompileError(BAD_ARGUMENT,
                                    f"{flag} {value!r} is not one of {', '.join(allowed)}")
         if (self.distribution_strategy is not None
                 and self.distribution_strategy not in DISTRIBUTION_STRATEGIES):
-            raise CompileError("NCC_EARG001", f"--distribution-strategy "
+            raise CompileError(BAD_ARGUMENT, f"--distribution-strategy "
                                f"{self.distribution_strategy!r} is not one of "
                                f"{', '.join(DISTRIBUTION_STRATEGIES)}")
         self._check_core_flags()
 
     def _check_core_flags(self) -> None:
         if self.target not in TARGETS:
-            raise CompileError("NCC_EARG001", f"--target {self.target!r} is not one of "
+            raise CompileError(BAD_ARGUMENT, f"--target {self.target!r} is not one of "
                                f"{', '.join(TARGETS)}")
         if self.optlevel not in (1, 2, 3):
-            raise CompileError("NCC_EARG001", f"-O {self.optlevel} is not one of 1, 2, 3")
+            raise CompileError(BAD_ARGUMENT, f"-O {self.optlevel} is not one of 1, 2, 3")
         if self.execute_repetition < 1:
-            raise CompileError("NCC_EARG001", f"--execute-repetition {self.execute_repetition}"
+            raise CompileError(BAD_ARGUMENT, f"--execute-repetition {self.execute_repetition}"
                                " is not a count of 1 or more")
         if self.lnc is not None and self.lnc not in (1, 2):
-            raise CompileError("NCC_EARG001", f"--logical-nc-config {self.lnc} is not 1 or 2")
+            raise CompileError(BAD_ARGUMENT, f"--logical-nc-config {self.lnc} is not 1 or 2")
         if self.lnc == 2 and self.target not in LNC2_TARGETS:
             raise CompileError(
-                "NCC_EARG001", f"--logical-nc-config 2 is only supported for --target "
+                BAD_ARGUMENT, f"--logical-nc-config 2 is only supported for --target "
                 f"{' or '.join(LNC2_TARGETS)}, not {self.target}")
 
     @property
@@ -136,13 +137,13 @@ def framework_for(path: str, framework: str | None) -> str:
     if framework is not None:
         upper = framework.upper()
         if upper not in FRAMEWORKS:
-            raise CompileError("NCC_EARG001", f"--framework {framework!r} is not one of "
+            raise CompileError(BAD_ARGUMENT, f"--framework {framework!r} is not one of "
                                f"{', '.join(FRAMEWORKS)}")
         return upper
     for ext, fw in EXTENSIONS.items():
         if path.lower().endswith(ext):
             return fw
-    raise CompileError("NCC_EARG001", f"cannot tell the framework of {path!r} from its "
+    raise CompileError(BAD_ARGUMENT, f"cannot tell the framework of {path!r} from its "
                        "extension; give --framework ONNX or --framework XLA")
 
 
@@ -154,6 +155,6 @@ def parse_input_shape(spec: str) -> tuple[str, tuple[int, ...]]:
     except ValueError:
         shape = None  # type: ignore[assignment]
     if not sep or not name or shape is None or any(d < 0 for d in shape):
-        raise CompileError("NCC_EARG001",
+        raise CompileError(BAD_ARGUMENT,
                            f"--input-shape {spec!r} is not NAME=D0,D1,... with sizes >= 0")
     return name, shape

@@ -22,6 +22,7 @@ import logging
 from collections.abc import Callable
 
 from nxcc.driver.errors import CompileError
+from nxcc.errors import BAD_ARGUMENT
 from nxcc.ir.core import Module
 from nxcc.passes.base import Pass
 from nxcc.passes.manager import PassManager
@@ -47,7 +48,7 @@ def core_programs(module: Module, lnc: int, print_after: frozenset[str],
     if module.spmd is not None:
         ranks = module.spmd.world_size
         raise CompileError(
-            "NCC_EARG001", f"this is an SPMD program (already partitioned"
+            BAD_ARGUMENT, f"this is an SPMD program (already partitioned"
             f"{f' for {ranks} ranks' if ranks else ''}: collectives with replica groups): it "
             f"is one program that every rank runs, not sharded again at -lnc {lnc}; compile "
             "it with -lnc 1 and run it with neuronx-cc run --world-size N (on trn2 also "

@@ -36,6 +36,7 @@ from nxcc.driver.compile import CompileResult, check_print_ir_after, compile_mod
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions, framework_for
 from nxcc.driver.training_options import TrainingOptions
+from nxcc.errors import BAD_ARGUMENT, UNSUPPORTED_OPERATOR
 from nxcc.ir.attributes import Dense
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
@@ -59,10 +60,10 @@ def compile_training(path: str, options: CompileOptions, training: TrainingOptio
     """Compile the training step of the model at `path` to the NEFF `options.output`."""
     check_print_ir_after(options)
     if framework_for(path, options.framework) != "ONNX":
-        raise CompileError("NCC_EARG001", "--training compiles ONNX models (give an .onnx "
+        raise CompileError(BAD_ARGUMENT, "--training compiles ONNX models (give an .onnx "
                            "file or --framework ONNX)")
     if not os.path.exists(path):
-        raise CompileError("NCC_EARG001", f"model file {path!r} does not exist")
+        raise CompileError(BAD_ARGUMENT, f"model file {path!r} does not exist")
     try:
         proto, _ = load_model(path)
         module, initial = import_with_parameters(proto, options)
@@ -124,7 +125,7 @@ def import_with_parameters(proto: onnx.ModelProto, options: CompileOptions
             names -= needed
 
 
-def _fail(message: str, code: str = "NCC_EARG001") -> CompileError:
+def _fail(message: str, code: str = BAD_ARGUMENT) -> CompileError:
     return CompileError(code, message)
 
 
@@ -209,7 +210,7 @@ def build_training_step(module: Module, initial: dict[str, np.ndarray],
         grads = differentiate(module, fn, [_f32_of(fn, s, p) for s, p in
                                            zip(stored, trainable, strict=True)], loss)
     except GradientError as exc:
-        raise _fail(f"cannot differentiate the loss: {exc}", "NCC_EUOC002") from None
+        raise _fail(f"cannot differentiate the loss: {exc}", UNSUPPORTED_OPERATOR) from None
     grads, norm = clip_by_global_norm(b, grads, training.clip_grad_norm)
     cfg = training.optimizer
     step = Value(TensorType(DType.S32, ()), STEP_NAME)

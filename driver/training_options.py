@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nxcc.driver.errors import CompileError
+from nxcc.errors import BAD_ARGUMENT
 from nxcc.passes.autodiff.losses import LOSSES
 from nxcc.passes.autodiff.optimizers import OPTIMIZERS, OptimizerConfig
 from nxcc.passes.autodiff.schedules import DECAYS, Schedule
@@ -30,7 +31,7 @@ class TrainingOptions:
 
 
 def _bad(message: str) -> CompileError:
-    return CompileError("NCC_EARG001", message)
+    return CompileError(BAD_ARGUMENT, message)
 
 
 def parse_betas(text: str) -> tuple[float, float]:

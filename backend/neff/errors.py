@@ -1,4 +1,5 @@
-"""The single exception type raised for every unreadable or unwritable NEFF, and its codes.
+"""The single exception type raised for every unreadable or unwritable NEFF, and its codes
+(both defined in `nxcc.errors`; named here where the NEFF layer raises them).
 
 Codes (printed by the CLI as ``ERROR: [CODE] ...``):
 
@@ -11,31 +12,26 @@ Codes (printed by the CLI as ``ERROR: [CODE] ...``):
 - ``NRT_ENEFF004`` a size: a tensor, arena or weight over its documented limit
   (`backend.neff.limits`), a buffer outside its arena, a weight whose bytes do not match its
   declared shape x dtype;
+- ``NRT_UNSUPPORTED_NEFF_VERSION`` a major version this tool does not read;
 - ``NRT_ENEFF005`` a NEFF another compiler built (AWS's neuronx-cc): readable by
   `inspect-neff`, not runnable here (its engine programs run only on Neuron hardware).
 """
 
 from __future__ import annotations
 
-CONTAINER = "NRT_INVALID"
-SCHEMA = "NRT_ENEFF002"
-REFERENCE = "NRT_ENEFF003"
-SIZE = "NRT_ENEFF004"
-FOREIGN = "NRT_ENEFF005"
+from nxcc.errors import (
+    NEFF_CONTAINER,
+    NEFF_FOREIGN,
+    NEFF_REFERENCE,
+    NEFF_SCHEMA,
+    NEFF_SIZE,
+    NEFF_VERSION,
+)
+from nxcc.errors import NeffError as NeffError
 
-
-class NeffError(Exception):
-    """A NEFF problem, described in one line that names the file and the problem.
-
-    ``str(err)`` is ``"<source>: <problem>"`` and never contains a newline (any
-    newline in ``problem`` is folded into a space), so a CLI can print it as is.
-    ``source`` is the file path (or a pseudo-name such as ``"<header>"``) and
-    ``problem`` the description without the source prefix; ``code`` is one of the codes
-    above (``CONTAINER`` unless the raiser says otherwise).
-    """
-
-    def __init__(self, source: str, problem: str, code: str = CONTAINER) -> None:
-        self.source: str = source
-        self.problem: str = " ".join(problem.split())
-        self.code: str = code
-        super().__init__(f"{self.source}: {self.problem}")
+CONTAINER = NEFF_CONTAINER
+SCHEMA = NEFF_SCHEMA
+REFERENCE = NEFF_REFERENCE
+SIZE = NEFF_SIZE
+VERSION = NEFF_VERSION
+FOREIGN = NEFF_FOREIGN

@@ -17,7 +17,7 @@ from nxcc.backend.neff.constants import (
     VALID_LNC_SIZES,
 )
 from nxcc.backend.neff.digest import algorithm_of, readable
-from nxcc.backend.neff.errors import NeffError
+from nxcc.backend.neff.errors import VERSION, NeffError
 
 # offset  field                      (docs/neff-format.md says who writes what)
 #   0     u64  pkg_version            2 (nxcc 0.2: 1)
@@ -211,8 +211,8 @@ def _check_semantics(source: str, major: int, lnc_size: int) -> None:
     if major not in SUPPORTED_MAJOR_VERSIONS:
         supported = ", ".join(str(v) for v in sorted(SUPPORTED_MAJOR_VERSIONS))
         raise NeffError(
-            source, f"unsupported NEFF major version {major} (this tool supports {supported})"
-        )
+            source, f"unsupported NEFF major version {major} (this tool supports {supported})",
+            VERSION)
     if lnc_size > MAX_LNC_SIZE:
         raise NeffError(source, f"invalid lnc_size {lnc_size} (at most {MAX_LNC_SIZE})")
 

@@ -6,7 +6,7 @@ Message format (the first line is what a one-line reporter keeps)::
       %add.3 = f32[4]{0} add(%x %y)
                                 ^
 
-Codes (the neuronx-cc ``NCC_E...`` convention):
+Codes (the neuronx-cc ``NCC_E...`` convention, defined in `nxcc.errors`):
 
 - ``NCC_EFRM001``: a syntax error, or text that is not a well-formed HLO module;
 - ``NCC_EFRM002``: a semantic error (undefined name, shapes that do not agree, bad attribute);
@@ -21,12 +21,16 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-SYNTAX = "NCC_EFRM001"
-SEMANTIC = "NCC_EFRM002"
-UNSUPPORTED_OP = "NCC_EUOC002"
-UNSUPPORTED_FEATURE = "NCC_EUOC003"
-UNKNOWN_CUSTOM_CALL = "NCC_EHCA005"
-UNSUPPORTED_DTYPE = "NCC_EDTY001"
+from nxcc import errors
+from nxcc.errors import CompileError
+
+SYNTAX = errors.MALFORMED_MODEL
+SEMANTIC = errors.INVALID_MODEL
+UNSUPPORTED_OP = errors.UNSUPPORTED_OPERATOR
+UNSUPPORTED_FEATURE = errors.UNSUPPORTED_FEATURE
+UNKNOWN_CUSTOM_CALL = errors.UNKNOWN_CUSTOM_CALL
+UNSUPPORTED_DTYPE = errors.UNSUPPORTED_DTYPE
+DYNAMIC = errors.DYNAMIC_SHAPE
 
 
 @dataclass(eq=False)
@@ -61,7 +65,7 @@ class Source:
         return self.text[start:] if end < 0 else self.text[start:end]
 
 
-class HloError(Exception):
+class HloError(CompileError):
     """An HLO text the frontend cannot compile, with its position and an NCC `code`.
 
     `str(exc)` is ``FILE:LINE:COL: message`` followed by the source line and a caret under
@@ -71,14 +75,13 @@ class HloError(Exception):
     def __init__(self, message: str, source: Source | None = None, offset: int | None = None,
                  code: str = SYNTAX) -> None:
         self.message = " ".join(str(message).split())
-        self.code = code
         self.source_name = source.name if source is not None else "<hlo>"
         self.line = self.column = 0
         self.snippet = ""
         if source is not None and offset is not None:
             self.line, self.column = source.line_col(offset)
             self.snippet = source.line_text(self.line).replace("\t", " ")
-        super().__init__(str(self))
+        super().__init__(code, str(self))
 
     @property
     def headline(self) -> str:

@@ -146,7 +146,7 @@ class ShapeParser:
                 if text.startswith("<=", self.pos) or text.startswith("?", self.pos):
                     raise HloError("expected a static dimension size, found a dynamic one "
                                    "(dynamic shapes are not supported)", self.src, self.pos,
-                                   "NCC_EMOD025")
+                                   E.DYNAMIC)
                 im = _INT.match(text, self.pos)
                 if im is None or im.group(0).startswith("-"):
                     raise self.fail(f"a dimension size in the shape of element type {dtype}")

@@ -1,4 +1,5 @@
-"""The frontend's one exception type and the NCC error codes it carries.
+"""The frontend's one exception type and the NCC error codes it carries (defined in
+`nxcc.errors`; named here where the frontend raises them).
 
 Codes (the prefix mirrors neuronx-cc's ``NCC_E...`` diagnostics):
 
@@ -13,26 +14,29 @@ Codes (the prefix mirrors neuronx-cc's ``NCC_E...`` diagnostics):
 
 from __future__ import annotations
 
-MALFORMED = "NCC_EFRM001"
-INVALID_NODE = "NCC_EFRM002"
-UNSUPPORTED_OP = "NCC_EUOC002"
-UNSUPPORTED_FEATURE = "NCC_EUOC003"
-UNSUPPORTED_DTYPE = "NCC_EDTY001"
-DYNAMIC = "NCC_EMOD025"
-BAD_ARGUMENT = "NCC_EARG001"
+from nxcc import errors
+from nxcc.errors import CompileError
+
+MALFORMED = errors.MALFORMED_MODEL
+INVALID_NODE = errors.INVALID_MODEL
+UNSUPPORTED_OP = errors.UNSUPPORTED_OPERATOR
+UNSUPPORTED_FEATURE = errors.UNSUPPORTED_FEATURE
+UNSUPPORTED_DTYPE = errors.UNSUPPORTED_DTYPE
+DYNAMIC = errors.DYNAMIC_SHAPE
+BAD_ARGUMENT = errors.BAD_ARGUMENT
 
 
-class FrontendError(Exception):
-    """A model the frontend cannot compile: a one-line message and an NCC error `code`."""
+class FrontendError(CompileError):
+    """A model the frontend cannot compile: a one-line message and an NCC error `code`.
+
+    `str(exc)` is the message alone (`report()` adds the code)."""
 
     def __init__(self, message: str, code: str = MALFORMED, value: str | None = None) -> None:
         """`value`: the ONNX value the error is about, when one is (for NCC_EMOD025, the
         value that must be known at compile time)."""
         message = " ".join(str(message).split())  # always one line
-        super().__init__(message)
+        super().__init__(code, message, value)
         self.message = message
-        self.code = code
-        self.value = value
 
     def __str__(self) -> str:
         return self.message

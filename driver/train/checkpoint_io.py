@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nxcc import errors
 from nxcc.backend.neff.atomic import atomic_file
 from nxcc.driver.errors import CompileError
 
-CHECKPOINT_ERROR = "NCC_ETRN002"
+CHECKPOINT_ERROR = errors.CHECKPOINT
 MANIFEST = "checkpoint.json"
 LATEST = "latest"
 FORMAT = "nxcc-train-checkpoint/1"

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from nxcc import errors
 from nxcc.driver.errors import CompileError
 
 #: a bad configuration key, data file or checkpoint: `ERROR: [NCC_ETRN001] <key>: <what>`.
-TRAIN_CONFIG = "NCC_ETRN001"
+TRAIN_CONFIG = errors.TRAIN_CONFIG
 
 
 class TrainConfigError(CompileError):

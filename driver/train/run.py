@@ -32,6 +32,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from nxcc import errors
 from nxcc.backend.runtime.channels import LocalChannels, MpiChannels
 from nxcc.backend.runtime.config import default_runtime_dir
 from nxcc.backend.runtime.mpi_job import launched_processes, world_communicator
@@ -47,7 +48,7 @@ from nxcc.driver.train.ranks import RankFailed, run_rank_threads
 from nxcc.driver.train.tensorboard_log import TensorBoardLog
 
 #: A rank of the job failed (the message names it).
-RANK_FAILED = "NCC_ETRN003"
+RANK_FAILED = errors.RANK_FAILED
 MEMORY_KEYS = ("parameter_bytes", "gradient_bytes", "optimizer_state_bytes",
                "activation_bytes")
 DEFAULT_TIMEOUT = 600.0

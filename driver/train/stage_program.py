@@ -24,6 +24,7 @@ from nxcc.backend.runtime.executor import Communicator, ProgramExecutor
 from nxcc.driver.compile import full_pipeline
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions
+from nxcc.errors import VERIFICATION_FAILED
 from nxcc.ir.clone import clone_function
 from nxcc.ir.core import Module
 from nxcc.ir.printer import print_module
@@ -57,7 +58,7 @@ class CompiledProgram:
 def sub_module(module: Module, name: str) -> Module:
     """A copy of function `name` of `module` and the functions it calls, `name` the entry."""
     if name not in module.functions:
-        raise CompileError("NCC_EVRF064", f"the stage module has no function @{name}")
+        raise CompileError(VERIFICATION_FAILED, f"the stage module has no function @{name}")
     keep = reachable_functions(module, name)
     return Module(f"{module.name}.{name}",
                   {n: clone_function(module.functions[n]) for n in keep}, name)
@@ -81,7 +82,7 @@ def compile_function(module: Module, name: str, options: CompileOptions) -> Comp
     try:
         manager.run(sub)
     except PassFailure as exc:
-        raise CompileError("NCC_EVRF064", f"@{name}: {str(exc).splitlines()[0]}") from exc
+        raise CompileError(VERIFICATION_FAILED, f"@{name}: {str(exc).splitlines()[0]}") from exc
     table = WeightTable()
     program = lower_module(sub, table)
     fn = sub.entry_function

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from nxcc.cli.compile_args import RECORDED_SWITCHES, RECORDED_WITH_VALUE, RECORDED_WITH_WORDS
 from nxcc.cli.compile_cmd import TRAINING_FLAGS, compile_cmd
 from nxcc.driver.cache import layout
+from nxcc.driver.recorded_flags import RECORDED_SWITCHES, RECORDED_WITH_VALUE, RECORDED_WITH_WORDS
 from tests.inprocess import run_cli
 
 REPO = Path(__file__).resolve().parents[2]

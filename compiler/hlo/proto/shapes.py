@@ -40,7 +40,7 @@ def to_shape(p: Message, depth: int = 0) -> Shape:
     if any(p.is_dynamic_dimension) or any(d < 0 for d in dims):
         raise ShapeError(f"expected a static shape, found the dynamic shape {dtype}"
                          f"[{','.join(map(str, dims))}] (dynamic shapes are not supported)",
-                         "NCC_EMOD025")
+                         E.DYNAMIC)
     layout = None
     extra = ""
     if p.HasField("layout") and dims:
