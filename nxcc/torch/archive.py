@@ -104,6 +104,8 @@ def read(source: Target) -> tuple[bytes, Signature]:
                            f"{exc})") from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ArchiveError(name, f"{MANIFEST} is not JSON ({exc})") from None
+    except RecursionError:
+        raise ArchiveError(name, f"{MANIFEST} is nested too deeply to be ours") from None
     except OSError as exc:
         raise ArchiveError(name, f"cannot read it ({exc.strerror or exc})") from None
     return neff, _signature(manifest, name)
