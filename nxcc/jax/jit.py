@@ -25,16 +25,22 @@ import numpy as np
 
 import nxcc
 
+try:  # a weakly typed result, as jax.jit returns one (JAX has no public way to make one)
+    from jax._src.lax.lax import _convert_element_type as _convert
+except ImportError:  # pragma: no cover - another JAX: results are strongly typed
+    _convert = None
+
 
 @dataclass(frozen=True)
 class Compiled:
     """One specialization: the loaded model, each input leaf's numpy dtype, which leaves
-    are donated, and the structure of the result."""
+    are donated, the structure of the result and which of its leaves are weakly typed."""
 
     model: Any
     dtypes: tuple[np.dtype, ...]
     donated: tuple[bool, ...]
     out_tree: Any
+    out_weak: tuple[bool, ...]
 
 
 class Jitted:
@@ -68,8 +74,8 @@ class Jitted:
         outputs = compiled.model(*arrays)
         if isinstance(outputs, dict):
             outputs = list(outputs.values())
-        result = jax.tree_util.tree_unflatten(compiled.out_tree,
-                                              [jnp.asarray(o) for o in outputs])
+        result = jax.tree_util.tree_unflatten(compiled.out_tree, [
+            _as_jax(o, weak) for o, weak in zip(outputs, compiled.out_weak, strict=True)])
         for leaf, donated in zip(leaves, compiled.donated, strict=True):
             if donated and isinstance(leaf, jax.Array) and not leaf.is_deleted():
                 leaf.delete()
@@ -107,14 +113,24 @@ class Jitted:
     def _compile(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Compiled:
         static_nums, static_names = self._static
         donate_nums, donate_names = self._donate
-        lowered = jax.jit(self.fn, static_argnums=static_nums, static_argnames=static_names,
-                          donate_argnums=donate_nums, donate_argnames=donate_names,
-                          keep_unused=True).lower(*args, **kwargs)
+        traced = jax.jit(self.fn, static_argnums=static_nums, static_argnames=static_names,
+                         donate_argnums=donate_nums, donate_argnames=donate_names,
+                         keep_unused=True).trace(*args, **kwargs)
+        lowered = traced.lower()
         infos = jax.tree_util.tree_leaves(lowered.args_info)
         neff = nxcc.compile(lowered.as_text(), target=self.target, lnc=self.lnc, **self.flags)
         model = nxcc.load(neff)
+        out_weak = tuple(bool(getattr(aval, "weak_type", False))
+                         for aval in traced.jaxpr.out_avals)
         return Compiled(model, tuple(np.dtype(i.dtype) for i in infos),
-                        tuple(bool(i.donated) for i in infos), lowered.out_tree)
+                        tuple(bool(i.donated) for i in infos), lowered.out_tree, out_weak)
+
+
+def _as_jax(array: np.ndarray, weak: bool) -> jax.Array:
+    """`array` as a jax array, weakly typed when the result JAX describes is."""
+    if weak and _convert is not None:
+        return _convert(array, weak_type=True)
+    return jnp.asarray(array)
 
 
 def _abstract(leaf: Any) -> Hashable:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -98,19 +99,35 @@ class _FunctionModule(torch.nn.Module):
 
 
 def _onnx_export(module: torch.nn.Module, args: tuple[Any, ...]) -> onnx.ModelProto:
+    """`torch.export` (non-strict) then the ONNX exporter on the program: exporting the
+    program keeps every positional argument one (`torch.onnx.export` given the module would
+    take a trailing dict argument for keyword arguments)."""
     try:
         with _quiet_exporter():
-            program = torch.onnx.export(module, args, dynamo=True, verbose=False,
-                                        external_data=False)
+            program = torch.export.export(module, args, strict=False)
+            onnx_program = torch.onnx.export(program, dynamo=True, verbose=False,
+                                             external_data=False)
     except ImportError as exc:
         raise ExportError(BAD_ARGUMENT, f"torch.onnx.export needs "
                           f"{exc.name or 'onnxscript'}: pip install 'nxcc[torch]'") from exc
-    except Exception as exc:  # noqa: BLE001 - the exporter raises many kinds; one line out
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise ExportError(UNSUPPORTED_OPERATOR, f"torch.onnx.export failed: {first}") from exc
-    if program is None:
+    except Exception as exc:  # noqa: BLE001 - the exporters raise many kinds; one line out
+        raise ExportError(UNSUPPORTED_OPERATOR, f"torch could not export the function: "
+                          f"{_summary(exc)}") from exc
+    if onnx_program is None:
         raise ExportError(UNSUPPORTED_OPERATOR, "torch.onnx.export returned no program")
-    return program.model_proto
+    return onnx_program.model_proto
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _summary(exc: BaseException) -> str:
+    """One line of an exporter's error: its exception summary when it has one (the ONNX
+    exporter's errors open with advice and put the cause under '## Exception summary')."""
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
+    if "## Exception summary" in lines[:-1]:
+        return lines[lines.index("## Exception summary") + 1]
+    return lines[0] if lines else type(exc).__name__
 
 
 @contextlib.contextmanager

@@ -102,8 +102,8 @@ class TracedModule(torch.nn.Module):
 
     def _loaded(self) -> Any:
         if self._model is None:
-            raise RuntimeError("this traced module was closed (or its reload failed); load "
-                               "it again with nxcc.torch.load")
+            raise NrtError(NrtStatus.INVALID_HANDLE, "this traced module was closed (or moving "
+                           "it failed); load it again with nxcc.torch.load")
         return self._model
 
     def extra_repr(self) -> str:
