@@ -10,7 +10,7 @@ larger module; it has no parameters of its own (the weights are in the NEFF).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,7 @@ import torch
 
 import nxcc
 from nxcc.errors import NrtError, NrtStatus
-from nxcc.torch.export import Signature, TensorSpec
+from nxcc.torch.export import Signature
 from nxcc.torch.structure import StructureError, flatten, unflatten
 from nxcc.torch.tensors import from_numpy, to_numpy
 
@@ -31,22 +31,27 @@ class TracedModule(torch.nn.Module):
         super().__init__()
         self.neff = neff
         self.signature = signature
-        self._model: Any = None
+        self._model: nxcc.Model | None = None
         self._model = nxcc.load(neff)
 
     # placement
 
     @property
+    def model(self) -> nxcc.Model:
+        """The loaded NEFF (`nxcc.Model`): its inputs, outputs, cores, benchmark..."""
+        return self._loaded()
+
+    @property
     def neuron_cores(self) -> list[int]:
-        """The NeuronCore each replica of the model is loaded on (global indices, one per
-        replica: [3] on nc3, [0, 1] for replicas on nc0 and nc1)."""
+        """The NeuronCores the model is loaded on (global indices): [3] on nc3, [0, 1] for
+        replicas on nc0 and nc1."""
         return list(self._loaded().cores)
 
     @property
     def executions(self) -> list[int]:
-        """The NeuronCore each execution ran on, oldest first (the runtime keeps the last
-        few thousand): replicas are used in turn."""
-        return list(self._loaded().executions)
+        """The NeuronCore each call ran on, oldest first (the runtime keeps the last few
+        thousand): the replicas of a model take the calls in turn."""
+        return list(self._loaded().handle.history)
 
     def reload(self, start_nc: int | None = None, nc_count: int | None = None) -> None:
         """Unload the model and load it again at `start_nc` over `nc_count` cores (None: the
@@ -93,14 +98,11 @@ class TracedModule(torch.nn.Module):
             arrays[spec.name] = to_numpy(leaf)
         return arrays
 
-    def _tensors(self, outputs: Mapping[str, np.ndarray] | Sequence[np.ndarray]
-                 ) -> list[torch.Tensor]:
-        specs: tuple[TensorSpec, ...] = self.signature.output_tensors
-        if isinstance(outputs, Mapping):
-            return [from_numpy(outputs[s.name]) for s in specs]
-        return [from_numpy(a) for a in outputs]
+    def _tensors(self, outputs: Mapping[str, np.ndarray]) -> list[torch.Tensor]:
+        """The outputs (by NEFF name) as tensors, in the order of the result's leaves."""
+        return [from_numpy(outputs[spec.name]) for spec in self.signature.output_tensors]
 
-    def _loaded(self) -> Any:
+    def _loaded(self) -> nxcc.Model:
         if self._model is None:
             raise NrtError(NrtStatus.INVALID_HANDLE, "this traced module was closed (or moving "
                            "it failed); load it again with nxcc.torch.load")

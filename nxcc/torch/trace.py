@@ -50,7 +50,7 @@ def trace(func: Callable[..., Any], example_inputs: object, *,
         onnx.save(proto, str(workdir / "model.onnx"))
         flags.setdefault("output", str(workdir / "graph.neff"))
     neff = nxcc.compile(proto, **flags)
-    return TracedModule(_neff_bytes(neff), signature)
+    return TracedModule(neff.to_bytes(), signature)
 
 
 def save(module: TracedModule, f: archive.Target) -> None:
@@ -82,7 +82,3 @@ def set_multicore(module: TracedModule) -> None:
     with multicore_context():
         module.reload()
 
-
-def _neff_bytes(neff: object) -> bytes:
-    """The bytes of what `nxcc.compile` returned."""
-    return bytes(neff)  # type: ignore[call-overload]

@@ -44,79 +44,87 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 class Example:
-    """A running example script and its report."""
+    """A running example script; `report()` waits for where its models are (read once)."""
 
     def __init__(self, folder: Path, script: str, runtime_dir: Path, **env: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.adapters.example_report", str(EXAMPLES / script)],
             cwd=folder, env=environment(runtime_dir, **env), stdin=subprocess.PIPE,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self._report: dict[str, dict[str, list[int]]] | None = None
 
     def report(self) -> dict[str, dict[str, list[int]]]:
-        """Where its models are; it keeps its cores until `release`."""
-        assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
-        if not line:
-            self.release()
-            raise AssertionError(f"the example gave no report: {self.stderr}")
-        return json.loads(line)
+        """Where its models are; it keeps its cores until it is stopped."""
+        if self._report is None:
+            assert self.proc.stdout is not None
+            line = self.proc.stdout.readline()
+            if not line:
+                _, stderr = self.proc.communicate(timeout=TIMEOUT)
+                raise AssertionError(f"the example gave no report: {stderr}")
+            self._report = json.loads(line)
+        return self._report
 
-    def release(self) -> None:
-        _, self.stderr = self.proc.communicate(input="", timeout=TIMEOUT)
-
-    def kill(self) -> None:
+    def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.communicate(timeout=TIMEOUT)
 
 
-@pytest.fixture
-def start(model_dir: Path, tmp_path: Path) -> Iterator:
-    """start(script, **env) runs an example; every one is reaped at the end."""
-    started: list[Example] = []
+#: script -> the environment the seed sets for it (each gets a machine of its own).
+SEED_ENVIRONMENTS = {
+    "default_placement.py": {},
+    "num_cores.py": {"NEURON_RT_NUM_CORES": "2"},
+    "visible_cores.py": {"NEURON_RT_VISIBLE_CORES": "4-5"},
+    "multiple_processes.py": {"NEURON_RT_NUM_CORES": "2"},
+    "manual_core_selection.py": {"NEURON_RT_NUM_CORES": "4"},
+    "automatic_multicore.py": {"NEURON_RT_NUM_CORES": "8"},
+}
 
-    def run(script: str, runtime_dir: Path | None = None, **env: str) -> Example:
-        example = Example(model_dir, script, runtime_dir or tmp_path / script, **env)
-        started.append(example)
-        return example
 
-    yield run
-    for example in started:
-        example.kill()
+@pytest.fixture(scope="module")
+def examples(model_dir: Path) -> Iterator[dict[str, Example]]:
+    """Every example started at once (they run side by side, each on its own simulated
+    instance); all stopped at the end."""
+    started = {script: Example(model_dir, script, model_dir / f"machine-{script}", **env)
+               for script, env in SEED_ENVIRONMENTS.items()}
+    yield started
+    for example in started.values():
+        example.stop()
 
 
 def placed(report: dict) -> dict[str, list[int]]:
     return {name: model["cores"] for name, model in report.items()}
 
 
-def test_default(start) -> None:
-    assert placed(start("default_placement.py").report()) == {"m0": [0], "m1": [1]}
+def test_default(examples: dict[str, Example]) -> None:
+    assert placed(examples["default_placement.py"].report()) == {"m0": [0], "m1": [1]}
 
 
-def test_num_cores(start) -> None:
-    example = start("num_cores.py", NEURON_RT_NUM_CORES="2")
-    assert placed(example.report()) == {"m0": [0], "m1": [1]}
+def test_num_cores(examples: dict[str, Example]) -> None:
+    assert placed(examples["num_cores.py"].report()) == {"m0": [0], "m1": [1]}
 
 
-def test_visible_cores(start) -> None:
-    example = start("visible_cores.py", NEURON_RT_VISIBLE_CORES="4-5")
-    assert placed(example.report()) == {"m0": [4], "m1": [5]}
+def test_visible_cores(examples: dict[str, Example]) -> None:
+    assert placed(examples["visible_cores.py"].report()) == {"m0": [4], "m1": [5]}
 
 
-def test_multiple_processes(start, tmp_path: Path) -> None:
-    shared = tmp_path / "one-machine"  # both processes on the same simulated instance
-    first = start("multiple_processes.py", shared, NEURON_RT_NUM_CORES="2")
+def test_multiple_processes(examples: dict[str, Example], model_dir: Path) -> None:
+    first = examples["multiple_processes.py"]
     assert placed(first.report()) == {"m0": [0], "m1": [1]}
-    second = start("multiple_processes.py", shared, NEURON_RT_NUM_CORES="2")
-    assert placed(second.report()) == {"m0": [2], "m1": [3]}
+    second = Example(model_dir, "multiple_processes.py",  # the same machine, cores taken
+                     model_dir / "machine-multiple_processes.py", NEURON_RT_NUM_CORES="2")
+    try:
+        assert placed(second.report()) == {"m0": [2], "m1": [3]}
+    finally:
+        second.stop()
 
 
-def test_manual_core_selection(start) -> None:
-    report = start("manual_core_selection.py", NEURON_RT_NUM_CORES="4").report()
-    assert report == {"m0": {"cores": [3], "executions": [3, 3, 3]},
-                      "m1": {"cores": [0, 1], "executions": [0, 1]}}
+def test_manual_core_selection(examples: dict[str, Example]) -> None:
+    assert examples["manual_core_selection.py"].report() == {
+        "m0": {"cores": [3], "executions": [3, 3, 3]},
+        "m1": {"cores": [0, 1], "executions": [0, 1]}}
 
 
-def test_automatic_multicore(start) -> None:
-    report = start("automatic_multicore.py", NEURON_RT_NUM_CORES="8").report()
-    assert report == {"m0": {"cores": list(range(8)), "executions": [0, 1]}}
+def test_automatic_multicore(examples: dict[str, Example]) -> None:
+    assert examples["automatic_multicore.py"].report() == {
+        "m0": {"cores": list(range(8)), "executions": [0, 1]}}
