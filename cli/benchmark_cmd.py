@@ -1,5 +1,6 @@
-"""`neuronx-cc benchmark`: load a NEFF, time its executions, print latency percentiles,
-throughput, load time and peak memory (as text, or one JSON object with `--json`)."""
+"""`neuronx-cc benchmark`: load a NEFF, time its executions (`nxcc.Model.benchmark`), print
+latency percentiles, throughput, load time and peak memory (as text, or one JSON object with
+`--json`)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import json
 
 import click
 
-from nxcc.backend.runtime.benchmark import BenchmarkResult, benchmark
+from nxcc.backend.runtime.api import load
+from nxcc.backend.runtime.benchmark import BenchmarkResult
 from nxcc.cli.errors import user_errors
 from nxcc.cli.run_cmd import load_inputs
 
@@ -46,5 +48,7 @@ def benchmark_cmd(neff: str, inputs_path: str | None, warmup: int, iterations: i
     if iterations is not None and duration is not None:
         raise click.UsageError("give --iterations or --duration, not both")
     inputs = load_inputs(inputs_path) if inputs_path else None
-    result = benchmark(neff, inputs, warmup=warmup, iterations=iterations, duration=duration)
+    with load(neff) as model:
+        result = model.benchmark(inputs, warmup=warmup, iterations=iterations,
+                                 duration=duration)
     click.echo(json.dumps(result.to_json()) if as_json else describe(result))

@@ -19,28 +19,16 @@ import re
 
 import click
 
-PIPELINE_STAGES = {"compile": "compile", "savetemps": "SaveTemps"}
+from nxcc.driver.api.flags import PIPELINE_STAGES
+from nxcc.driver.recorded_flags import RECORDED_WITH_VALUE, is_recorded_flag, takes_value
+
+__all__ = ["RECORDED_WITH_VALUE", "CompileCommand", "is_recorded_flag", "split_compile_args",
+           "takes_value"]
+
 PIPELINE_META = "nxcc.pipeline"
 RECORDED_META = "nxcc.recorded_flags"
 
-#: Recorded flags that take a value as the next word.
-RECORDED_WITH_VALUE = frozenset({
-    "--tensorizer-options", "--hbm-scratchpad-page-size", "--internal-hlo2tensorizer-options",
-    "--internal-backend-options", "--internal-num-neuroncores-per-sengine",
-    "--internal-enable-dge-levels", "--internal-max-instruction-limit",
-    "--internal-compiler-debug-mode", "--internal-tensorizer-opt-level",
-    "--internal-hlo2penguin-options", "--internal-disable-dge-levels",
-})
-_RECORDED = re.compile(r"^--(no-internal-|internal-|enable-internal-|disable-internal-)[\w-]+$")
 _STAGE_WORD = re.compile(r"^[A-Za-z]\w*$")
-
-
-def is_recorded_flag(name: str) -> bool:
-    return name in RECORDED_WITH_VALUE or bool(_RECORDED.match(name))
-
-
-def takes_value(name: str) -> bool:
-    return name in RECORDED_WITH_VALUE
 
 
 Recorded = list[tuple[str, str | None]]

@@ -1,14 +1,14 @@
-"""`neuronx-cc compile`: a model file to a NEFF, through the compile cache.
+"""`neuronx-cc compile`: a model file to a NEFF, through the compile cache (`nxcc.compile`).
 
 Every flag of the real `neuronx-cc compile` is accepted; README's flag table says what each
-does here. The NEFF comes from the compile cache when the same module was compiled with the
-same output-changing flags before (`driver.cached_compile`).
+does here. The command parses them, passes them on in `nxcc.compile`'s spelling, and prints;
+the NEFF comes from the compile cache when the same module was compiled with the same
+output-changing flags before (`driver.cached_compile`).
 """
 
 from __future__ import annotations
 
 import logging
-import tempfile
 
 import click
 
@@ -17,8 +17,7 @@ from nxcc.cli.errors import user_errors
 from nxcc.cli.logsetup import VerboseLevel, setup_logging
 from nxcc.cli.progress import ProgressLine
 from nxcc.cli.replay import PASS_LINE, remember, wrote_message
-from nxcc.driver.cache.store import CompileCache, cache_root
-from nxcc.driver.cached_compile import compile_cached
+from nxcc.driver.api.compile import compile_model
 from nxcc.driver.options import (
     AUTO_CAST,
     AUTO_CAST_TYPES,
@@ -26,8 +25,6 @@ from nxcc.driver.options import (
     MODEL_TYPES,
     NATIVE_INT64,
     TARGETS,
-    CompileOptions,
-    parse_input_shape,
 )
 
 log = logging.getLogger("nxcc.compiler")
@@ -152,16 +149,29 @@ def compile_cmd(ctx: click.Context, model: str, **kw: object) -> None:
     the tool's internal flags (--internal-*, --tensorizer-options...), which are recorded.
     """
     setup_logging(kw["verbose"], kw["logfile"])  # type: ignore[arg-type]
-    stages = ctx.meta[PIPELINE_META]
-    if "SaveTemps" in stages and not kw["workdir"]:
-        kw["workdir"] = tempfile.mkdtemp(prefix="neuroncc_compile_workdir_")
-    options = build_options(model, kw, stages, ctx.meta[RECORDED_META])
-    if kw["training"] or any_training_flag(ctx):
-        compile_training_step(ctx, model, options, kw)
+    training = bool(kw["training"])
+    given = [n for n in TRAINING_FLAGS
+             if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE]
+    if given and not training:
+        flag = "--mixed-precision" if given[0] == "training_mixed_precision" else \
+            f"--{given[0].replace('_', '-')}"
+        raise click.UsageError(f"{flag} needs --training")
+    flags = api_flags(kw, ctx.meta[PIPELINE_META], training)
+    if training:  # one training step: not cached
+        compiled = compile_model(model, target=str(kw["target"]), lnc=kw["lnc"],  # type: ignore[arg-type]
+                                 output=str(kw["output"]), flags=flags,
+                                 recorded=ctx.meta[RECORDED_META], emit=click.echo)
+        log.info("wrote %s (%d payload bytes)", compiled.options.output,
+                 compiled.neff.header.data_size)
+        click.echo(PASS_LINE)
         return
-    cache = None if kw["no_cache"] else CompileCache(cache_root(kw["cache_dir"]))  # type: ignore[arg-type]
     with ProgressLine() as progress:
-        outcome = compile_cached(model, options, cache, emit=click.echo, progress=progress.stage)
+        compiled = compile_model(model, target=str(kw["target"]), lnc=kw["lnc"],  # type: ignore[arg-type]
+                                 output=str(kw["output"]), flags=flags,
+                                 recorded=ctx.meta[RECORDED_META], emit=click.echo,
+                                 progress=progress.stage)
+    outcome, options = compiled.cached, compiled.options
+    assert outcome is not None
     log.info("%s", wrote_message(options.output, outcome.status, outcome.entry,
                                  outcome.seconds))
     if outcome.key is not None:
@@ -174,50 +184,26 @@ def compile_cmd(ctx: click.Context, model: str, **kw: object) -> None:
     click.echo(PASS_LINE)
 
 
-def any_training_flag(ctx: click.Context) -> bool:
-    """Whether a training flag was given on the command line."""
-    return any(ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE
-               for n in TRAINING_FLAGS)
-
-
-def compile_training_step(ctx: click.Context, model: str, options: CompileOptions,
-                          kw: dict[str, object]) -> None:
-    """`--training`: one training step (not cached); training flags need it."""
-    from nxcc.driver.training import compile_training
-    from nxcc.driver.training_options import training_options
-
-    given = [n for n in TRAINING_FLAGS
-             if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE]
-    if not kw["training"]:
-        flag = "--mixed-precision" if given[0] == "training_mixed_precision" else \
-            f"--{given[0].replace('_', '-')}"
-        raise click.UsageError(f"{flag} needs --training")
-    flags = {n: kw[n] for n in TRAINING_FLAGS}
-    flags["mixed_precision"] = flags.pop("training_mixed_precision")
-    step = training_options(**flags)  # type: ignore[arg-type]
-    result = compile_training(model, options, step, emit=click.echo)
-    log.info("wrote %s (%d payload bytes)", options.output, result.header.data_size)
-    click.echo("Compiler status PASS")
-
-
-def build_options(model: str, kw: dict[str, object], stages: list[str],
-                  recorded: list[tuple[str, str | None]]) -> CompileOptions:
-    """The driver's options from the parsed command line."""
-    shapes = dict(parse_input_shape(s) for s in kw["input_shapes"])  # type: ignore[attr-defined]
-    return CompileOptions(
-        target=str(kw["target"]).lower(), framework=kw["framework"],  # type: ignore[arg-type]
-        lnc=kw["lnc"], optlevel=int(kw["optlevel"]),  # type: ignore[arg-type,call-overload]
-        output=str(kw["output"]), input_shapes=shapes,
-        print_ir_after=frozenset(kw["print_ir_after"]),  # type: ignore[arg-type]
-        fast_loading=bool(kw["fast_loading"]),
-        auto_cast=str(kw["auto_cast"]).lower(), auto_cast_type=str(kw["auto_cast_type"]).lower(),
-        mixed_precision_accumulation=bool(kw["mixed_precision"]),
-        saturate_infinity=bool(kw["saturate"]), model_type=str(kw["model_type"]).lower(),
-        distribution_strategy=(str(kw["distribution_strategy"]).lower()
-                               if kw["distribution_strategy"] else None),
-        fast_context_switch=bool(kw["fast_context_switch"]),
-        native_int64=str(kw["native_int64"]).lower(),
-        implicit_integer_downcast=str(kw["implicit_integer_downcast"]),
-        recorded_flags=tuple(recorded), save_temps="SaveTemps" in stages,
-        workdir=kw["workdir"],  # type: ignore[arg-type]
-    )
+def api_flags(kw: dict[str, object], stages: list[str], training: bool) -> dict[str, object]:
+    """The parsed command line as `nxcc.compile`'s flags (Python spelling)."""
+    flags: dict[str, object] = {
+        "optlevel": int(kw["optlevel"]),  # type: ignore[call-overload]
+        "auto_cast": kw["auto_cast"], "auto_cast_type": kw["auto_cast_type"],
+        "enable_mixed_precision_accumulation": bool(kw["mixed_precision"]),
+        "enable_saturate_infinity": bool(kw["saturate"]),
+        "model_type": kw["model_type"], "native_int64": kw["native_int64"],
+        "implicit_integer_downcast": str(kw["implicit_integer_downcast"]),
+        "enable_fast_context_switch": bool(kw["fast_context_switch"]),
+        "enable_fast_loading_neuron_binaries": bool(kw["fast_loading"]),
+        "input_shape": list(kw["input_shapes"]),  # type: ignore[call-overload]
+        "print_ir_after": list(kw["print_ir_after"]),  # type: ignore[call-overload]
+        "pipeline": stages, "no_cache": bool(kw["no_cache"]),
+    }
+    for name in ("framework", "distribution_strategy", "workdir", "cache_dir"):
+        if kw[name] is not None:
+            flags[name] = kw[name]
+    if training:
+        flags["training"] = True
+        flags.update({n: kw[n] for n in TRAINING_FLAGS if n != "training_mixed_precision"})
+        flags["mixed_precision"] = kw["training_mixed_precision"]
+    return {k: v for k, v in flags.items() if v is not None}

@@ -1,5 +1,5 @@
-"""`neuronx-cc inspect-neff`: what a NEFF holds, for people (text), programs (--json) or
-pictures (--format dot: the partitioned program as Graphviz text)."""
+"""`neuronx-cc inspect-neff`: what a NEFF holds (`nxcc.inspect`), for people (text), programs
+(--json) or pictures (--format dot: the partitioned program as Graphviz text)."""
 
 from __future__ import annotations
 
@@ -7,63 +7,11 @@ import json
 
 import click
 
-from nxcc.backend.neff import read_neff
 from nxcc.backend.program.graphviz import neff_to_dot
-from nxcc.backend.runtime.model import TensorInfo
-from nxcc.backend.runtime.validate import check_neff
 from nxcc.cli.errors import user_errors
-from nxcc.passes.sharding.cost_model import rank_traffic
+from nxcc.driver.api.inspect import inspect, read_checked
 
-
-def describe_collective(entry: dict) -> dict:
-    """A manifest collective with the bytes each rank and all ranks move per execution
-    (the bandwidth-optimal ring formulas of `passes.sharding.cost_model`)."""
-    groups = entry.get("replica_groups") or [[0]]
-    ranks = sum(len(g) for g in groups)
-    size = max((len(g) for g in groups), default=1)
-    if entry.get("kind") in ("send", "recv_done"):
-        # one transfer per pair, counted at its send (recv_done is the same transfer)
-        pairs = entry.get("source_target_pairs", [])
-        per_rank = int(entry.get("bytes", 0)) if entry["kind"] == "send" else 0
-        return {**entry, "traffic_bytes_per_rank": per_rank,
-                "traffic_bytes": per_rank * len(pairs)}
-    if entry.get("kind") == "collective_permute":
-        pairs = entry.get("source_target_pairs", [])
-        size, ranks = 2, len(pairs)
-    per_rank = rank_traffic(entry["kind"], int(entry.get("bytes", 0)), size)
-    return {**entry, "traffic_bytes_per_rank": per_rank, "traffic_bytes": per_rank * ranks}
-
-
-def describe(path: str) -> dict:
-    """The NEFF at `path` as one JSON-able object."""
-    neff = read_neff(path)
-    check_neff(neff)
-    m = neff.manifest
-    header = neff.header.to_dict()
-    collectives = [describe_collective(c) for c in m.get("collectives", [])]
-    return {
-        "file": path,
-        "header": header,
-        "hash_ok": neff.hash_ok,
-        "target": m.get("target"),
-        "lnc": m.get("lnc"),
-        "inputs": [TensorInfo.from_manifest(e).to_json() for e in m.get("inputs", [])],
-        "outputs": [TensorInfo.from_manifest(e).to_json() for e in m.get("outputs", [])],
-        "subgraphs": [{"name": sg["name"], "core": sg.get("core"), "ops": sg.get("ops"),
-                       "flops": sg.get("flops"),
-                       "collectives": sum(1 for c in collectives
-                                          if sg["name"] in c.get("subgraphs", []))}
-                      for sg in m.get("subgraphs", [])],
-        "collectives": collectives,
-        "communication": {"collectives": len(collectives),
-                          "bytes_per_execution": sum(c["traffic_bytes"] for c in collectives)},
-        "spmd": m.get("spmd"),
-        "weights": {"files": len(m.get("weights", {}).get("files", {})),
-                    "bytes": m.get("weights", {}).get("bytes", 0)},
-        "compiler": m.get("compiler", {}),
-        "input_output_alias": m.get("input_output_alias", []),
-        "state": [{k: e[k] for k in ("name", "input", "output")} for e in m.get("state", [])],
-    }
+describe = inspect  # the name the command used for it
 
 
 def _groups(c: dict) -> str:
@@ -138,11 +86,9 @@ def print_spmd(spmd: dict) -> None:
 def inspect_neff_cmd(neff: str, as_json: bool, fmt: str) -> None:
     """Show a NEFF's header, inputs, outputs, subgraphs, collectives and weights."""
     if fmt == "dot":
-        neff_file = read_neff(neff)
-        check_neff(neff_file)
-        click.echo(neff_to_dot(neff_file), nl=False)
+        click.echo(neff_to_dot(read_checked(neff)), nl=False)
         return
-    d = describe(neff)
+    d = inspect(neff)
     if as_json or fmt == "json":
         click.echo(json.dumps(d, indent=2))
     else:

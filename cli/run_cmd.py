@@ -1,6 +1,8 @@
 """`neuronx-cc run`: execute a NEFF on inputs from an .npz, write the outputs to an .npz.
 
-With `--world-size N` an SPMD NEFF runs as N ranks in this process (`Runtime.load_spmd`);
+The command reads its files, checks its arguments and prints; loading and running are
+`nxcc.load`'s (`backend.runtime.api`): a model, an `-lnc 2` NEFF, or with `--world-size N`
+an SPMD NEFF as N ranks in this process, or under mpiexec as the job's ranks.
 `--show-bindings` prints how the loaded model's collectives were bound.
 """
 
@@ -11,17 +13,14 @@ import textwrap
 import click
 import numpy as np
 
-from nxcc.backend.neff import NeffFile, read_neff
+from nxcc.backend.neff import NeffFile
 from nxcc.backend.neff.atomic import atomic_file
+from nxcc.backend.runtime.api import Model, load_model
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
-from nxcc.backend.runtime.handle import ModelHandle
-from nxcc.backend.runtime.mpi_job import MpiJob, launched_processes
+from nxcc.backend.runtime.mpi_job import launched_processes
 from nxcc.backend.runtime.npz import read_npz
-from nxcc.backend.runtime.nrt import Runtime
-from nxcc.backend.runtime.profile import Profiler, attach
-from nxcc.backend.runtime.steps import run_steps
-from nxcc.backend.runtime.validate import check_manifest
+from nxcc.backend.runtime.nrt import read_source
 from nxcc.cli.errors import user_errors
 from nxcc.cli.rank_process import joined, run_rank, split_off_rank
 
@@ -51,13 +50,11 @@ def show(outputs: dict[str, np.ndarray]) -> None:
             click.echo(textwrap.indent(np.array2string(arr), "  "))
 
 
-def show_bindings_of(model: ModelHandle, runtime: Runtime) -> None:
+def show_bindings_of(model: Model) -> None:
     """The collectives of `model` as the runtime bound them, one line each."""
-    instance = runtime.instance
-    where = f"{instance.name if instance else '?'}, LNC={runtime.lnc}"
-    replica = model.replicas[0]
-    click.echo(f"bindings of '{model.name}' ({len(replica.cores)} logical core(s) "
-               f"{format_cores(replica.cores)} on {where}):")
+    cores = model.replicas[0]
+    click.echo(f"bindings of '{model.name}' ({len(cores)} logical core(s) "
+               f"{format_cores(cores)} on {model.instance}, LNC={model.lnc}):")
     bindings = model.bindings
     if not bindings:
         click.echo("  no collectives")
@@ -65,34 +62,26 @@ def show_bindings_of(model: ModelHandle, runtime: Runtime) -> None:
         click.echo(f"  {b.describe()}")
 
 
-def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
-            inputs_path: str | None, output_path: str | None,
-            output_shardings: tuple[str, ...], repeat: int, quiet: bool,
-            show_bindings: bool = False) -> None:
+def run_job(neff_file: NeffFile, world_size: int | None, inputs_path: str | None,
+            output_path: str | None, output_shardings: tuple[str, ...], repeat: int,
+            quiet: bool, show_bindings: bool = False) -> None:
     """This process's part of a multi-process run (`mpiexec -n P neuronx-cc run ...`):
     process 0 writes and prints the global outputs."""
     if neff_file.manifest.get("spmd") is None:
         raise click.UsageError(f"{neff_file.path} is not an SPMD program; mpiexec runs one "
                                "program as ranks (compile XLA's partitioned HLO)")
     inputs = load_inputs(inputs_path) if inputs_path else {}
-    job = MpiJob(config, world_size)
-    joined()
-    outputs = None
-    try:
-        job.load(neff_file, list(output_shardings) or None)
-        if show_bindings and job.is_root:
-            assert job.model is not None
-            show_bindings_of(job.model, job.runtime)
-            if inputs_path is None:
-                job.close()
-                return
-        for _ in range(repeat):
-            outputs = job.execute(inputs)
-    except BaseException as exc:
-        job.abandon(str(exc))
-        raise
-    job.close()
-    if outputs is None:
+    model = load_model(neff_file, world_size=world_size, output_shardings=output_shardings,
+                       on_joined=joined)
+    if show_bindings and model.is_root:
+        show_bindings_of(model)
+        if inputs_path is None:
+            model.close()
+            return
+    for _ in range(repeat):
+        outputs = model(**inputs)
+    model.close()
+    if not model.is_root:
         return
     if output_path:
         save_outputs(output_path, outputs)
@@ -110,16 +99,6 @@ def check_world_size_args(neff: str, spmd: dict | None, world_size: int | None,
         raise click.UsageError(
             f"{neff} is an SPMD program" + (f" partitioned for {ranks} ranks" if ranks else "")
             + f"; run it with --world-size {ranks or 'N'} and global --inputs")
-
-
-def execute(runtime: Runtime, model: ModelHandle, inputs: dict[str, np.ndarray],
-            steps: int | None, repeat: int) -> dict[str, np.ndarray]:
-    """`steps` steps (outputs stacked), else `repeat` executions (the last one's outputs)."""
-    if steps is not None:
-        return run_steps(runtime, model, inputs, steps)
-    for _ in range(repeat):
-        outputs = runtime.execute(model, inputs)
-    return outputs
 
 
 @click.command("run")
@@ -167,28 +146,21 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     The runtime honours every NEURON_RT_* variable; the instance simulated is
     NXCC_INSTANCE_TYPE, else the default instance of the NEFF's target family.
     """
-    config = RuntimeConfig.from_env()
-    neff_file = read_neff(neff, validate_hash=config.validate_hash)
-    check_manifest(neff_file)
+    neff_file = read_source(neff, RuntimeConfig.from_env().validate_hash)
     spmd = neff_file.manifest.get("spmd")
     if launched_processes() > 1:
         if profile_path:
             raise click.UsageError("--profile traces the ranks of one process; run without "
                                    "mpiexec (--world-size N) to profile")
         split_off_rank()
-        run_rank(lambda: run_job(config, neff_file, world_size, inputs_path, output_path,
+        run_rank(lambda: run_job(neff_file, world_size, inputs_path, output_path,
                                  output_shardings, repeat, quiet, show_bindings))
         return
     check_world_size_args(neff, spmd, world_size, output_shardings)
-    runtime = Runtime(config=config)
-    runtime.init(target=neff_file.manifest.get("target"))
-    with runtime:
-        if world_size is None:
-            model = runtime.load(neff_file)
-        else:
-            model = runtime.load_spmd(neff_file, world_size, list(output_shardings) or None)
+    with load_model(neff_file, world_size=world_size, output_shardings=output_shardings
+                    ) as model:
         if show_bindings:
-            show_bindings_of(model, runtime)
+            show_bindings_of(model)
         if inputs_path is None and model.inputs:
             if show_bindings:
                 return
@@ -196,12 +168,13 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
             raise click.UsageError(f"{neff} takes inputs ({names}); give them with --inputs "
                                    "FILE.npz")
         inputs = load_inputs(inputs_path, [i.name for i in model.inputs]) if inputs_path else {}
-        profiler = Profiler() if profile_path else None
-        for replica in model.replicas if profiler else ():
-            attach(replica.model, profiler)
+        profiler = model.profile() if profile_path else None
         if load_state:
             model.load_state(load_inputs(load_state))
-        outputs = execute(runtime, model, inputs, steps, repeat)
+        if steps is not None:
+            outputs = model.run_steps(steps, **inputs)
+        for _ in range(repeat if steps is None else 0):
+            outputs = model(**inputs)
         state = model.state() if save_state else {}
         if save_state and not state:
             raise click.UsageError(f"{neff} keeps no state to save (compile it with "

@@ -1,5 +1,18 @@
 """nxcc: an ahead-of-time compiler toolchain playing the part of AWS neuronx-cc and its runtime.
 
+The Python API (docs/python-api.md):
+
+    import nxcc
+    neff = nxcc.compile("examples/mlp.onnx", target="trn1")    # -> nxcc.Neff
+    with nxcc.load(neff) as model:                              # -> nxcc.Model on a core
+        outputs = model(x)                                      # {output name: array}
+    nxcc.inspect(neff)                                          # what inspect-neff --json says
+    nxcc.train("examples/train/tiny.yaml", dry_run=True)        # the run's layout
+
+Every refusal raises `nxcc.Error` (`CompileError`, `NrtError`, `NeffError`) carrying the code
+the command line prints (docs/error-codes.md). The names are imported on first use, so
+`import nxcc` stays cheap and `import nxcc.ir` loads no more than the IR.
+
 The installed distribution has this one top-level package. Its layers keep their folders at the
 top of the repository (``compiler/``, ``ir/``, ``passes/``, ``backend/``, ``cli/``,
 ``driver/``) and have one import name each, ``nxcc.<layer>``:
@@ -14,8 +27,49 @@ Imported as a top-level package (``import ir``), a layer raises ImportError nami
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path as _Path
+from typing import TYPE_CHECKING
 
 _HERE = _Path(__file__).resolve().parent
 if not (_HERE / "ir").is_dir() and (_HERE.parent / "ir" / "__init__.py").is_file():
     __path__.append(str(_HERE.parent))
+
+if TYPE_CHECKING:
+    from nxcc.backend.neff.artifact import Neff
+    from nxcc.backend.runtime.api import Model, load
+    from nxcc.driver.api.compile import compile
+    from nxcc.driver.api.inspect import inspect
+    from nxcc.driver.api.train import train
+    from nxcc.errors import CompileError, Error, NeffError, NrtError, NrtStatus
+
+#: exported name -> the module defining it, imported when the name is first used.
+_EXPORTS = {
+    "compile": "nxcc.driver.api.compile",
+    "load": "nxcc.backend.runtime.api",
+    "inspect": "nxcc.driver.api.inspect",
+    "train": "nxcc.driver.api.train",
+    "Neff": "nxcc.backend.neff.artifact",
+    "Model": "nxcc.backend.runtime.api",
+    "Error": "nxcc.errors",
+    "CompileError": "nxcc.errors",
+    "NrtError": "nxcc.errors",
+    "NeffError": "nxcc.errors",
+    "NrtStatus": "nxcc.errors",
+}
+
+__all__ = ["CompileError", "Error", "Model", "Neff", "NeffError", "NrtError", "NrtStatus",
+           "compile", "inspect", "load", "train"]
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'nxcc' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

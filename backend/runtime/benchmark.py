@@ -107,8 +107,6 @@ def benchmark(neff: str, inputs: Mapping[str, np.ndarray] | None = None, *, warm
     Raises what loading and executing raise (NeffError, NrtError)."""
     if iterations is not None and duration is not None:
         raise ValueError("give iterations or duration, not both")
-    if iterations is None and duration is None:
-        iterations = 100
     config = config or RuntimeConfig.from_env()
     start = time.perf_counter()
     neff_file = read_neff(neff, validate_hash=config.validate_hash)
@@ -118,11 +116,20 @@ def benchmark(neff: str, inputs: Mapping[str, np.ndarray] | None = None, *, warm
         model = runtime.load(neff_file)
         load_s = time.perf_counter() - start
         feed = dict(inputs) if inputs is not None else random_inputs(model.inputs)
-        for _ in range(warmup):
-            runtime.execute(model, feed)
-        times = timed_runs(lambda: runtime.execute(model, feed), iterations, duration)
-        peak = peak_memory_bytes()
-    return summarize(str(neff), model.name, warmup, load_s, times, peak)
+        return measure(lambda: runtime.execute(model, feed), str(neff), model.name, load_s,
+                       warmup, iterations, duration)
+
+
+def measure(run: Callable[[], object], neff: str, name: str, load_s: float, warmup: int,
+            iterations: int | None, duration: float | None) -> BenchmarkResult:
+    """`warmup` untimed calls of `run`, then timed ones (`iterations`, or for `duration`
+    seconds; neither: 100), and the peak memory after them."""
+    if iterations is None and duration is None:
+        iterations = 100
+    for _ in range(warmup):
+        run()
+    times = timed_runs(run, iterations, duration)
+    return summarize(neff, name, warmup, load_s, times, peak_memory_bytes())
 
 
 def timed_runs(run: Callable[[], object], iterations: int | None, duration: float | None

@@ -41,6 +41,7 @@ from nxcc.backend.runtime.channels import MpiChannels, RankLost
 from nxcc.backend.runtime.collective_binding import Binder
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.handle import ModelHandle
+from nxcc.backend.runtime.load_plan import SpmdRun
 from nxcc.backend.runtime.nrt import Runtime
 from nxcc.backend.runtime.peer_liveness import PeerProcesses, this_process
 from nxcc.backend.runtime.status import NrtError, NrtStatus
@@ -213,9 +214,9 @@ class MpiJob:
         def communicator(n: int, binder: Binder) -> ChannelCommunicator:
             return ChannelCommunicator(n, binder, channels)
 
-        self.model = self.agree(lambda: self.runtime.load_spmd_ranks(
-            neff, lay.world_size, lay.local_ranks, cores, communicator, output_shardings,
-            instances if per_instance < lay.world_size else ()))
+        run = SpmdRun(lay.world_size, output_shardings, tuple(lay.local_ranks), tuple(cores),
+                      tuple(instances) if per_instance < lay.world_size else (), communicator)
+        self.model = self.agree(lambda: self.runtime.load(neff, spmd=run))
         self.agree(lambda: check_same_collectives(
             self.allgather(neff.manifest.get("collectives") or [])))
 

@@ -3,7 +3,7 @@
     rt = Runtime()                      # reads nothing yet
     rt.init(target="trn1")              # env validated, logging set, cores reserved
     m = rt.load("model.neff")           # start_nc=-1, nc_count=-1: automatic placement
-    w = rt.load_spmd("spmd.neff", 8)    # an SPMD program as 8 ranks (global in, global out)
+    w = rt.load("spmd.neff", spmd=SpmdRun(8))  # an SPMD program as 8 ranks (global in/out)
     m.bindings                          # how its collectives were bound (collective_binding)
     out = rt.execute(m, {"x": x})       # dict of outputs
     fut = rt.execute_async(m, {"x": x}) # concurrent.futures.Future (needs
@@ -32,30 +32,51 @@ from typing import Any
 import numpy as np
 
 from nxcc.backend.neff import NeffError, NeffFile, read_neff
-from nxcc.backend.runtime.collective_binding import Binder, Placement
-from nxcc.backend.runtime.collective_groups import GroupRegistry, check_rank_count, check_rank_set
+from nxcc.backend.neff.artifact import Neff
+from nxcc.backend.runtime.collective_binding import Binder
+from nxcc.backend.runtime.collective_groups import GroupRegistry, check_rank_count
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import CoreAllocation, allocate, format_cores, resolve_lnc
-from nxcc.backend.runtime.handle import ModelHandle, Replica
+from nxcc.backend.runtime.handle import ModelHandle
+from nxcc.backend.runtime.load_plan import (
+    Cores,
+    GroupMember,
+    SpmdRun,
+    job_ranks_plan,
+    model_plan,
+    ranks_plan,
+)
 from nxcc.backend.runtime.log import configure_logging, logger
-from nxcc.backend.runtime.model import LoadedModel, TensorInfo, read_weights
-from nxcc.backend.runtime.neff_check import check_architecture, check_lnc, needed_cores
-from nxcc.backend.runtime.placement import AUTO, PlacementRequest, Placer, current_request
-from nxcc.backend.runtime.spmd import SpmdModel
+from nxcc.backend.runtime.model import TensorInfo
+from nxcc.backend.runtime.neff_check import check_architecture, check_lnc
+from nxcc.backend.runtime.placement import AUTO, Placer
 from nxcc.backend.runtime.status import NrtError, NrtStatus
 from nxcc.backend.runtime.topology import Instance, choose_instance
+
+__all__ = ["GroupMember", "NeffSource", "Runtime", "SpmdRun"]
 from nxcc.backend.runtime.validate import check_manifest
 
-NeffSource = str | os.PathLike[str] | bytes | NeffFile
+NeffSource = str | os.PathLike[str] | bytes | NeffFile | Neff
 
 
-def program_placement(instance: Instance, lnc: int, cores: tuple[int, ...], programs: int
-                      ) -> Placement:
-    """Program i of a model on the logical `cores` runs on physical core i % lnc of logical
-    core cores[i // lnc] (the programs of an -lnc 2 NEFF fill one logical core)."""
-    physical = tuple(instance.physical_of(cores[min(i // lnc, len(cores) - 1)], lnc)[i % lnc]
-                     for i in range(programs))
-    return Placement(instance, lnc, physical)
+def read_source(neff: NeffSource, validate_hash: bool) -> NeffFile:
+    """The NEFF read (a path, bytes, a `Neff`; a NeffFile as it is), its payload hash
+    checked when `validate_hash` and its manifest validated (`validate.check_manifest`)
+    before anything looks at it; NeffError otherwise."""
+    if isinstance(neff, Neff):
+        neff = neff.data if neff.data is not None else neff.path  # type: ignore[assignment]
+    if isinstance(neff, NeffFile):
+        if validate_hash and not neff.hash_ok:
+            raise NeffError(str(neff.path), "payload hash mismatch (NEURON_RT_VALIDATE_HASH=TRUE)")
+    elif isinstance(neff, bytes | bytearray | memoryview):
+        with tempfile.TemporaryDirectory(prefix="nxcc-load-") as tmp:
+            path = Path(tmp) / "model.neff"
+            path.write_bytes(bytes(neff))
+            neff = read_neff(path, validate_hash=validate_hash)
+    else:
+        neff = read_neff(neff, validate_hash=validate_hash)  # type: ignore[arg-type]
+    check_manifest(neff)
+    return neff
 
 
 class Runtime:
@@ -136,149 +157,78 @@ class Runtime:
 
     # models
 
-    def load(self, neff: NeffSource, start_nc: int = AUTO, nc_count: int = AUTO
-             ) -> ModelHandle:
-        """Load `neff` (path, bytes or a read NeffFile) onto cores: `start_nc` and `nc_count`
-        are relative to this process's cores, -1 meaning the placement context's value, else
-        automatic; an nc_count that is a multiple of what the model needs replicates it."""
+    def load(self, neff: NeffSource, start_nc: int = AUTO, nc_count: int = AUTO, *,
+             spmd: SpmdRun | None = None, member: GroupMember | None = None) -> ModelHandle:
+        """Load `neff` (path, bytes, a Neff or a read NeffFile) onto this process's cores: the one
+        load path, whatever the NEFF holds.
+
+        - A model (one core, or the programs of an `-lnc 2` NEFF filling a logical core):
+          `start_nc` and `nc_count` are relative to this process's cores, -1 meaning the
+          placement context's value, else automatic; an nc_count that is a multiple of what
+          the model needs replicates it.
+        - An SPMD program (`spmd`): its ranks, one NeuronCore each, from `start_nc` (-1:
+          the least used aligned group of the topology) or, for a multi-process job, on the
+          cores the job placed them (`SpmdRun`). `execute` then takes and returns global
+          tensors.
+        - `member`: the model then joins a collective group across the host's processes
+          (`collective_groups`); it is loaded once (no replicas)."""
         self._check_ready()
         assert self.config is not None and self.instance is not None and self.placer
+        if spmd is not None and spmd.world_size < 1:
+            raise NrtError(NrtStatus.INVALID, f"world size {spmd.world_size}: give at least "
+                           "1 rank")
         neff_file = self._read(neff)
         check_architecture(neff_file, self.instance, self.config.allow_legacy_neff)
         check_lnc(neff_file, self.instance, self.lnc, self.config.logical_nc_config is not None)
-        needed = needed_cores(neff_file)
-        context = current_request()
-        request = PlacementRequest(start_nc if start_nc != AUTO else context.start_nc,
-                                   nc_count if nc_count != AUTO else context.nc_count,
-                                   context.multicore and start_nc == AUTO and nc_count == AUTO)
-        starts = self.placer.place(needed, request)
+        at = Cores(self.instance, self.lnc, self.cores)
+        if spmd is None:
+            plan = model_plan(neff_file, self.config, at, start_nc, nc_count)
+        elif spmd.local_ranks is None:
+            check_rank_count(self.instance, self.lnc, spmd.world_size)
+            start = self._group_start(spmd.world_size) if start_nc == AUTO else start_nc
+            plan = ranks_plan(neff_file, spmd, at, start)
+        else:
+            plan = job_ranks_plan(neff_file, spmd, at)
+        starts = self.placer.place(plan.count, plan.request)
         try:
-            handle = self._build(neff_file, needed, starts)
+            handle = plan.build(starts)
         except NeffError as exc:
-            self.placer.release(starts, needed)
+            self.placer.release(starts, plan.count)
             raise NrtError(NrtStatus.INVALID, str(exc)) from exc
         except BaseException:
-            self.placer.release(starts, needed)
+            self.placer.release(starts, plan.count)
             raise
         with self._lock:
             self.models[handle.id] = handle
-        logger("NRT").info("loaded '%s' on %s%s", handle.name, format_cores(handle.cores),
-                           " (shared weights)" if self.config.shared_weights else "")
+        logger("NRT").info("%s", plan.loaded(handle))
+        if member is not None:
+            self._join(handle, member)
         return handle
 
     def load_collectives(self, neff: NeffSource, start_nc: int = AUTO, nc_count: int = AUTO,
                          *, rank: int, world_size: int, group: str = "default"
                          ) -> ModelHandle:
-        """`load`, then join rank `rank` of `world_size` in collective group `group` (across
-        the host's processes): the count and placement must suit the topology and every
-        rank must have loaded the same collectives (see collective_groups)."""
-        handle = self.load(neff, start_nc, nc_count)
-        assert self.config is not None and self.instance is not None
-        try:
-            if len(handle.replicas) != 1:
-                raise NrtError(NrtStatus.INVALID, "a rank of a collective group is loaded "
-                               "once; do not replicate it (nc_count = what the model needs)")
-            registry = GroupRegistry(self.config.runtime_dir, self.instance, self.lnc)
-            handle.membership = registry.join(group, rank, world_size, handle.cores[0],
-                                              handle.manifest)
-        except BaseException:
-            self.unload(handle)
-            raise
-        logger("NMGR").info("rank %d/%d of group '%s' on nc%d", rank, world_size, group,
-                            handle.cores[0])
-        return handle
+        """`load(neff, start_nc, nc_count, member=GroupMember(rank, world_size, group))`."""
+        return self.load(neff, start_nc, nc_count,
+                         member=GroupMember(rank, world_size, group))
 
     def load_spmd(self, neff: NeffSource, world_size: int,
                   output_shardings: Sequence[str] | None = None, start_nc: int = AUTO
                   ) -> ModelHandle:
-        """Load the SPMD program `neff` (one program, compiled at -lnc 1) as `world_size`
-        ranks in this process, one per NeuronCore from `start_nc` (relative; -1: automatic).
-        The count must suit the instance topology (`collective_groups`) and, when the
-        program says, the world it was partitioned for. `output_shardings` (HLO sharding
-        text, once per output) says how to assemble outputs the program gives no sharding
-        for. `execute` then takes and returns global tensors (`spmd.SpmdModel`)."""
-        self._check_ready()
-        assert self.config is not None and self.instance is not None and self.placer
-        if world_size < 1:
-            raise NrtError(NrtStatus.INVALID, f"world size {world_size}: give at least 1 rank")
-        neff_file = self._read(neff)
-        check_architecture(neff_file, self.instance, self.config.allow_legacy_neff)
-        check_lnc(neff_file, self.instance, self.lnc, self.config.logical_nc_config is not None)
-        check_rank_count(self.instance, self.lnc, world_size)
-        if start_nc == AUTO:
-            start_nc = self._group_start(world_size)
-        starts = self.placer.place(world_size, PlacementRequest(start_nc, world_size))
-        try:
-            cores = tuple(self.allocation.cores[starts[0]:starts[0] + world_size])  # type: ignore[union-attr]
-            check_rank_set(self.instance, self.lnc, cores)
-            replica = Replica(cores, self.instance.device_of(cores[0], self.lnc))
-            placement = Placement(self.instance, self.lnc,
-                                  tuple(self.instance.physical_of(c, self.lnc)[0] for c in cores))
-            replica.model = SpmdModel(neff_file, world_size, placement, output_shardings,
-                                      should_stop=replica.expired)
-            name = neff_file.header.name or neff_file.path.name
-            handle = ModelHandle(name, neff_file.path, neff_file.manifest, world_size, starts,
-                                 [replica])
-        except NeffError as exc:
-            self.placer.release(starts, world_size)
-            raise NrtError(NrtStatus.INVALID, str(exc)) from exc
-        except BaseException:
-            self.placer.release(starts, world_size)
-            raise
-        with self._lock:
-            self.models[handle.id] = handle
-        logger("NRT").info("loaded SPMD '%s' as %d ranks on %s", handle.name, world_size,
-                           format_cores(cores))
-        return handle
+        """`load(neff, start_nc, spmd=SpmdRun(world_size, output_shardings))`: the SPMD
+        program as `world_size` ranks in this process."""
+        return self.load(neff, start_nc, spmd=SpmdRun(world_size, output_shardings))
 
     def load_spmd_ranks(self, neff: NeffSource, world_size: int, local_ranks: Sequence[int],
                         global_cores: Sequence[int],
                         communicator: Callable[[int, Binder], Any],
                         output_shardings: Sequence[str] | None = None,
                         instances: Sequence[int] = ()) -> ModelHandle:
-        """Load this process's ranks (`local_ranks`, one per core of this process's, in order)
-        of the SPMD program `neff` run as `world_size` ranks by several processes:
-        `global_cores[r]` is rank r's global logical core (the job's placement, the same in
-        every process) and `instances[r]` the simulated instance it is on (empty: one),
-        `communicator(world_size, binder)` how the ranks reach each other. Each instance's
-        rank set must suit its topology. The handle's model runs only the local ranks
-        (`SpmdModel.execute_local`)."""
-        self._check_ready()
-        assert self.config is not None and self.instance is not None and self.placer
-        neff_file = self._read(neff)
-        check_architecture(neff_file, self.instance, self.config.allow_legacy_neff)
-        check_lnc(neff_file, self.instance, self.lnc, self.config.logical_nc_config is not None)
-        for index in sorted(set(instances)) or [0]:
-            check_rank_set(self.instance, self.lnc, tuple(
-                c for r, c in enumerate(global_cores) if not instances or instances[r] == index))
-        n = len(local_ranks)
-        starts = self.placer.place(n, PlacementRequest(0, n))
-        try:
-            mine = tuple(self.allocation.cores[starts[0]:starts[0] + n])  # type: ignore[union-attr]
-            if mine != tuple(global_cores[r] for r in local_ranks):
-                raise NrtError(NrtStatus.INVALID, f"this process holds NeuronCores "
-                               f"{format_cores(mine)}, but the job places its ranks "
-                               f"{list(local_ranks)} on {[global_cores[r] for r in local_ranks]}")
-            replica = Replica(mine, self.instance.device_of(mine[0], self.lnc))
-            placement = Placement(self.instance, self.lnc, tuple(
-                self.instance.physical_of(c, self.lnc)[0] for c in global_cores),
-                tuple(instances))
-            replica.model = SpmdModel(neff_file, world_size, placement, output_shardings,
-                                      should_stop=replica.expired, local_ranks=local_ranks,
-                                      communicator=communicator)
-            name = neff_file.header.name or neff_file.path.name
-            handle = ModelHandle(name, neff_file.path, neff_file.manifest, n, starts, [replica])
-        except NeffError as exc:
-            self.placer.release(starts, n)
-            raise NrtError(NrtStatus.INVALID, str(exc)) from exc
-        except BaseException:
-            self.placer.release(starts, n)
-            raise
-        with self._lock:
-            self.models[handle.id] = handle
-        logger("NRT").info("loaded ranks %s of SPMD '%s' (%d ranks) on %s", list(local_ranks),
-                           handle.name, world_size, format_cores(mine))
-        return handle
+        """`load(neff, spmd=SpmdRun(...))` for this process's ranks of a multi-process job
+        (see `SpmdRun`)."""
+        return self.load(neff, spmd=SpmdRun(world_size, output_shardings, tuple(local_ranks),
+                                            tuple(global_cores), tuple(instances),
+                                            communicator))
 
     def tensor_info(self, model: ModelHandle) -> tuple[list[TensorInfo], list[TensorInfo]]:
         """(inputs, outputs) of a loaded model: name, dtype and shape of each."""
@@ -352,41 +302,31 @@ class Runtime:
         if handle.membership is not None:
             handle.membership.leave()
 
-    def _build(self, neff: NeffFile, needed: int, starts: list[int]) -> ModelHandle:
+    def _join(self, handle: ModelHandle, member: GroupMember) -> None:
+        """`handle` joins rank `member.rank` of `member.world_size` in collective group
+        `member.group` (across the host's processes): the count and placement must suit the
+        topology and every rank must have loaded the same collectives (see
+        collective_groups). The model is unloaded if it cannot join."""
         assert self.config is not None and self.instance is not None
-        assert self.allocation is not None
-        owned = self.allocation.cores
-        shared = read_weights(neff) if self.config.shared_weights else None
-        replicas = []
-        programs = max(1, len(neff.manifest.get("subgraphs", [])))
-        for s in starts:
-            cores = tuple(owned[s:s + needed])
-            replica = Replica(cores, self.instance.device_of(cores[0], self.lnc))
-            placement = program_placement(self.instance, self.lnc, cores, programs)
-            replica.model = LoadedModel(neff, weights=shared, should_stop=replica.expired,
-                                        placement=placement)
-            replicas.append(replica)
-        name = neff.header.name or neff.path.name
-        return ModelHandle(name, neff.path, neff.manifest, needed, starts, replicas)
+        try:
+            if len(handle.replicas) != 1:
+                raise NrtError(NrtStatus.INVALID, "a rank of a collective group is loaded "
+                               "once; do not replicate it (nc_count = what the model needs)")
+            registry = GroupRegistry(self.config.runtime_dir, self.instance, self.lnc)
+            handle.membership = registry.join(member.group, member.rank, member.world_size,
+                                              handle.cores[0], handle.manifest)
+        except BaseException:
+            self.unload(handle)
+            raise
+        logger("NMGR").info("rank %d/%d of group '%s' on nc%d", member.rank, member.world_size,
+                            member.group, handle.cores[0])
 
     def _read(self, neff: NeffSource) -> NeffFile:
-        """The NEFF read, its hash checked when configured and its manifest validated
-        (`validate.check_manifest`) before anything looks at it."""
+        """`read_source` with this runtime's hash setting; NrtError(INVALID) when the NEFF
+        cannot be used (keeping the NEFF error's code)."""
         assert self.config is not None
-        if isinstance(neff, NeffFile):
-            if self.config.validate_hash and not neff.hash_ok:
-                raise NrtError(NrtStatus.INVALID, f"{neff.path}: payload hash mismatch "
-                               "(NEURON_RT_VALIDATE_HASH=TRUE)")
         try:
-            if isinstance(neff, bytes | bytearray | memoryview):
-                with tempfile.TemporaryDirectory(prefix="nxcc-load-") as tmp:
-                    path = Path(tmp) / "model.neff"
-                    path.write_bytes(bytes(neff))
-                    neff = read_neff(path, validate_hash=self.config.validate_hash)
-            elif not isinstance(neff, NeffFile):
-                neff = read_neff(neff, validate_hash=self.config.validate_hash)
-            check_manifest(neff)
-            return neff
+            return read_source(neff, self.config.validate_hash)
         except NeffError as exc:
             logger("NRT").error("failed to load NEFF: %s", exc)
             raise NrtError(NrtStatus.INVALID, str(exc)) from exc

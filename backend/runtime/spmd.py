@@ -14,7 +14,7 @@ rank (`SpmdSpec.rank_ids`) and a communicator whose collectives are bound to the
    replicated: ranks that disagree are then an error saying so (`spmd_layout.assemble`).
 
 It has the interface of `model.LoadedModel` (inputs, outputs, bindings, check_inputs,
-execute), so a `ModelHandle` runs it like any model; `Runtime.load_spmd` builds it.
+execute), so a `ModelHandle` runs it like any model; `Runtime.load` builds it (`load_plan`).
 """
 
 from __future__ import annotations
