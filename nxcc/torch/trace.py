@@ -11,11 +11,13 @@ size `NEURON_LOGICAL_NC_CONFIG` sets, when it is set, so the runtime takes the N
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import onnx
+import torch
 
 import nxcc
 from nxcc.backend.runtime.config import RuntimeConfig
@@ -40,6 +42,7 @@ def trace(func: Callable[..., Any], example_inputs: object, *,
     """
     flags = compiler_flags(compiler_args)
     proto, signature = export(func, example_inputs)
+    proto.graph.name = _model_name(func)
     config = RuntimeConfig.from_env()
     flags.setdefault("target", choose_instance(config.instance_type, None).family)
     if "lnc" not in flags and config.logical_nc_config is not None:
@@ -51,6 +54,14 @@ def trace(func: Callable[..., Any], example_inputs: object, *,
         flags.setdefault("output", str(workdir / "graph.neff"))
     neff = nxcc.compile(proto, **flags)
     return TracedModule(neff.to_bytes(), signature)
+
+
+def _model_name(func: Callable[..., Any]) -> str:
+    """The NEFF's name (what the runtime's log and `nxcc.inspect` show): the module's class
+    or the function's name, in the characters a file name takes."""
+    name = type(func).__name__ if isinstance(func, torch.nn.Module) else \
+        getattr(func, "__name__", "")
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", name)[:100].strip("_.") or "model"
 
 
 def save(module: TracedModule, f: archive.Target) -> None:
