@@ -108,6 +108,13 @@ class TracedModule(torch.nn.Module):
                            "it failed); load it again with nxcc.torch.load")
         return self._model
 
+    def __reduce_ex__(self, protocol: object) -> Any:
+        """Refused: the module holds a loaded NEFF, which pickle (torch.save, deepcopy)
+        cannot carry; `nxcc.torch.save` writes it."""
+        raise TypeError("a traced module holds a NEFF loaded on NeuronCores and cannot be "
+                        "pickled (torch.save, copy.deepcopy): save it with "
+                        "nxcc.torch.save(module, path) and load it with nxcc.torch.load(path)")
+
     def extra_repr(self) -> str:
         ins = ", ".join(s.describe() for s in self.signature.input_tensors)
         outs = ", ".join(s.describe() for s in self.signature.output_tensors)

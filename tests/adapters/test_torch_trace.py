@@ -117,6 +117,14 @@ def test_nested_inputs_and_outputs_save_and_load(tmp_path: Path) -> None:
     assert loaded.executions == [5]
     nxcc.torch.set_neuron_cores(loaded, start_nc=6, nc_count=2)
     assert loaded.neuron_cores == [6, 7]
+    nxcc.torch.set_multicore(loaded)  # a replica on every core of the process
+    cores = loaded.neuron_cores
+    assert len(cores) > 2 and cores == sorted(set(cores))
+    for _ in range(3):
+        loaded(*example)
+    assert loaded.executions[-3:] == cores[:3]
+    with pytest.raises(TypeError, match="nxcc.torch.save"):
+        torch.save(loaded, tmp_path / "pickled.pt")
     for module in (trace, loaded):
         module.close()
 
