@@ -18,7 +18,7 @@ import threading
 
 import click
 
-from nxcc.cli.errors import ARGUMENT_ERROR, one_line, usage_error_line
+from nxcc.cli.errors import ARGUMENT_ERROR, INTERRUPTED, fail, one_line, usage_error_line
 from nxcc.cli.global_options import move_after_command
 from nxcc.version import COMPILER_VERSION
 
@@ -82,13 +82,11 @@ def main(argv: list[str] | None = None) -> None:
         click.echo(usage_error_line(exc), err=True)
         sys.exit(ARGUMENT_ERROR)
     except click.Abort:
-        click.echo("ERROR: interrupted", err=True)
-        sys.exit(130)
+        fail("interrupted", INTERRUPTED)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        click.echo(f"ERROR: {one_line(exc.format_message())}", err=True)
-        sys.exit(exc.exit_code)
+        fail(one_line(exc.format_message()), exc.exit_code)
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def import_model(path: str, options: CompileOptions,
         try:
             return import_onnx(path, options.input_shapes), framework
         except FrontendError as exc:
-            raise CompileError(exc.code, str(exc.args[0] if exc.args else exc)) from None
+            raise CompileError(exc.code, str(exc), exc.value) from None
     return import_xla(path, found), framework
 
 

@@ -4,10 +4,10 @@
     rep = nxcc.prepare(model)             # compiles `model` to a NEFF
     outputs = rep.run([x, y])             # a list of numpy arrays, in graph-output order
 
-`prepare` compiles the model with the driver (frontend, the -O pipeline, the NEFF writer) to
-a temporary NEFF, reads it back with `read_neff` and loads it with the runtime's
-`LoadedModel`, the same path `neuronx-cc compile` + `neuronx-cc run` take; there is no
-second execution path. A model whose inputs have dynamic dimensions is compiled on its first
+`prepare` compiles the model with `nxcc.compile` (frontend, the -O pipeline, the NEFF writer;
+not through the compile cache) and loads it with `nxcc.load` on the process's NeuronCores,
+the same path `neuronx-cc compile` + `neuronx-cc run` take; there is no second execution
+path. A model whose inputs have dynamic dimensions is compiled on its first
 `run`, for the shapes of the inputs given, and once per distinct set of input shapes after.
 Inputs given positionally map to the graph's inputs that are not initializers, in order.
 An input whose value the compiler needs (a Reshape's shape, a Resize's scales...) is frozen
@@ -17,8 +17,6 @@ into the model and compiled per value (see `NxccRep`). Compilation errors raise
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,12 +26,10 @@ from onnx import helper
 from onnx.backend import base
 from onnx.backend.base import BackendRep, Device, DeviceType
 
-from nxcc.backend.neff import read_neff
-from nxcc.backend.runtime.model import LoadedModel
+from nxcc.backend.runtime.api import Model, load
 from nxcc.compiler.onnx.loader import graph_inputs, value_sources
-from nxcc.driver.compile import compile_onnx_model
+from nxcc.driver.api.compile import compile
 from nxcc.driver.errors import CompileError
-from nxcc.driver.options import CompileOptions
 from nxcc.errors import DYNAMIC_SHAPE
 
 DEFAULT_TARGET = "trn1"
@@ -51,15 +47,11 @@ def _static_shape(info: onnx.ValueInfoProto) -> tuple[int, ...] | None:
 
 
 def compile_to_loaded(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]],
-                      target: str = DEFAULT_TARGET, optlevel: int = 2) -> LoadedModel:
-    """`model` compiled to a temporary NEFF, read back and loaded for execution."""
-    with tempfile.TemporaryDirectory(prefix="nxcc-onnx-") as tmp:
-        path = os.path.join(tmp, "model.neff")
-        options = CompileOptions(target=target, optlevel=optlevel, output=path,
-                                 input_shapes={k: tuple(v) for k, v in input_shapes.items()})
-        compile_onnx_model(model, options, name=model.graph.name or "model",
-                           emit=lambda _line: None)
-        return LoadedModel(read_neff(path))
+                      target: str = DEFAULT_TARGET, optlevel: int = 2) -> Model:
+    """`model` compiled (without the compile cache) and loaded for execution."""
+    neff = compile(model, target=target, optlevel=optlevel, no_cache=True,
+                   input_shape={k: tuple(v) for k, v in input_shapes.items()})
+    return load(neff)
 
 
 def freeze_inputs(model: onnx.ModelProto, values: Mapping[str, np.ndarray]) -> onnx.ModelProto:
@@ -89,7 +81,7 @@ class NxccRep(BackendRep):
         self.inputs = graph_inputs(model)
         self.input_names = [i.name for i in self.inputs]
         self.frozen: set[str] = set()
-        self._loaded: dict[tuple, LoadedModel] = {}
+        self._loaded: dict[tuple, Model] = {}
         static = [_static_shape(i) for i in self.inputs]
         if all(s is not None for s in static):
             try:
@@ -127,7 +119,7 @@ class NxccRep(BackendRep):
                        for n in sorted(self.frozen) if n in feeds)
         return (shapes, values)
 
-    def _model_for(self, feeds: Mapping[str, np.ndarray]) -> LoadedModel:
+    def _model_for(self, feeds: Mapping[str, np.ndarray]) -> Model:
         loaded = self._loaded.get(self._key(feeds))
         while loaded is None:
             dynamic = {n: feeds[n].shape for n in self.input_names
@@ -148,7 +140,7 @@ class NxccRep(BackendRep):
         """Execute once; `inputs` a sequence (positional) or a name -> array mapping."""
         feeds = self._feeds(inputs)
         loaded = self._model_for(feeds)
-        outputs = loaded.execute({n: a for n, a in feeds.items() if n not in self.frozen})
+        outputs = loaded(**{n: a for n, a in feeds.items() if n not in self.frozen})
         return [outputs[info.name] for info in loaded.outputs]
 
 

@@ -195,8 +195,8 @@ class NrtError(Error, RuntimeError):
         super().__init__(message)
         self.status = status
 
-    @property  # type: ignore[override]
-    def code(self) -> str:
+    @property
+    def code(self) -> str:  # type: ignore[override]  # computed: the cause's, else the status's
         cause = self.__cause__
         if isinstance(cause, NeffError):
             return cause.code

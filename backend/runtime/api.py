@@ -116,7 +116,8 @@ class Model:
     def __init__(self, source: str, runtime: Runtime, handle: ModelHandle,
                  load_seconds: float, job: MpiJob | None = None) -> None:
         self.source = source
-        """The NEFF's path as given (`<memory>` for bytes)."""
+        """The NEFF's path as given (`<memory>` for bytes or an `nxcc.compile` result
+        without `output`)."""
         self.name: str = handle.name
         self.inputs: list[TensorInfo] = list(handle.inputs)
         """Name, dtype and shape of each input, in the NEFF's order."""
@@ -302,7 +303,7 @@ def _relative(index: int | None) -> int:
 
 def _source_name(neff: NeffSource, neff_file: NeffFile) -> str:
     if isinstance(neff, Neff):
-        return neff.path or "<memory>"
+        return "<memory>" if neff.temporary or neff.path is None else neff.path
     if isinstance(neff, bytes | bytearray | memoryview):
         return "<memory>"
     if isinstance(neff, NeffFile):

@@ -72,7 +72,10 @@ def read_source(neff: NeffSource, validate_hash: bool) -> NeffFile:
         with tempfile.TemporaryDirectory(prefix="nxcc-load-") as tmp:
             path = Path(tmp) / "model.neff"
             path.write_bytes(bytes(neff))
-            neff = read_neff(path, validate_hash=validate_hash)
+            try:
+                neff = read_neff(path, validate_hash=validate_hash)
+            except NeffError as exc:  # named as the caller knows it, not by the copy
+                raise NeffError("<memory>", exc.problem, exc.code) from None
     else:
         neff = read_neff(neff, validate_hash=validate_hash)  # type: ignore[arg-type]
     check_manifest(neff)

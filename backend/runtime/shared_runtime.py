@@ -36,6 +36,11 @@ class SharedRuntimes:
             self._open[name] = (runtime, 1)
             return runtime
 
+    def open_instances(self) -> list[str]:
+        """The instances whose runtime is open (some model on them is loaded)."""
+        with self._lock:
+            return sorted(self._open)
+
     def release(self, runtime: Runtime) -> None:
         """One model less on `runtime`; the last one closes it (under the lock, so that a
         load meanwhile waits for the cores to be free)."""

@@ -6,16 +6,17 @@ compiles through the compile cache exactly as `neuronx-cc compile` does (the sam
 same entries, `cache_dir=` and `no_cache=True` as `--cache-dir` and `--no-cache`); a model
 given in memory is written to a temporary file named `model` (an ONNX model: its graph's
 name) and compiled from there. `training=True` compiles one training step (never cached).
+Without `output` the NEFF is a temporary file that goes with the returned `Neff`.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +50,8 @@ def compile(model: str | os.PathLike[str] | bytes | onnx.ModelProto, *, target: 
     """Compile `model` for `target` (trn1, trn1n, trn2, inf2) to a NEFF.
 
     `lnc`: physical cores per logical core (default: the target's, 2 on trn2). `output`:
-    where to write the NEFF; without it the NEFF stays in memory. `flags`: the command
+    where to write the NEFF; without it the NEFF is a temporary file removed with the
+    returned `Neff` (`save` keeps it). `flags`: the command
     line's flags in Python spelling (`optlevel=1`, `auto_cast="matmult"`,
     `input_shape={"x": (1, 3)}`, `no_cache=True`...). Raises `nxcc.CompileError` with the
     command line's code (NCC_EARG001 for a bad flag, naming the nearest known one)."""
@@ -73,12 +75,24 @@ def compile_model(model: Any, *, target: str, lnc: int | None = None,
         lnc = flags.pop("logical_nc_config")  # type: ignore[assignment]
     parsed = parse_flags(flags)
     parsed.options["recorded_flags"] = tuple(parsed.recorded) + tuple(recorded)
-    with model_file(model) as path, _output(output) as out:
+    if parsed.options.get("save_temps") and not parsed.options.get("workdir"):
+        parsed.options["workdir"] = tempfile.mkdtemp(prefix="neuroncc_compile_workdir_")
+    work = tempfile.mkdtemp(prefix="nxcc-compile-")  # the model given in memory, the NEFF
+    try:
+        path = model_file(model, work)
+        out = os.fspath(output) if output is not None else os.path.join(work, "model.neff")
         options = CompileOptions(target=str(target).lower(), lnc=lnc, output=out,
                                  **parsed.options)  # type: ignore[arg-type]
         cached = _compile(path, options, parsed, emit, progress)
-        neff = Neff(out) if output is not None else Neff(data=_read(out))
-    return Compiled(neff, options, cached)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    if output is not None:
+        shutil.rmtree(work, ignore_errors=True)
+        return Compiled(Neff(out), options, cached)
+    if path.startswith(work):
+        os.unlink(path)
+    return Compiled(Neff.owning(out, work), options, cached)
 
 
 def _compile(path: str, options: CompileOptions, parsed: ParsedFlags,
@@ -96,19 +110,16 @@ def _compile(path: str, options: CompileOptions, parsed: ParsedFlags,
     return compile_cached(path, options, cache, emit=emit, progress=progress)
 
 
-@contextmanager
-def model_file(model: Any) -> Iterator[str]:
-    """A path holding `model` for the block (see the module docstring): a path as given,
-    else a temporary file removed after."""
+def model_file(model: Any, work: str) -> str:
+    """A path holding `model` (see the module docstring): a path as given, else a file
+    written in the directory `work`."""
     if isinstance(model, os.PathLike) or (isinstance(model, str) and not _is_text(model)):
-        yield os.fspath(model)
-        return
+        return os.fspath(model)
     name, data = _contents(model)
-    with tempfile.TemporaryDirectory(prefix="nxcc-model-") as tmp:
-        path = os.path.join(tmp, name)
-        with open(path, "wb") as f:
-            f.write(data)
-        yield path
+    path = os.path.join(work, name)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
 
 
 def _is_text(model: str) -> bool:
@@ -130,16 +141,3 @@ def _contents(model: Any) -> tuple[str, bytes]:
                        "the bytes of a model file, an onnx.ModelProto or XLA program text")
 
 
-@contextmanager
-def _output(output: str | os.PathLike[str] | None) -> Iterator[str]:
-    """Where the NEFF is written: `output`, else a temporary file removed after."""
-    if output is not None:
-        yield os.fspath(output)
-        return
-    with tempfile.TemporaryDirectory(prefix="nxcc-neff-") as tmp:
-        yield os.path.join(tmp, "model.neff")
-
-
-def _read(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()

@@ -11,7 +11,6 @@ flag with its command-line spelling.
 from __future__ import annotations
 
 import difflib
-import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -232,8 +231,6 @@ def parse_flags(flags: Mapping[str, object]) -> ParsedFlags:
     given = [n for n in STEP_FLAGS if n in flags]
     if given and not parsed.training:
         raise CompileError(BAD_ARGUMENT, f"flag {given[0]} needs training=True")
-    if parsed.options.get("save_temps") and not parsed.options.get("workdir"):
-        parsed.options["workdir"] = tempfile.mkdtemp(prefix="neuroncc_compile_workdir_")
     return parsed
 
 

@@ -35,10 +35,11 @@ def inspect(neff: str | os.PathLike[str] | Neff) -> dict:
     """What the NEFF holds, as one JSON-able object (what `neuronx-cc inspect-neff --json`
     prints): header, hash check, target and LNC, inputs, outputs, subgraphs, collectives
     with the bytes they move, SPMD layout, weights, compiler flags, aliases and state.
-    `file` is the path (None for a NEFF in memory). NeffError when it cannot be read."""
+    `file` is the path (None for a NEFF in memory or the compiler's temporary file).
+    NeffError when it cannot be read."""
     if isinstance(neff, Neff):
         with neff.as_file() as path:
-            return dict(inspect(path), file=neff.path)
+            return dict(inspect(path), file=None if neff.temporary else neff.path)
     path = os.fspath(neff)
     return describe(read_checked(path), path)
 

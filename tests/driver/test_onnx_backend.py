@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 from onnx.backend.base import Backend as OnnxBackend
 
 import nxcc.driver.onnx_backend as nxcc
-from nxcc.backend.runtime.model import LoadedModel
+from nxcc.backend.runtime.api import Model
 from nxcc.driver.errors import CompileError
 
 
@@ -38,7 +38,7 @@ def test_positional_inputs_skip_initializers_listed_as_inputs() -> None:
                    [f32("w", [3, 2]), f32("x", [4, 3])], [f32("y", [4, 2]), f32("z", [4, 2])],
                    [w])
     rep = nxcc.prepare(model)
-    assert all(isinstance(m, LoadedModel) for m in rep._loaded.values())
+    assert all(isinstance(m, Model) for m in rep._loaded.values())
     x = np.random.default_rng(0).standard_normal((4, 3)).astype(np.float32)
     y, z = rep.run([x])
     np.testing.assert_allclose(y, x @ numpy_helper.to_array(w), rtol=1e-6)
