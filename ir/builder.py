@@ -40,7 +40,7 @@ class Builder(BuilderOps):
         opdef = opcode if isinstance(opcode, OpDef) else get_opdef(opcode)
         checked = opdef.check_attrs(attrs or {})
         types = opdef.infer([v.type for v in operands], checked, self.module)
-        op = Op(opdef.name, operands, types, checked)
+        op = Op(opdef, operands, types, checked)
         self.function.body.append(op)
         return op
 

@@ -108,4 +108,4 @@ def _scalar_twin(op: Op, ones: list[np.ndarray]) -> Op:
     """A copy of elementwise `op` on one-element operands of the same rank."""
     operands = [Value(v.type.with_shape(o.shape)) for v, o in zip(op.operands, ones, strict=True)]
     types = [r.type.with_shape((1,) * r.type.rank) for r in op.results]
-    return Op(op.opcode, operands, types, op.attrs)
+    return Op(op.opdef, operands, types, op.attrs)

@@ -61,7 +61,7 @@ def split_forward(fn: Function, start: int, x_out: Value, keep: int, name: str) 
         stash_params.append(q)
     copies = []
     for op in consts.values():
-        copy = Op(op.opcode, [], [r.type for r in op.results], dict(op.attrs))
+        copy = Op(op.opdef, [], [r.type for r in op.results], dict(op.attrs))
         for old, new in zip(op.results, copy.results, strict=True):
             mapping[id(old)] = new
         copies.append(copy)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.clone import clone_module
 from nxcc.ir.core import Module, Op, Value
@@ -28,8 +29,8 @@ def specialize(module: Module, core: int) -> Module:
     fn = out.entry_function
     shardings = [r.sharding for r in fn.results]
     for op in fn.body:
-        if op.opcode == "partition_id":
-            op.opcode = "constant"
+        if op.opdef is ops.partition_id:
+            op.opdef = ops.constant
             op.attrs = {"value": Dense.of(np.uint32(core))}
     apply_patterns(out, [FoldConstantOperands(IRContext(out)), select_on_constant,
                          dynamic_slice_at_constant], root=out.entry)

@@ -71,7 +71,7 @@ def inline(b: Builder, fn: Function, args: Sequence[Value]) -> list[Value]:
     """`fn`'s ops appended through `b` on `args`; its results."""
     mapping: dict[int, Value] = {id(p): a for p, a in zip(fn.params, args, strict=True)}
     for op in fn.body:
-        new = Op(op.opcode, [mapping[id(v)] for v in op.operands],
+        new = Op(op.opdef, [mapping[id(v)] for v in op.operands],
                  [r.type for r in op.results], op.attrs)
         b.function.body.append(new)
         mapping.update({id(r): n for r, n in zip(op.results, new.results, strict=True)})
