@@ -48,7 +48,7 @@ def _constant_scalar(v: Value) -> int | bool | None:
     return d.array.reshape(-1)[0].item()
 
 
-@pattern("select")
+@pattern(ops.select)
 def select_on_constant(op: Op, rewriter: Rewriter) -> list[Value] | None:
     """select(constant p, a, b) -> a if p else b (a scalar predicate)."""
     pred = _constant_scalar(op.operands[0])
@@ -57,7 +57,7 @@ def select_on_constant(op: Op, rewriter: Rewriter) -> list[Value] | None:
     return [op.operands[1] if pred else op.operands[2]]
 
 
-@pattern("dynamic_slice")
+@pattern(ops.dynamic_slice)
 def dynamic_slice_at_constant(op: Op, rewriter: Rewriter) -> list[Value] | None:
     """dynamic_slice(x, constant starts...) -> slice(x), the starts clamped as the op does."""
     starts = [_constant_scalar(v) for v in op.operands[1:]]
