@@ -1,8 +1,8 @@
 """Rewrite patterns and the greedy driver that applies them (as MLIR's and xDSL's do).
 
 A `RewritePattern` names the ops it matches (`ops`: their definitions, `nxcc.ir.ops.x`; None
-for every op) and, shown one of them, returns the values that replace its results, or None to leave it.
-It may build new ops with the `Rewriter` it is given (`rewriter.b`, a `Builder`, or
+for every op) and, shown one of them, returns the values that replace its results, or None to
+leave it. It may build new ops with the `Rewriter` it is given (`rewriter.b`, a `Builder`, or
 `rewriter.insert`); they go before the matched op and are themselves shown to the patterns.
 
 `apply_patterns` walks a function's ops in order, rewriting operands to the replacements found
