@@ -74,7 +74,7 @@ def sync_emit(cx: InstrContext) -> Emit:
 def async_emit(cx: InstrContext) -> Emit:
     """Emits `<kind>_start` for collective `op`; gives values standing for its done's results."""
     def emit(op: OpDef, xs: Sequence[Value], attrs: dict) -> list[Value]:
-        start_def, done_def = ASYNC_PAIRS[op.name]
+        start_def, done_def = ASYNC_PAIRS[op]
         context = cx.emit1(start_def, xs, attrs)
         checked = context.owner.attrs  # type: ignore[union-attr]
         types = op.infer([x.type for x in xs], checked, cx.b.module)
