@@ -36,6 +36,7 @@ from nxcc.driver.compile import CompileResult, check_print_ir_after, compile_mod
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions, framework_for
 from nxcc.driver.training_options import TrainingOptions
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
@@ -175,7 +176,7 @@ def _key_random_by_step(fn: Function, step: Value) -> None:
     """Make every random_bits op of the entry draw at the step counter (so dropout masks
     change from step to step, reproducibly for a seed); ops of called functions keep
     their counters."""
-    users = [op for op in fn.body if op.opcode == "random_bits"]
+    users = [op for op in fn.body if op.opdef is ops.random_bits]
     if not users:
         return
     counter = Op("convert", [step], [TensorType(DType.U64, ())], {"dtype": DType.U64})
@@ -250,4 +251,4 @@ def _f32_of(fn: Function, stored: Value, original: Value) -> Value:
     if stored is original:
         return original
     return next(op.result for op in fn.body
-                if op.opcode == "convert" and op.operands[0] is stored)
+                if op.opdef is ops.convert and op.operands[0] is stored)

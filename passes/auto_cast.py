@@ -18,18 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
-from nxcc.ir.opdef import ElementwiseDef, all_opdefs
+from nxcc.ir.opdef import ElementwiseDef, OpDef, all_opdefs
 from nxcc.passes.ir_edit import make_op, scalar_constant, substitute_results
 
 #: `--auto-cast-type` -> the IR type computed in (None: tf32, rounded within f32).
 CAST_TYPES: dict[str, DType | None] = {
     "bf16": DType.BF16, "fp16": DType.F16, "fp8_e4m3": DType.F8E4M3FN, "tf32": None,
 }
-MATMUL_OPS = frozenset({"dot_general", "convolution"})
-ARITHMETIC_OPS = frozenset(
-    d.name for d in all_opdefs() if isinstance(d, ElementwiseDef) and "float" in d.kinds
+MATMUL_OPS: frozenset[OpDef] = frozenset({ops.dot_general, ops.convolution})
+ARITHMETIC_OPS: frozenset[OpDef] = frozenset(
+    d for d in all_opdefs() if isinstance(d, ElementwiseDef) and "float" in d.kinds
 )
 
 
@@ -51,7 +52,7 @@ class _Caster:
         if id(v) in self.casts:
             return self.casts[id(v)]
         src = v.owner
-        if (self.low is not None and src is not None and src.opcode == "convert"
+        if (self.low is not None and src is not None and src.opdef is ops.convert
                 and src.operands[0].type.dtype is self.low):
             low = src.operands[0]  # convert(convert(x: low) -> f32) -> low is x itself
         elif self.low is not None:
@@ -97,18 +98,18 @@ class AutoCast:
     def run(self, module: Module) -> bool:
         if self.mode == "none":
             return False
-        ops = MATMUL_OPS | (ARITHMETIC_OPS if self.mode == "all" else frozenset())
+        cast = MATMUL_OPS | (ARITHMETIC_OPS if self.mode == "all" else frozenset())
         changed = False
         for fn in module.functions.values():
-            changed |= self._cast(module, fn, ops)
+            changed |= self._cast(module, fn, cast)
         return changed
 
-    def _cast(self, module: Module, fn: Function, ops: frozenset[str]) -> bool:
+    def _cast(self, module: Module, fn: Function, cast: frozenset[OpDef]) -> bool:
         caster = _Caster(module, CAST_TYPES[self.cast_type])
         subst: dict[int, Value] = {}
         for op in fn.body:
             op.operands = [subst.get(id(v), v) for v in op.operands]
-            if not _is_f32_compute(op, ops):
+            if not _is_f32_compute(op, cast):
                 caster.body.append(op)
                 continue
             new = self._recast(caster, op)
@@ -125,7 +126,7 @@ class AutoCast:
     def _recast(self, caster: _Caster, op: Op) -> Op:
         """`op` rebuilt on the narrow operands (placed in the body)."""
         attrs = dict(op.attrs)
-        if op.opcode in MATMUL_OPS:
+        if op.opdef in MATMUL_OPS:
             attrs.pop("result_dtype", None)
             if self.accumulate_fp32:
                 attrs["result_dtype"] = DType.F32
@@ -135,7 +136,7 @@ class AutoCast:
         return new
 
 
-def _is_f32_compute(op: Op, ops: frozenset[str]) -> bool:
-    return (op.opcode in ops and len(op.results) == 1
+def _is_f32_compute(op: Op, cast: frozenset[OpDef]) -> bool:
+    return (op.opdef in cast and len(op.results) == 1
             and op.result.type.dtype is DType.F32
             and all(v.type.dtype is DType.F32 for v in op.operands))

@@ -40,7 +40,7 @@ from nxcc.ir.interpreter import allocate_results
 from nxcc.ir.kernels import KERNELS
 from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.kernels.scratch_pool import ScratchPool
-from nxcc.ir.opdef import get_opdef
+from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.types import TensorType
 
 if TYPE_CHECKING:
@@ -67,7 +67,8 @@ class _Function:
     def __init__(self, name: str, spec: dict, weights: Mapping[str, np.ndarray]) -> None:
         self.name = name
         self.spec = spec
-        self.binary_opcode: str | None = spec.get("binary_opcode")
+        binary = spec.get("binary_opcode")
+        self.binary_op: OpDef | None = get_opdef(binary) if binary else None
         self.arena_bytes = int(spec["arena_bytes"])
         self.types = [TensorType(DType.from_name(s["dtype"]), tuple(s["shape"]))
                       for s in spec["slots"]]
@@ -234,8 +235,8 @@ class ProgramExecutor:
                 raise _failure(fn, index, exc) from exc
         return [np.array(env[r], copy=True) for r in fn.results]
 
-    def binary_opcode(self, function: str) -> str | None:
-        return self.functions[function].binary_opcode
+    def binary_op(self, function: str) -> OpDef | None:
+        return self.functions[function].binary_op
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:

@@ -72,7 +72,7 @@ def lower_recv(cx: InstrContext) -> Tree:
 def lower_recv_done(cx: InstrContext) -> Tree:
     recv = cx.args[0]
     if not isinstance(recv, tuple) or len(recv) != 3 or recv[1].owner is None \
-            or recv[1].owner.opcode != "recv":
+            or recv[1].owner.opdef is not ops.recv:
         raise cx.error("expected the operand of recv-done to be a recv")
     buffer, context = recv[0], recv[1]
     started = context.owner.attrs

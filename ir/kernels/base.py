@@ -37,9 +37,10 @@ class KernelContext(Protocol):
         """
         ...
 
-    def binary_opcode(self, function: str) -> str | None:
-        """The opcode when `function` is one binary op of its two parameters (``add``,
-        ``maximum``...), in either order; None otherwise. Lets kernels use ufunc.reduce."""
+    def binary_op(self, function: str) -> OpDef | None:
+        """The op's definition when `function` is one binary op of its two parameters
+        (``ops.add``, ``ops.maximum``...), in either order; None otherwise. Lets kernels
+        use ufunc.reduce."""
         ...
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],

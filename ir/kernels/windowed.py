@@ -209,7 +209,7 @@ def compare_direction(ctx: KernelContext, computation: Symbol | str,
                       dtype: np.dtype) -> str | None:
     """The comparison a two-parameter select computation performs, when it is one compare
     of its parameters (found exactly by probing three pairs); None otherwise."""
-    if dtype == np.bool_ or ctx.binary_opcode(fn_name(computation)) != "compare":
+    if dtype == np.bool_ or ctx.binary_op(fn_name(computation)) is not ops.compare:
         return None
     lhs = np.array([1, 1, 2]).astype(dtype)
     rhs = np.array([1, 2, 1]).astype(dtype)

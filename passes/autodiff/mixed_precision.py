@@ -19,12 +19,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.rewrite import replace_uses
 
-LOW_PRECISION_OPS = frozenset({"dot_general", "convolution"})
+LOW_PRECISION_OPS = frozenset({ops.dot_general, ops.convolution})
 
 
 def autocast(module: Module, fn: Function, dtype: DType = DType.BF16) -> int:
@@ -32,7 +33,7 @@ def autocast(module: Module, fn: Function, dtype: DType = DType.BF16) -> int:
     body: list[Op] = []
     count = 0
     for op in fn.body:
-        if op.opcode in LOW_PRECISION_OPS and all(v.type.dtype is DType.F32
+        if op.opdef in LOW_PRECISION_OPS and all(v.type.dtype is DType.F32
                                                   for v in op.operands):
             converts = [Op("convert", [v], [v.type.with_dtype(dtype)], {"dtype": dtype})
                         for v in op.operands]

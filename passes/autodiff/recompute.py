@@ -53,7 +53,7 @@ def _copy(chosen: Sequence[Op], internal: set[int]) -> tuple[list[Op], dict[int,
     """The barrier and the copies of `chosen` (mapping original value ids to copies)."""
     def outside(v: Value) -> bool:
         return id(v) not in internal and not (v.owner is not None
-                                              and v.owner.opcode == "constant")
+                                              and v.owner.opdef is ops.constant)
 
     tainted_in: list[Value] = []
     for op in chosen:  # activations (op results from before the segment)

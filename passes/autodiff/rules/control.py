@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
@@ -44,7 +45,7 @@ def _scalar_constant(v: Value) -> int | None:
 def static_trip_count(op: Op, cond: Function, body: Function) -> int:
     """T for a loop counting a state element from a constant to a constant bound by 1."""
     test = cond.results[0].owner if cond.results else None
-    if test is None or test.opcode != "compare":
+    if test is None or test.opdef is not ops.compare:
         raise ValueError("the loop's condition is not a comparison of a counter")
     lhs, rhs = test.operands
     direction = test.attrs["direction"]
@@ -57,7 +58,7 @@ def static_trip_count(op: Op, cond: Function, body: Function) -> int:
     index = cond.params.index(lhs)
     start = _scalar_constant(op.operands[index])
     step = body.results[index].owner
-    if start is None or step is None or step.opcode != "add":
+    if start is None or step is None or step.opdef is not ops.add:
         raise ValueError("the loop's counter does not start at a constant or is not "
                          "incremented")
     a, b = step.operands

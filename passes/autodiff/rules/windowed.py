@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.computations import binary_computation, compare_computation
 from nxcc.ir.core import Op, Value
-from nxcc.ir.interpreter import binary_opcode_of
+from nxcc.ir.interpreter import binary_op_of
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
 
@@ -63,12 +64,12 @@ def _reduce_window(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]
     if len(op.operands) != 2:
         raise ValueError("gradient of a variadic reduce_window is not supported")
     sym: Symbol = op.attrs["computation"]  # type: ignore[assignment]
-    opcode = binary_opcode_of(ctx.b.module, sym.name)
-    if opcode == "add":
+    reducer = binary_op_of(ctx.b.module, sym.name)
+    if reducer is ops.add:
         return [_sum_grad(ctx, op, g), None]
-    if opcode == "maximum":
+    if reducer is ops.maximum:
         return [_chooser_grad(ctx, op, g, "GE"), None]
-    if opcode == "minimum":
+    if reducer is ops.minimum:
         return [_chooser_grad(ctx, op, g, "LE"), None]
     raise ValueError(f"gradient of reduce_window with @{sym.name} is not supported (only "
                      "add, maximum, minimum)")
