@@ -162,7 +162,7 @@ def freeze_params(fn: Function, params: Sequence[Value],
     mapping: dict[Value, Value] = {}
     consts = []
     for p in params:
-        op = Op("constant", [], [p.type], {"value": Dense.of(initial[p.name or ""],
+        op = Op(ops.constant, [], [p.type], {"value": Dense.of(initial[p.name or ""],
                                                               p.type.dtype)})
         op.result.name = p.name
         consts.append(op)
@@ -179,7 +179,7 @@ def _key_random_by_step(fn: Function, step: Value) -> None:
     users = [op for op in fn.body if op.opdef is ops.random_bits]
     if not users:
         return
-    counter = Op("convert", [step], [TensorType(DType.U64, ())], {"dtype": DType.U64})
+    counter = Op(ops.convert, [step], [TensorType(DType.U64, ())], {"dtype": DType.U64})
     fn.body.insert(0, counter)
     for op in users:
         op.operands[1] = counter.result

@@ -56,7 +56,7 @@ class _Caster:
                 and src.operands[0].type.dtype is self.low):
             low = src.operands[0]  # convert(convert(x: low) -> f32) -> low is x itself
         elif self.low is not None:
-            low = self.emit(make_op(self.module, "convert", [v], {"dtype": self.low}))
+            low = self.emit(make_op(self.module, ops.convert, [v], {"dtype": self.low}))
         else:
             low = self.round_tf32(v)
         self.casts[id(v)] = low
@@ -65,23 +65,23 @@ class _Caster:
     def round_tf32(self, v: Value) -> Value:
         """`v` rounded to TF32 (10 mantissa bits, nearest even), still as f32."""
         m = self.module
-        bits = self.emit(make_op(m, "bitcast_convert", [v], {"dtype": DType.U32}))
+        bits = self.emit(make_op(m, ops.bitcast_convert, [v], {"dtype": DType.U32}))
         shift = self.emit(scalar_constant(m, 13, DType.U32))
         one = self.emit(scalar_constant(m, 1, DType.U32))
         half = self.emit(scalar_constant(m, 0xFFF, DType.U32))
         mask = self.emit(scalar_constant(m, 0xFFFFE000, DType.U32))
-        shifted = self.emit(make_op(m, "shift_right_logical", [bits, self._b(shift, v)]))
-        odd = self.emit(make_op(m, "and", [shifted, self._b(one, v)]))
-        up = self.emit(make_op(m, "add", [bits, self._b(half, v)]))
-        up = self.emit(make_op(m, "add", [up, odd]))
-        kept = self.emit(make_op(m, "and", [up, self._b(mask, v)]))
-        return self.emit(make_op(m, "bitcast_convert", [kept], {"dtype": DType.F32}))
+        shifted = self.emit(make_op(m, ops.shift_right_logical, [bits, self._b(shift, v)]))
+        odd = self.emit(make_op(m, ops.and_, [shifted, self._b(one, v)]))
+        up = self.emit(make_op(m, ops.add, [bits, self._b(half, v)]))
+        up = self.emit(make_op(m, ops.add, [up, odd]))
+        kept = self.emit(make_op(m, ops.and_, [up, self._b(mask, v)]))
+        return self.emit(make_op(m, ops.bitcast_convert, [kept], {"dtype": DType.F32}))
 
     def _b(self, scalar: Value, like: Value) -> Value:
         """A scalar broadcast to the shape of `like`."""
         if like.type.rank == 0:
             return scalar
-        return self.emit(make_op(self.module, "broadcast_in_dim", [scalar],
+        return self.emit(make_op(self.module, ops.broadcast_in_dim, [scalar],
                                  {"shape": like.type.shape, "broadcast_dimensions": ()}))
 
 
@@ -115,7 +115,7 @@ class AutoCast:
             new = self._recast(caster, op)
             out = new.result
             if out.type.dtype is not DType.F32:
-                out = caster.emit(make_op(module, "convert", [out], {"dtype": DType.F32}))
+                out = caster.emit(make_op(module, ops.convert, [out], {"dtype": DType.F32}))
             out.name = op.result.name
             subst[id(op.result)] = out
         changed = len(caster.body) != len(fn.body) or bool(subst)
@@ -131,7 +131,7 @@ class AutoCast:
             if self.accumulate_fp32:
                 attrs["result_dtype"] = DType.F32
         operands = [caster.lower(v) for v in op.operands]
-        new = make_op(caster.module, op.opcode, operands, attrs)
+        new = make_op(caster.module, op.opdef, operands, attrs)
         caster.body.append(new)
         return new
 

@@ -62,7 +62,7 @@ class FoldConstantOperands(RewritePattern):
         folded = fold_op(op, values, self.ctx)  # type: ignore[arg-type]
         if folded is None:
             return None
-        return [rewriter.insert(Op("constant", [], [r.type], {"value": d}, [r.name])).result
+        return [rewriter.insert(Op(ops.constant, [], [r.type], {"value": d}, [r.name])).result
                 for r, d in zip(op.results, folded, strict=True)]
 
 

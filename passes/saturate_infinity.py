@@ -54,7 +54,7 @@ def _clamp(module: Module, body: list[Op], v: Value, limit: float) -> Value:
     dtype = v.type.dtype
     lo = scalar_constant(module, -limit, dtype)
     hi = scalar_constant(module, limit, dtype)
-    clamp = make_op(module, "clamp", [lo.result, v, hi.result])
+    clamp = make_op(module, ops.clamp, [lo.result, v, hi.result])
     body.extend((lo, hi, clamp))
     return clamp.result
 

@@ -19,6 +19,7 @@ import numpy as np
 from nxcc.compiler.onnx.context import NodeContext
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
 from nxcc.compiler.onnx.registry import converter
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -38,14 +39,14 @@ def node_key(ctx: NodeContext) -> int:
 
 def bits(b: Builder, key: int, shape: Sequence[int]) -> Value:
     """u32 random words of `shape` for `key` at counter 0."""
-    return b.op("random_bits", [b.constant(np.uint64(key)), b.constant(np.uint64(0))],
+    return b.op(ops.random_bits, [b.constant(np.uint64(key)), b.constant(np.uint64(0))],
                 {"shape": tuple(shape)})
 
 
 def uniform01(b: Builder, key: int, t: TensorType, open_at_zero: bool = False) -> Value:
     """Uniform numbers of type `t` in [0, 1) (in (0, 1] when `open_at_zero`)."""
     words = bits(b, key, t.shape)
-    top = b.op("shift_right_logical", [words, b.splat(8, words.type)])
+    top = b.op(ops.shift_right_logical, [words, b.splat(8, words.type)])
     if open_at_zero:
         top = b.add(top, b.splat(1, top.type))
     return b.multiply(b.convert(top, t.dtype), b.splat(2.0 ** -24, t))

@@ -38,13 +38,13 @@ def reduce_all(b: Builder, x: Value, reducer: OpDef = ops.add,
     if not dims:
         return x
     init = {ops.add: 0.0, ops.maximum: float("-inf")}[reducer]
-    return b.op("reduce", [x, b.splat(init, TensorType(dtype, ()))], {
+    return b.op(ops.reduce, [x, b.splat(init, TensorType(dtype, ()))], {
         "dimensions": dims, "computation": binary_computation(b.module, reducer, dtype)})
 
 
 def _keep_last(b: Builder, x: Value, shape: tuple[int, ...]) -> Value:
     """`x` of shape[:-1] broadcast along a new last dim to `shape`."""
-    return b.op("broadcast_in_dim", [x], {"shape": shape,
+    return b.op(ops.broadcast_in_dim, [x], {"shape": shape,
                                           "broadcast_dimensions": tuple(range(len(shape) - 1))})
 
 
@@ -69,7 +69,7 @@ def cross_entropy_sum(b: Builder, logits: Value, labels: Value,
     top = reduce_all(b, logits, ops.maximum, (last,))
     shifted = b.subtract(logits, _keep_last(b, top, t.shape))
     lse = b.log(reduce_all(b, b.exp(shifted), ops.add, (last,)))
-    classes = b.op("iota", [], {"dtype": labels.type.dtype, "shape": t.shape,
+    classes = b.op(ops.iota, [], {"dtype": labels.type.dtype, "shape": t.shape,
                                 "dimension": last})
     is_label = b.compare(classes, _keep_last(b, labels, t.shape), direction="EQ")
     picked = reduce_all(b, b.select(is_label, shifted, b.splat(0.0, t)), ops.add, (last,))

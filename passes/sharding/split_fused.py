@@ -120,7 +120,7 @@ def rewritable(op: Op, slices: list[Op]) -> bool:
 
 
 def _slice_of(module: Module, v: Value, box: list[tuple[int, int]]) -> Op:
-    return make_op(module, "slice", [v], {"start_indices": [lo for lo, _ in box],
+    return make_op(module, ops.slice, [v], {"start_indices": [lo for lo, _ in box],
                                           "limit_indices": [hi for _, hi in box],
                                           "strides": [1] * len(box)})
 
@@ -150,7 +150,7 @@ def rewrite(module: Module, fn: Function, op: Op, slices: list[Op]) -> None:
                 cut = _slice_of(module, v, box)
                 new_body.append(cut)
                 operands.append(cut.result)
-        new = make_op(module, op.opcode, operands, op.attrs)
+        new = make_op(module, op.opdef, operands, op.attrs)
         new.results[0].name = s.results[0].name
         new_body.append(new)
         replaced[id(s.results[0])] = new.results[0]

@@ -111,7 +111,7 @@ def _record(ctx: GradContext, op: Op, body: Function, carried: list[int], trip: 
     for i, s in zip(carried, ss, strict=True):
         row = b.reshape(xs[i], (1, *xs[i].type.shape))
         zeros = [_zero_index(b)] * xs[i].type.rank
-        new_stacks.append(b.op("dynamic_update_slice", [s, row, j, *zeros]))
+        new_stacks.append(b.op(ops.dynamic_update_slice, [s, row, j, *zeros]))
     fn.results = [b.add(j, b.splat(1, S32)), *outs, *new_stacks]
     results = ctx.b.ops("while", [_zero_index(ctx.b), *state, *stacks], {
         "condition": _counter_below(module, types, trip), "body": Symbol(fn.name)})
@@ -134,7 +134,7 @@ def _reverse_body(module: Module, body: Function, types: list[TensorType],
     for i, t in enumerate(state_types):
         if i in stack_of:
             zeros = [_zero_index(b)] * t.rank
-            row = b.op("dynamic_slice", [stack_of[i], k, *zeros],
+            row = b.op(ops.dynamic_slice, [stack_of[i], k, *zeros],
                        {"slice_sizes": (1, *t.shape)})
             x.append(b.reshape(row, t.shape))
         else:
@@ -149,7 +149,7 @@ def _reverse_body(module: Module, body: Function, types: list[TensorType],
     return Symbol(fn.name)
 
 
-@gradient_rule("while", multi_result=True)
+@gradient_rule(ops.while_, multi_result=True)
 def _while(ctx: GradContext, op: Op, cts: list[Value | None]) -> Sequence[Value | None]:
     module = ctx.b.module
     cond = module.functions[op.attrs["condition"].name]  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ def reducer_op(ctx: GradContext, op: Op) -> OpDef | None:
     return binary_op_of(ctx.b.module, sym.name)
 
 
-@gradient_rule("reduce")
+@gradient_rule(ops.reduce)
 def _reduce(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     """sum: the cotangent broadcast back; max/min: to the elements equal to the result,
     ties sharing it equally (as PyTorch's amax/amin)."""
