@@ -28,6 +28,8 @@ from nxcc.passes.ir_edit import make_op, scalar_constant, substitute_results
 CAST_TYPES: dict[str, DType | None] = {
     "bf16": DType.BF16, "fp16": DType.F16, "fp8_e4m3": DType.F8E4M3FN, "tf32": None,
 }
+#: `--auto-cast`: nothing, the matrix products, or all float arithmetic
+MODES = ("none", "matmult", "all")
 MATMUL_OPS: frozenset[OpDef] = frozenset({ops.dot_general, ops.convolution})
 ARITHMETIC_OPS: frozenset[OpDef] = frozenset(
     d for d in all_opdefs() if isinstance(d, ElementwiseDef) and "float" in d.kinds
@@ -94,6 +96,13 @@ class AutoCast:
     mode: str = "matmult"
     cast_type: str = "bf16"
     accumulate_fp32: bool = True
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"mode {self.mode!r} is not one of {', '.join(MODES)}")
+        if self.cast_type not in CAST_TYPES:
+            raise ValueError(f"cast_type {self.cast_type!r} is not one of "
+                             f"{', '.join(CAST_TYPES)}")
 
     def run(self, module: Module) -> bool:
         if self.mode == "none":

@@ -35,12 +35,11 @@ from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.passes.ir_edit import make_op
 
 
-@dataclass
+@dataclass(frozen=True)
 class SplitFused:
     """Sinks disjoint slices through elementwise ops and the rhs of dot_general."""
 
     name: ClassVar[str] = "shard-split-fused"
-    num_cores: int = 2
 
     def run(self, module: Module) -> bool:
         fn = module.entry_function
