@@ -38,8 +38,7 @@ Program (``sgNN/program.json``)::
 
 from __future__ import annotations
 
-from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_DIM, MAX_PROGRAMS, MAX_RANK
-from nxcc.backend.neff.schema import (
+from nxcc.backend.neff.json_schema import (
     AnyValue,
     Bool,
     Int,
@@ -52,6 +51,7 @@ from nxcc.backend.neff.schema import (
     Spec,
     Str,
 )
+from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_DIM, MAX_PROGRAMS, MAX_RANK
 from nxcc.ir.dtypes import DType
 
 COLLECTIVE_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",

@@ -14,10 +14,10 @@ from typing import Any, BinaryIO
 from nxcc.backend.neff.constants import HEADER_SIZE, MANIFEST_NAME, FeatureBits
 from nxcc.backend.neff.errors import SIZE, NeffError
 from nxcc.backend.neff.header import NeffHeader
+from nxcc.backend.neff.json_schema import load_json
 from nxcc.backend.neff.limits import MAX_PAYLOAD_BYTES
 from nxcc.backend.neff.mapped import MappedMembers
 from nxcc.backend.neff.payload import is_gzip, read_payload, tar_spans
-from nxcc.backend.neff.schema import load_json
 
 _HASH_PREFIX_CHARS: int = 12
 

@@ -31,10 +31,10 @@ from numpy.lib import format as npy_format
 
 from nxcc.backend.neff import NeffError, NeffFile, load_npy
 from nxcc.backend.neff.errors import REFERENCE, SCHEMA, SIZE
+from nxcc.backend.neff.json_schema import conform, load_json
 from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_TENSOR_BYTES
 from nxcc.backend.neff.mapped import MappedMembers, member_span
 from nxcc.backend.neff.neff_schema import MANIFEST, PAIRED_KINDS, PROGRAM
-from nxcc.backend.neff.schema import conform, load_json
 from nxcc.backend.runtime.validate_program import check_program
 from nxcc.ir.dtypes import DType
 from nxcc.ir.limits import oversize
