@@ -9,8 +9,8 @@ import click
 
 from nxcc.backend.neff import read_neff
 from nxcc.backend.program.graphviz import neff_to_dot
+from nxcc.backend.runtime.checked_neff import check_neff
 from nxcc.backend.runtime.model import TensorInfo
-from nxcc.backend.runtime.validate import check_neff
 from nxcc.cli.errors import user_errors
 from nxcc.passes.sharding.cost_model import rank_traffic
 

@@ -13,6 +13,7 @@ import numpy as np
 
 from nxcc.backend.neff import NeffFile, read_neff
 from nxcc.backend.neff.atomic import atomic_file
+from nxcc.backend.runtime.checked_neff import check_manifest
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
@@ -21,7 +22,6 @@ from nxcc.backend.runtime.npz import read_npz
 from nxcc.backend.runtime.nrt import Runtime
 from nxcc.backend.runtime.profile import Profiler, attach
 from nxcc.backend.runtime.steps import run_steps
-from nxcc.backend.runtime.validate import check_manifest
 from nxcc.cli.errors import user_errors
 from nxcc.cli.rank_process import joined, run_rank, split_off_rank
 

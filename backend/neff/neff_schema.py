@@ -5,7 +5,7 @@ What a single value can say is declared here (types, required keys, ranges, dtyp
 shape bounds). What needs two values at once (a slot index inside its function, a weight
 named by a slot that the manifest lists, output counts of manifest and program, buffer
 extents inside the arena, shape x dtype against the size limits) is checked by
-`backend.runtime.validate`, after these schemas pass.
+`backend.runtime.checked_neff`, after these schemas pass.
 
 Manifest (``neff.json``)::
 

@@ -32,19 +32,19 @@ from typing import Any
 import numpy as np
 
 from nxcc.backend.neff import NeffError, NeffFile, read_neff
+from nxcc.backend.runtime.checked_neff import check_manifest
 from nxcc.backend.runtime.collective_binding import Binder, Placement
 from nxcc.backend.runtime.collective_groups import GroupRegistry, check_rank_count, check_rank_set
+from nxcc.backend.runtime.compatibility import check_architecture, check_lnc, needed_cores
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import CoreAllocation, allocate, format_cores, resolve_lnc
 from nxcc.backend.runtime.handle import ModelHandle, Replica
 from nxcc.backend.runtime.log import configure_logging, logger
 from nxcc.backend.runtime.model import LoadedModel, TensorInfo, read_weights
-from nxcc.backend.runtime.neff_check import check_architecture, check_lnc, needed_cores
 from nxcc.backend.runtime.placement import AUTO, PlacementRequest, Placer, current_request
 from nxcc.backend.runtime.spmd import SpmdModel
 from nxcc.backend.runtime.status import NrtError, NrtStatus
 from nxcc.backend.runtime.topology import Instance, choose_instance
-from nxcc.backend.runtime.validate import check_manifest
 
 NeffSource = str | os.PathLike[str] | bytes | NeffFile
 
