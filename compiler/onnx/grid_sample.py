@@ -15,7 +15,7 @@ import itertools
 
 from nxcc.compiler.onnx.context import NodeContext, float_type_of, splat_like
 from nxcc.compiler.onnx.indexing import take
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -65,7 +65,7 @@ def _cubic_weights(b: Builder, t: Value) -> list[Value]:
     return [far(b.add(t, one)), near(t), near(b.subtract(one, t)), far(b.subtract(two, t))]
 
 
-@converter("GridSample")
+@converts("GridSample")
 def convert_grid_sample(ctx: NodeContext) -> list[Value]:
     b, x, grid = ctx.b, ctx.input(0, "X"), ctx.input(1, "grid")
     dtype = float_type_of(ctx, x)

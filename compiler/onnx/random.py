@@ -18,7 +18,7 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -80,14 +80,14 @@ def _target(ctx: NodeContext, like: bool) -> TensorType:
     return TensorType(dt, tuple(shape))
 
 
-@converter("RandomUniform", "RandomUniformLike")
+@converts("RandomUniform", "RandomUniformLike")
 def convert_random_uniform(ctx: NodeContext) -> list[Value]:
     t = _target(ctx, ctx.op_type.endswith("Like"))
     return [uniform(ctx.b, node_key(ctx), t, float(ctx.attr("low", 0.0)),
                     float(ctx.attr("high", 1.0)))]
 
 
-@converter("RandomNormal", "RandomNormalLike")
+@converts("RandomNormal", "RandomNormalLike")
 def convert_random_normal(ctx: NodeContext) -> list[Value]:
     t = _target(ctx, ctx.op_type.endswith("Like"))
     return [normal(ctx.b, node_key(ctx), t, float(ctx.attr("mean", 0.0)),
