@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from nxcc.compiler.onnx.context import NodeContext, binary, reduce, splat_like
+from nxcc.compiler.onnx.reduce import arg_extreme
 from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
@@ -181,7 +182,6 @@ def convert_log_softmax(ctx: NodeContext) -> list[Value]:
 @converts("Hardmax")
 def convert_hardmax(ctx: NodeContext) -> list[Value]:
     """1 at the first maximum over the softmax dims (row-major order), 0 elsewhere."""
-    from nxcc.compiler.onnx.reduce import arg_extreme
 
     b, x = ctx.b, ctx.input(0)
     shape = x.type.shape

@@ -18,6 +18,7 @@ from nxcc.compiler.onnx.context import (
 from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
+from nxcc.ir.computations import binary_computation
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
@@ -169,7 +170,6 @@ def convert_group_norm(ctx: NodeContext) -> list[Value]:
 @converts("LRN")
 def convert_lrn(ctx: NodeContext) -> list[Value]:
     """x / (bias + alpha / size * sum of x^2 over `size` neighbouring channels)^beta."""
-    from nxcc.ir.computations import binary_computation
 
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)

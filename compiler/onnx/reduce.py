@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, binary, keep_shape, reduce, splat_like
+from nxcc.compiler.onnx.indexing import strided_slice
 from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
+from nxcc.ir.computations import compare_computation
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.opdef import OpDef
@@ -107,8 +109,6 @@ def convert_arg(ctx: NodeContext) -> list[Value]:
 def convert_topk(ctx: NodeContext) -> list[Value]:
     """A stable sort of (x, iota) along `axis` (descending when largest), sliced to K;
     ties keep the lower index first."""
-    from nxcc.compiler.onnx.indexing import strided_slice
-    from nxcc.ir.computations import compare_computation
 
     b, x = ctx.b, ctx.input(0)
     axis = ctx.axis(int(ctx.attr("axis", -1)), x.type.rank)

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, broadcast_shapes
+from nxcc.compiler.onnx.dtypes import to_ir_dtype
 from nxcc.compiler.onnx.errors import UNSUPPORTED_DTYPE
 from nxcc.compiler.onnx.random import node_key, uniform01
 from nxcc.compiler.onnx.registry import converts
@@ -238,7 +239,6 @@ def convert_range(ctx: NodeContext) -> list[Value]:
 
 @converts("EyeLike")
 def convert_eye_like(ctx: NodeContext) -> list[Value]:
-    from nxcc.compiler.onnx.dtypes import to_ir_dtype
 
     x = ctx.input(0)
     if x.type.rank != 2:
