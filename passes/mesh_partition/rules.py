@@ -38,6 +38,7 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.core import Module, Op, Value
 from nxcc.ir.opdef import all_opdefs
+from nxcc.ir.ops.collective import ASYNC_OPS
 from nxcc.ir.registry import OpTable
 from nxcc.ir.rewrite import constant_value
 from nxcc.passes.mesh_partition.dist import Dist, combine, project
@@ -372,10 +373,7 @@ def whole(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> De
 WHOLE = (ops.call, ops.while_, ops.conditional, ops.optimization_barrier, ops.partition_id,
          ops.replica_id, ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
          ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,
-         ops.all_reduce_start, ops.all_reduce_done, ops.all_gather_start,
-         ops.all_gather_done, ops.reduce_scatter_start, ops.reduce_scatter_done,
-         ops.all_to_all_start, ops.all_to_all_done, ops.collective_permute_start,
-         ops.collective_permute_done, ops.tp_copy, ops.bitcast_convert, ops.dynamic_slice,
+         *ASYNC_OPS, ops.tp_copy, ops.bitcast_convert, ops.dynamic_slice,
          ops.dynamic_update_slice, ops.gather, ops.scatter, ops.random_bits,
          ops.reduce_window, ops.select_and_scatter, ops.sort, ops.pad, ops.reverse,
          ops.iota, ops.constant, ops.convolution, ops.fused_elementwise, ops.softmax,
