@@ -67,10 +67,8 @@ class FusedProgram:
         type rule gives on scalars of those types (TypeRuleError if it refuses them)."""
         out: list[DType] = []
         for s in self.steps:
-            arg = [operand_dtypes[i] if is_op else out[i] for is_op, i in s.args]
-            attrs = s.opdef.check_attrs(s.attrs())
-            (result,) = s.opdef.infer([TensorType(d, ()) for d in arg], attrs, None)
-            out.append(result.dtype)
+            arg = tuple(operand_dtypes[i] if is_op else out[i] for is_op, i in s.args)
+            out.append(_result_dtype(s.opdef, s.qualifier, arg))
         return out
 
     def last_uses(self) -> list[int]:
@@ -81,6 +79,16 @@ class FusedProgram:
                 if not is_op:
                     last[i] = j
         return last
+
+
+@functools.lru_cache(maxsize=4096)
+def _result_dtype(opdef: OpDef, qualifier: str, arg_dtypes: tuple[DType, ...]) -> DType:
+    """The element type `opdef` (its attribute given by `qualifier`) gives on scalars of
+    `arg_dtypes`: what a step computes (ops, qualifiers and types are few: remembered)."""
+    step = Step(opdef, qualifier, ())
+    (result,) = opdef.infer([TensorType(d, ()) for d in arg_dtypes],
+                            opdef.check_attrs(step.attrs()), None)
+    return result.dtype
 
 
 def format_program(operand_dims: list[tuple[int, ...]],
