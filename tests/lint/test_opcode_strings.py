@@ -7,7 +7,9 @@ op's text name is an expression named ``opcode`` (``opcode``, ``op.opcode``,
 ``step.opcode``, ``done_opcode``, ``ctx.binary_opcode(...)``) or ``opdef.name``. The frontends
 compare their own instruction names (HLO's ``instr.opcode``, which are not IR ops), so in
 `compiler/` only the IR ops they reach through a value's owner (``v.owner.opcode``) count.
-The IR text printer and parser are the only places that map names to definitions.
+The IR text printer and parser are exempt (they turn names into definitions and back);
+elsewhere a name that comes from outside (a NEFF program, the communicator's protocol) is
+looked up once (`get_opdef`) and the definition compared.
 """
 
 from __future__ import annotations
