@@ -28,11 +28,11 @@ from nxcc.compiler.onnx.loader import (
     input_types,
     load_model,
     model_opsets,
-    node_inputs,
     upgrade_opset,
     value_sources,
 )
 from nxcc.compiler.onnx.registry import CONVERTERS
+from nxcc.compiler.onnx.validate import node_inputs
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.dtypes import DType

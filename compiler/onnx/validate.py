@@ -17,7 +17,6 @@ import onnx
 from onnx import numpy_helper
 
 from nxcc.compiler.onnx.errors import MALFORMED, UNSUPPORTED_DTYPE, FrontendError
-from nxcc.compiler.onnx.loader import node_inputs
 
 # bits per element of the sub-byte types (the others use numpy's itemsize)
 SUB_BYTE_BITS = {onnx.TensorProto.INT4: 4, onnx.TensorProto.UINT4: 4,
@@ -26,6 +25,21 @@ SUB_BYTE_BITS = {onnx.TensorProto.INT4: 4, onnx.TensorProto.UINT4: 4,
 
 
 ONNX_TYPES = frozenset(onnx.TensorProto.DataType.values())
+
+
+def node_inputs(node: onnx.NodeProto) -> list[str]:
+    """The values `node` reads: its inputs, and the outer values its subgraphs use."""
+    names = list(node.input)
+    for attr in node.attribute:
+        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else (
+            list(attr.graphs) if attr.type == onnx.AttributeProto.GRAPHS else [])
+        for g in graphs:
+            local = {v.name for v in g.input} | {t.name for t in g.initializer}
+            local |= {o for n in g.node for o in n.output}
+            inner = [n for sub in g.node for n in node_inputs(sub)]
+            inner += [o.name for o in g.output]
+            names += [n for n in inner if n and n not in local]
+    return names
 
 
 def _label(node: onnx.NodeProto, index: int) -> str:

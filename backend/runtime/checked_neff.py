@@ -12,7 +12,7 @@
    uncompressed payload, a read-only view of the mapped file, not a copy;
 4. every program: parsed with its nesting bounded, its schema
    (`backend.neff.neff_schema.PROGRAM`), then its references, sizes and types
-   (`validate_program.check_program`); all arenas together within MAX_ARENA_BYTES.
+   (`program_check.check_program`); all arenas together within MAX_ARENA_BYTES.
 
 Problems are NeffError with the codes of `backend.neff.errors` (one line each). The
 result, a `CheckedNeff`, holds the parsed programs and weights the executors are built from.
@@ -31,11 +31,11 @@ from numpy.lib import format as npy_format
 
 from nxcc.backend.neff import NeffError, NeffFile, load_npy
 from nxcc.backend.neff.errors import REFERENCE, SCHEMA, SIZE
+from nxcc.backend.neff.json_schema import conform, load_json
 from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_TENSOR_BYTES
 from nxcc.backend.neff.mapped import MappedMembers, member_span
 from nxcc.backend.neff.neff_schema import MANIFEST, PAIRED_KINDS, PROGRAM
-from nxcc.backend.neff.schema import conform, load_json
-from nxcc.backend.runtime.validate_program import check_program
+from nxcc.backend.runtime.program_check import check_program
 from nxcc.ir.dtypes import DType
 from nxcc.ir.limits import oversize
 
