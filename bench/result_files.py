@@ -39,7 +39,7 @@ RESULTS = REPO / "bench" / "results"
 #: Variables that choose OpenBLAS's kernels and blocking (a build host may set them).
 BLAS_VARIABLES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 #: Distributions whose versions a result records, when installed.
-PACKAGES = ("numpy", "onnx", "onnxruntime", "ml-dtypes", "mpi4py", "threadpoolctl")
+PACKAGES = ("numpy", "onnx", "onnxruntime", "ml-dtypes", "mpi4py", "threadpoolctl", "torch")
 
 
 def add_results_argument(parser: Any) -> None:

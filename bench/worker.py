@@ -6,6 +6,7 @@ its own); prints one JSON object. Run by bench/table.py and bench/gemm_floor.py,
                                                               # load_ms, latency_*, peak_memory
     python bench/worker.py products F.neff IN.npz --rounds R  # products, gflop, products_ms
     python bench/worker.py blas                               # the BLAS numpy runs here
+    python bench/worker.py train nxcc|torch SHAPE [...]       # step_seconds (train_gpt.py)
 
 `compile` imports `nxcc` from PYTHONPATH (the tree being measured) and times
 `compile_model` for trn1 at -O2. `ort` times building an onnxruntime `InferenceSession` (CPU
@@ -13,7 +14,8 @@ provider, N intra-op threads, one inter-op thread) and then its executions with 
 timing and percentiles as `neuronx-cc benchmark`. `products` records and times the matrix
 products of one execution (`gemm_floor.products_one`). `blas` says which BLAS library,
 version and kernels numpy runs in a process of this environment
-(`result_files.blas_info`).
+(`result_files.blas_info`). `train` times one side of bench/train_gpt.py
+(`train_gpt.worker`).
 """
 
 from __future__ import annotations
@@ -72,8 +74,14 @@ def main() -> None:
     p.add_argument("inputs")
     p.add_argument("--rounds", type=int, default=20)
     sub.add_parser("blas")
+    t = sub.add_parser("train", add_help=False)
+    t.add_argument("rest", nargs=argparse.REMAINDER)
     args = parser.parse_args()
-    if args.what == "blas":
+    if args.what == "train":
+        from train_gpt import worker
+
+        result = worker(args.rest)
+    elif args.what == "blas":
         from result_files import blas_info
 
         result = blas_info()
