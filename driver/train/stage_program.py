@@ -2,8 +2,10 @@
 
 `compile_function(module, name, options)` takes function `name` (and the functions it calls)
 out of `module` as a module of its own, runs the ordinary compile pipeline on it (the passes
-of `options`' -O level, verification, the memory plan) and lowers it to the executable
-program a NEFF holds (`backend.program.lower`). The result is cached by the function's IR
+of `options`' -O level, verification, then the per-core passes a NEFF's programs get: matrix
+products reading transposed operands in place and elementwise fusion, `core_pipeline`) and
+lowers it to the executable program a NEFF holds (`backend.program.lower`, the memory
+plan). The result is cached by the function's IR
 text, so the ranks of one process that run the same program (the DP replicas of a stage, TP
 ranks whose modules differ only in their parameters' values) compile it once.
 
@@ -30,6 +32,7 @@ from nxcc.ir.core import Module
 from nxcc.ir.printer import print_module
 from nxcc.ir.rewrite import reachable_functions
 from nxcc.passes.manager import PassFailure, PassManager
+from nxcc.passes.registry import core_pipeline
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def compile_function(module: Module, name: str, options: CompileOptions) -> Comp
         found = _cache.get(key)
     if found is not None:
         return found
-    manager = PassManager(full_pipeline(options), emit=lambda _: None)
+    manager = PassManager(full_pipeline(options) + core_pipeline(), emit=lambda _: None)
     try:
         manager.run(sub)
     except PassFailure as exc:
