@@ -84,7 +84,22 @@ class GradSync:
         return counted if self.d == 0 else np.zeros_like(counted)
 
 
+#: elements of the gradient widened to float64 at once by `norm_contribution`
+NORM_CHUNK = 1 << 15
+
+
 def norm_contribution(grad_shard: np.ndarray, mask: np.ndarray) -> float:
-    """The sum of squares of the elements of `grad_shard` this rank counts, in float64."""
-    g = grad_shard.astype(np.float64)
-    return float(np.dot(g * mask, g))
+    """The sum of squares of the elements of `grad_shard` this rank counts (`mask`: 1 where
+    it does, 0 where not), in float64: NORM_CHUNK elements at a time, widened into buffers
+    that stay in cache (no float64 copy of the whole shard)."""
+    n = grad_shard.size
+    wide = np.empty(min(n, NORM_CHUNK), np.float64)
+    counted = np.empty_like(wide)
+    total = 0.0
+    for start in range(0, n, NORM_CHUNK):
+        stop = min(n, start + NORM_CHUNK)
+        g, w = wide[:stop - start], counted[:stop - start]
+        np.copyto(g, grad_shard[start:stop])
+        np.multiply(g, mask[start:stop], out=w)
+        total += float(np.dot(w, g))
+    return total
