@@ -123,6 +123,7 @@ class _Bound:
             arrays[p] = np.empty(fn.types[p].shape, fn.types[p].dtype.numpy)
         self.param_buffers = [arrays[p] for p in fn.params]
         self.results = [arrays[r] for r in fn.results]
+        self.read_only = [_read_only(r) for r in self.results]
         pool = ScratchPool()  # the steps run one at a time: they share their scratch
         self.steps = [
             bind_step(opdef, kern, [arrays[i] for i in ins], [arrays[o] for o in outs],
@@ -149,17 +150,22 @@ class ProgramExecutor:
         self.rank = partition_id
 
     def run(self, args: Sequence[np.ndarray],
-            on_result: Callable[[int, np.ndarray], None] | None = None) -> list[np.ndarray]:
+            on_result: Callable[[int, np.ndarray], None] | None = None, *,
+            copy: bool = True) -> list[np.ndarray]:
         """The entry function's results (fresh arrays) for `args` (exact types). With
         `on_result`, each result is also handed over (index, a copy) as soon as the
         instruction that writes it last has run, while the rest of the program goes on (a
-        trainer starts reducing gradients during the backward pass)."""
-        if on_result is None:
-            return self.call(self.entry, args)
+        trainer starts reducing gradients during the backward pass). With `copy` false,
+        the results (and what `on_result` gets) are read-only views of the executor's own
+        buffers instead, valid until its next run: for a caller that copies what it keeps
+        (the trainer adds gradients into its flat vector) and would otherwise pay for a
+        fresh copy of every result."""
         fn = self.functions[self.entry]
+        if on_result is None and copy:
+            return self.call(self.entry, args)
         if not all(_shape(a) == s for a, s in zip(args, fn.param_shapes, strict=True)):
             raise ExecutionError(f"@{fn.name}: arguments of other shapes than its parameters")
-        return self._run_bound(fn, args, on_result)
+        return self._run_bound(fn, args, on_result, copy)
 
     # KernelContext
 
@@ -175,8 +181,8 @@ class ProgramExecutor:
         return self._run_fresh(fn, args)
 
     def _run_bound(self, fn: _Function, args: Sequence[np.ndarray],
-                   on_result: Callable[[int, np.ndarray], None] | None = None
-                   ) -> list[np.ndarray]:
+                   on_result: Callable[[int, np.ndarray], None] | None = None,
+                   copy: bool = True) -> list[np.ndarray]:
         bound = fn.bound(self)
         for buffer, a in zip(bound.param_buffers, args, strict=True):
             np.copyto(buffer, a)
@@ -184,7 +190,7 @@ class ProgramExecutor:
         quiet = float_errors.ignore()
         try:
             if on_result is not None:
-                self._run_reporting(fn, bound, on_result)
+                self._run_reporting(fn, bound, on_result, copy)
             elif self.profiler is not None:
                 self._run_profiled(bound)
             else:
@@ -196,19 +202,22 @@ class ProgramExecutor:
             raise _failure(fn, index, exc) from exc
         finally:
             float_errors.restore(quiet)
-        return [r.copy() for r in bound.results]
+        return [r.copy() for r in bound.results] if copy else bound.read_only
 
     @staticmethod
     def _run_reporting(fn: _Function, bound: _Bound,
-                       on_result: Callable[[int, np.ndarray], None]) -> None:
-        """The bound steps, each result handed to `on_result` once final."""
+                       on_result: Callable[[int, np.ndarray], None], copy: bool = True
+                       ) -> None:
+        """The bound steps, each result handed to `on_result` once final (a copy, or with
+        `copy` false a read-only view)."""
         ready = fn.ready_after
+        results = bound.results if copy else bound.read_only
         for k in ready.get(-1, ()):
-            on_result(k, np.array(bound.results[k], copy=True))
+            on_result(k, np.array(results[k], copy=True) if copy else results[k])
         for index, step in enumerate(bound.steps):
             step()
             for k in ready.get(index, ()):
-                on_result(k, np.array(bound.results[k], copy=True))
+                on_result(k, np.array(results[k], copy=True) if copy else results[k])
 
     def _run_profiled(self, bound: _Bound) -> None:
         """The bound steps, each recorded as a compute event of this rank."""
@@ -277,6 +286,12 @@ def _failure(fn: _Function, index: int, exc: Exception) -> ExecutionError:
     opdef = fn.instructions[index][4]
     return ExecutionError(f"while executing instruction {index} ({opdef}) of @{fn.name}: "
                           f"{type(exc).__name__}: {exc}")
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    view = arr.view()
+    view.flags.writeable = False
+    return view
 
 
 def _as_type(arr: np.ndarray, t: TensorType) -> np.ndarray:

@@ -134,6 +134,8 @@ class RankTrainer:
             view[...] = masks[n] if n in masks else (
                 0.0 if (n in self.build.replicated and self.tp_rank) else 1.0)
         self.sync = GradSync(self.layout, self.dp_group, s.zero1)
+        # the flat gradient, reused by every step (its padding stays zero)
+        self._grads = np.zeros(self.layout.size, s.precision.grad_dtype)
         self.mask = self.sync.count_mask(counted)
         self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]
         self.shared = [i for i, n in enumerate(names) if n in self.build.pipeline_shared]
@@ -222,14 +224,14 @@ class RankTrainer:
             if kind == "F":
                 x_in = tokens if plan.first else ch.recv(self.prev_rank, self.rank,
                                                          PIPE_STREAMS)
-                if plan.last:
+                if plan.last:  # results as views: what is kept is copied here
                     out = self.executors["forward_backward"].run(
-                        [*self.params, x_in, labels], on_result=hook)
+                        [*self.params, x_in, labels], on_result=hook, copy=False)
                     loss_sum += float(out[0])
                     count += float(out[1])
                     rest = out[2:]
                     if not plan.first:
-                        pending_g_in[m], rest = rest[0], rest[1:]
+                        pending_g_in[m], rest = rest[0].copy(), rest[1:]
                     if hook is None:
                         self._accumulate(rest, acc, done == 0)
                     done += 1
@@ -244,9 +246,9 @@ class RankTrainer:
                 continue
             g_out = ch.recv(self.next_rank, self.rank, PIPE_STREAMS + 1)
             out = self.executors["backward"].run([*self.params, *stash.pop(m), g_out],
-                                                 on_result=hook)
+                                                 on_result=hook, copy=False)
             if not plan.first:
-                ch.send(self.rank, self.prev_rank, out[0], PIPE_STREAMS + 1)
+                ch.send(self.rank, self.prev_rank, out[0].copy(), PIPE_STREAMS + 1)
                 out = out[1:]
             if hook is None:
                 self._accumulate(out, acc, done == 0)
@@ -277,7 +279,7 @@ class RankTrainer:
         """Train step k (0-based: the optimizer steps taken before it) on the global batch
         (`inputs`, `labels`: [global_batch, seq_length] token ids)."""
         start = time.perf_counter()
-        grads_flat = np.zeros(self.layout.size, self.settings.precision.grad_dtype)
+        grads_flat = self._grads  # every gradient is written before it is read
         loss_sum, count = self._run_pipeline(self._micro_batches(inputs, labels), grads_flat)
         grads_flat = grads_flat.astype(np.float32, copy=False)  # reduced in f32
         acc = self.layout.views(grads_flat)

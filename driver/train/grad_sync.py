@@ -37,6 +37,7 @@ class GradSync:
         self.d = dp_group.index
         self._pending: list[tuple[slice, slice, Future]] = []
         self._started: set[int] = set()
+        self._alone: np.ndarray | None = None  # a group of one: the gradient as given
 
     @property
     def shard_size(self) -> int:
@@ -44,7 +45,12 @@ class GradSync:
 
     def start_bucket(self, index: int, flat_grads: np.ndarray) -> None:
         """Start bucket `index`'s reduction now (its gradients are final), during the
-        backward pass; `start` leaves it alone."""
+        backward pass; `start` leaves it alone. Alone in its group, a rank's gradient is
+        already the sum: `finish` returns `flat_grads` itself."""
+        if self.group.size == 1:
+            self._started.add(index)
+            self._alone = flat_grads
+            return
         whole, part = self.layout.bucket_slices(self.d)[index]
         op = "reduce_scatter" if self.zero1 else "all_reduce"
         self._started.add(index)
@@ -52,13 +58,17 @@ class GradSync:
 
     def start(self, flat_grads: np.ndarray) -> None:
         """Start the reduction of every bucket not started yet, in bucket order (the caller
-        may reuse `flat_grads` at once)."""
+        may reuse `flat_grads` at once, except alone in its group: until `finish`)."""
         for index in range(len(self.layout.buckets)):
             if index not in self._started:
                 self.start_bucket(index, flat_grads)
 
     def finish(self) -> np.ndarray:
         """The reduced gradient shard of this rank."""
+        if self._alone is not None:
+            out, self._alone = self._alone, None
+            self._started = set()
+            return out
         out = np.empty(self.shard_size, np.float32)
         for whole, part, future in self._pending:
             out[part if self.zero1 else whole] = future.result()

@@ -68,6 +68,19 @@ def test_results_match_numpy_and_follow_new_inputs() -> None:
     np.testing.assert_array_equal(first[1], -np.ones((3, 4), np.float32))  # a fresh copy
 
 
+def test_results_as_views_are_read_only_and_follow_the_next_run() -> None:
+    ex = executor(mixed_module())
+    ones, zeros = np.ones((3, 4), np.float32), np.zeros((3, 4), np.float32)
+    reported: dict[int, np.ndarray] = {}
+    first = ex.run([ones], on_result=lambda k, a: reported.setdefault(k, a), copy=False)
+    for got, want in zip(first, reference(ones), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        assert not got.flags.writeable
+    assert all(reported[k] is first[k] for k in (0, 1))  # the same views, not copies
+    ex.run([zeros], copy=False)
+    np.testing.assert_array_equal(first[1], -zeros)  # the executor's buffer, overwritten
+
+
 def test_cheap_ops_are_bound_to_numpy_calls_not_kernels() -> None:
     ex = executor(mixed_module())
     ex.run([np.ones((3, 4), np.float32)])

@@ -104,10 +104,10 @@ def test_dp_buckets_start_during_the_last_backward(monkeypatch: pytest.MonkeyPat
     reporting = ProgramExecutor._run_reporting
     start_bucket = GradSync.start_bucket
 
-    def tracked(fn, bound, on_result):  # noqa: ANN001, ANN202
+    def tracked(fn, bound, on_result, *rest):  # noqa: ANN001, ANN002, ANN202
         running["now"] = True
         try:
-            reporting(fn, bound, on_result)
+            reporting(fn, bound, on_result, *rest)
         finally:
             running["now"] = False
 
