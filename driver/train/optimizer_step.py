@@ -15,7 +15,11 @@ is the per-parameter update of each. `step` counts
 the steps already taken (0 for the first).
 
 `OptimizerStep` compiles it once through the ordinary pipeline and keeps the slots (state
-of the update, updated in place each step).
+of the update, updated in place each step). It runs the program over CHUNK elements at a
+time (one more program for the remainder): each chunk's parameters, slots and gradient are
+read once into buffers that stay in cache, the program's passes run there, and its results
+are written straight into the slots and the update's output array (a whole-shard program
+would stream every array through memory once per pass and return fresh copies).
 """
 
 from __future__ import annotations
@@ -51,6 +55,10 @@ def build_update_module(cfg: OptimizerConfig, n: int) -> Module:
     return module
 
 
+#: elements of the shard updated by one run of the program
+CHUNK = 1 << 16
+
+
 class OptimizerStep:
     """One rank's compiled update over its `n` elements, with the slots it keeps."""
 
@@ -60,10 +68,14 @@ class OptimizerStep:
         itself runs in f32 and a bf16 state is rounded to nearest after it)."""
         self.cfg = cfg
         self.n = n
-        self.program = compile_function(build_update_module(cfg, n), "update", options)
-        self.executor = self.program.executor(None)
+        self.chunk = max(1, min(n, CHUNK))
+        sizes = {self.chunk, n % self.chunk or self.chunk}
+        self.executors = {
+            k: compile_function(build_update_module(cfg, k), "update", options).executor(None)
+            for k in sizes}
         self.state_dtype = np.dtype(np.float32 if state_dtype is None else state_dtype)
         self.slots = [np.zeros(n, self.state_dtype) for _ in cfg.slots]
+        self._out = np.empty(n, np.float32)
 
     @property
     def state_bytes(self) -> int:
@@ -73,9 +85,17 @@ class OptimizerStep:
     def __call__(self, param: np.ndarray, grad: np.ndarray, grad_scale: float, lr: float,
                  step: int) -> np.ndarray:
         """The updated parameters after step `step` (0 for the first); the slots are
-        updated."""
-        slots = [s.astype(np.float32, copy=False) for s in self.slots]
-        out = self.executor.run([param, *slots, grad, np.float32(grad_scale),
-                                 np.float32(lr), np.int32(step)])
-        self.slots = [s.astype(self.state_dtype, copy=False) for s in out[1:]]
-        return out[0]
+        updated. The array returned is this object's: the next call overwrites it (and
+        may take it as `param`)."""
+        scalars = [np.float32(grad_scale), np.float32(lr), np.int32(step)]
+        f32 = self.state_dtype == np.float32
+        for start in range(0, self.n, self.chunk):
+            stop = min(self.n, start + self.chunk)
+            slots = [s[start:stop] for s in self.slots]
+            args = [param[start:stop], *(s if f32 else s.astype(np.float32) for s in slots),
+                    grad[start:stop], *scalars]
+            new_param, *new_slots = self.executors[stop - start].run(args, copy=False)
+            np.copyto(self._out[start:stop], new_param)
+            for s, new in zip(slots, new_slots, strict=True):
+                np.copyto(s, new, casting="unsafe")  # bf16 state: rounded to nearest
+        return self._out

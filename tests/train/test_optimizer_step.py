@@ -1,0 +1,38 @@
+"""The optimizer update run chunk by chunk gives the whole-shard program's bits."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from nxcc.driver.options import CompileOptions
+from nxcc.driver.train import optimizer_step
+from nxcc.driver.train.optimizer_step import OptimizerStep
+from nxcc.passes.autodiff.optimizers import OptimizerConfig
+
+OPTIONS = CompileOptions(target="trn1")
+N = 30
+
+
+@pytest.mark.parametrize("state_dtype", [None, ml_dtypes.bfloat16])
+@pytest.mark.parametrize("name", ["adamw", "sgd"])
+def test_chunks_give_the_whole_programs_bits(monkeypatch: pytest.MonkeyPatch, name: str,
+                                             state_dtype: object) -> None:
+    cfg = OptimizerConfig(name=name, weight_decay=0.01, betas=(0.9, 0.95), momentum=0.9)
+    whole = OptimizerStep(cfg, N, OPTIONS, state_dtype)
+    monkeypatch.setattr(optimizer_step, "CHUNK", 7)  # 4 chunks of 7 and one of 2
+    chunked = OptimizerStep(cfg, N, OPTIONS, state_dtype)
+    assert chunked.chunk == 7 and sorted(chunked.executors) == [2, 7]
+    rng = np.random.default_rng(0)
+    param = rng.standard_normal(N).astype(np.float32)
+    p_whole, p_chunked = param, param.copy()
+    for step in range(3):
+        grad = rng.standard_normal(N).astype(np.float32)
+        p_whole = whole(p_whole, grad, 0.5, 1e-2, step).copy()
+        p_chunked = chunked(p_chunked, grad, 0.5, 1e-2, step)  # its own output as input
+        np.testing.assert_array_equal(p_chunked, p_whole)
+        for a, b in zip(chunked.slots, whole.slots, strict=True):
+            assert a.dtype == b.dtype == np.dtype(state_dtype or np.float32)
+            np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(p_whole, param)
