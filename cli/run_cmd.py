@@ -6,6 +6,7 @@ With `--world-size N` an SPMD NEFF runs as N ranks in this process (`Runtime.loa
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import click
@@ -13,7 +14,7 @@ import numpy as np
 
 from nxcc.backend.neff import NeffFile, read_neff
 from nxcc.backend.neff.atomic import atomic_file
-from nxcc.backend.runtime.config import RuntimeConfig
+from nxcc.backend.runtime.config import ConfigError, RuntimeConfig, default_runtime_dir
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.mpi_job import MpiJob, launched_processes
@@ -65,29 +66,45 @@ def show_bindings_of(model: ModelHandle, runtime: Runtime) -> None:
         click.echo(f"  {b.describe()}")
 
 
-def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
-            inputs_path: str | None, output_path: str | None,
-            output_shardings: tuple[str, ...], repeat: int, quiet: bool,
-            show_bindings: bool = False) -> None:
+def run_job(neff: str, world_size: int | None, inputs_path: str | None,
+            output_path: str | None, output_shardings: tuple[str, ...], repeat: int,
+            quiet: bool, show_bindings: bool = False) -> None:
     """This process's part of a multi-process run (`mpiexec -n P neuronx-cc run ...`):
-    process 0 writes and prints the global outputs."""
-    if neff_file.manifest.get("spmd") is None:
-        raise click.UsageError(f"{neff_file.path} is not an SPMD program; mpiexec runs one "
-                               "program as ranks (compile XLA's partitioned HLO)")
-    inputs = load_inputs(inputs_path) if inputs_path else {}
+    process 0 writes and prints the global outputs.
+
+    A refusal in any process ends every process: a process whose settings, NEFF or inputs
+    are refused still joins the job and says so, and the others end naming it (a process
+    that left before joining would leave the others waiting in MPI's first exchange). After
+    joining, every process takes the same steps, decided from the command line alone, so
+    that a failure in one is met by the others at the next step they take together
+    (`MpiJob.agree`); a process that left the job early would wait in MPI's finalisation for
+    a peer that failed, and never learn of it."""
+    failure: Exception | None = None
+    try:
+        config = RuntimeConfig.from_env()
+    except ConfigError as exc:  # join with the defaults, to say so to the others
+        config = RuntimeConfig(runtime_dir=os.environ.get("NXCC_RUNTIME_DIR")
+                               or default_runtime_dir())
+        failure = exc
+    neff_file, inputs = None, {}
+    if failure is None:
+        try:
+            neff_file, inputs = _prepare_job(config, neff, inputs_path, show_bindings)
+        except Exception as exc:  # said to every process, then raised here
+            failure = exc
     job = MpiJob(config, world_size)
     joined()
     outputs = None
     try:
+        job.agree_on(failure)
+        assert neff_file is not None
         job.load(neff_file, list(output_shardings) or None)
+        assert job.model is not None
         if show_bindings and job.is_root:
-            assert job.model is not None
             show_bindings_of(job.model, job.runtime)
-            if inputs_path is None:
-                job.close()
-                return
-        for _ in range(repeat):
-            outputs = job.execute(inputs)
+        if not (show_bindings and inputs_path is None):
+            for _ in range(repeat):
+                outputs = job.execute(inputs)
     except BaseException as exc:
         job.abandon(str(exc))
         raise
@@ -98,6 +115,21 @@ def run_job(config: RuntimeConfig, neff_file: NeffFile, world_size: int | None,
         save_outputs(output_path, outputs)
     if not quiet:
         show(outputs)
+
+
+def _prepare_job(config: RuntimeConfig, neff: str, inputs_path: str | None,
+                 show_bindings: bool) -> tuple[NeffFile, dict[str, np.ndarray]]:
+    """The NEFF and the inputs of a multi-process run, checked as far as one process can."""
+    neff_file = read_neff(neff, validate_hash=config.validate_hash)
+    check_manifest(neff_file)
+    if neff_file.manifest.get("spmd") is None:
+        raise click.UsageError(f"{neff} is not an SPMD program; mpiexec runs one program as "
+                               "ranks (compile XLA's partitioned HLO)")
+    takes = [str(i.get("name")) for i in neff_file.manifest.get("inputs") or []]
+    if inputs_path is None and takes and not show_bindings:
+        raise click.UsageError(f"{neff} takes inputs ({', '.join(takes)}); give them with "
+                               "--inputs FILE.npz")
+    return neff_file, load_inputs(inputs_path) if inputs_path else {}
 
 
 def check_world_size_args(neff: str, spmd: dict | None, world_size: int | None,
@@ -167,18 +199,18 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     The runtime honours every NEURON_RT_* variable; the instance simulated is
     NXCC_INSTANCE_TYPE, else the default instance of the NEFF's target family.
     """
-    config = RuntimeConfig.from_env()
-    neff_file = read_neff(neff, validate_hash=config.validate_hash)
-    check_manifest(neff_file)
-    spmd = neff_file.manifest.get("spmd")
     if launched_processes() > 1:
         if profile_path:
             raise click.UsageError("--profile traces the ranks of one process; run without "
                                    "mpiexec (--world-size N) to profile")
         split_off_rank()
-        run_rank(lambda: run_job(config, neff_file, world_size, inputs_path, output_path,
+        run_rank(lambda: run_job(neff, world_size, inputs_path, output_path,
                                  output_shardings, repeat, quiet, show_bindings))
         return
+    config = RuntimeConfig.from_env()
+    neff_file = read_neff(neff, validate_hash=config.validate_hash)
+    check_manifest(neff_file)
+    spmd = neff_file.manifest.get("spmd")
     check_world_size_args(neff, spmd, world_size, output_shardings)
     runtime = Runtime(config=config)
     runtime.init(target=neff_file.manifest.get("target"))
