@@ -28,10 +28,16 @@ from nxcc.cli.rank_process import joined, run_rank, split_off_rank
 
 
 def load_inputs(path: str, names: list[str] | None = None) -> dict[str, np.ndarray]:
-    """The arrays of an .npz file (never unpickled), by name. Positional arrays
-    (`arr_0`, `arr_1`... as `np.savez(f, a, b)` writes them) are taken as the inputs `names`
-    in order when there are as many and none is named after an input."""
-    arrays = read_npz(path)  # sizes bounded before numpy allocates
+    """The arrays of an .npz file (never unpickled), by name; positional arrays named as
+    `name_positional` says."""
+    return name_positional(read_npz(path), names)  # sizes bounded before numpy allocates
+
+
+def name_positional(arrays: dict[str, np.ndarray], names: list[str] | None
+                    ) -> dict[str, np.ndarray]:
+    """`arrays`, with positional arrays (`arr_0`, `arr_1`... as `np.savez(f, a, b)` writes
+    them) taken as the inputs `names` in order when there are as many and none is named
+    after an input; otherwise `arrays` as they are."""
     positional = [f"arr_{i}" for i in range(len(arrays))]
     if names and sorted(arrays) == sorted(positional) and len(names) == len(arrays) \
             and not set(names) & set(arrays):
@@ -103,6 +109,7 @@ def run_job(neff: str, world_size: int | None, inputs_path: str | None,
         if show_bindings and job.is_root:
             show_bindings_of(job.model, job.runtime)
         if not (show_bindings and inputs_path is None):
+            inputs = name_positional(inputs, [i.name for i in job.model.inputs])
             for _ in range(repeat):
                 outputs = job.execute(inputs)
     except BaseException as exc:

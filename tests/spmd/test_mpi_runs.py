@@ -79,6 +79,26 @@ def test_a_job_that_does_not_fit_the_program_is_refused(megatron: tuple[Path, Pa
 
 
 @needs_mpi
+def test_positional_inputs_run_as_in_one_process(megatron: tuple[Path, Path, str],
+                                                 tmp_path: Path, runtime_env: Path) -> None:
+    """An .npz of positional arrays (`np.savez(f, a, b)`) is taken in input order under
+    mpiexec as in one process, with the same outputs."""
+    neff, inputs, spec = megatron
+    named = np.load(inputs)
+    names = [i["name"] for i in read_neff(neff).manifest["inputs"]]
+    np.savez(tmp_path / "positional.npz", *[named[name] for name in names])
+    env = {"NXCC_RUNTIME_DIR": str(runtime_env / "rt")}
+    args = ["run", str(neff), "--world-size", "8", "--inputs", str(tmp_path / "positional.npz"),
+            "--output-sharding", spec, "-q", "--output"]
+    r = neuronx_cc(*args, str(tmp_path / "one.npz"), env=env)
+    assert r.returncode == 0, r.stderr
+    r = mpiexec(2, *args, str(tmp_path / "two.npz"), env=env)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "two.npz")["output0"],
+                                  np.load(tmp_path / "one.npz")["output0"])
+
+
+@needs_mpi
 def test_bindings_without_inputs_end_every_process(megatron: tuple[Path, Path, str],
                                                    runtime_env: Path) -> None:
     """`--show-bindings` without `--inputs` is bindings only in every process (process 0
