@@ -10,7 +10,8 @@ the compiler cannot write (a full disk) is `NCC_EIO001`. Exit statuses: 2 for a 
 line (usage errors and `NCC_EARG001`) and for a training configuration `neuronx-cc train`
 refuses (`NCC_ETRN001`, wherever in the run it is found), 3 for a NEFF another compiler built
 (`NRT_ENEFF005`: `run` and `benchmark` cannot execute AWS's engine programs; `inspect-neff`
-shows them), 1 for everything else.
+shows them), 141 without a message when stdout's reader has gone (`cli.closed_stdout`), 1
+for everything else.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TypeVar
 
 import click
 
+from nxcc.cli.closed_stdout import end_quietly, is_closed_stdout
 from nxcc.driver.errors import CompileError, write_error
 
 F = TypeVar("F", bound=Callable[..., object])
@@ -114,6 +116,8 @@ def user_errors(fn: F | None = None, *, family: str = "NCC") -> F:
         except KeyboardInterrupt:
             fail("interrupted", INTERRUPTED)
         except Exception as exc:
+            if is_closed_stdout(exc):  # `neuronx-cc ... | head`: no error, as with cat
+                end_quietly()
             if not _user_facing(exc):
                 raise
             logging.getLogger("nxcc").debug("traceback", exc_info=True)
