@@ -7,7 +7,8 @@ against their types and ranges (`values`), sizes against each other (`config_che
 Every problem raises `TrainConfigError` (`ERROR: [NCC_ETRN001] <key path>: <what>`) before
 anything is written. Input paths (`data.train_dir`, `model.model_config`,
 `model.onnx_path`) are taken from the YAML file's folder when relative; `exp_manager.exp_dir`
-(an output) from the working directory, `nemo_experiments/<name>` when null as NeMo does.
+(an output) from the working directory, `nemo_experiments/<name>` when null as NeMo does, and
+so is `exp_manager.resume_from_checkpoint` (a step folder under an exp_dir).
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class ExpManagerConfig:
     resume_if_exists: bool
     create_checkpoint_callback: bool
     every_n_train_steps: int | None
+    resume_from_checkpoint: str | None = None  # a step folder (from the working directory)
 
     @property
     def checkpoint_dir(self) -> str:
@@ -221,10 +223,12 @@ def _ignored(v: _Values, onnx: OnnxModelConfig | None) -> tuple[str, ...]:
 
 def _exp_manager(v: _Values, name: str) -> ExpManagerConfig:
     exp_dir = v.get("exp_manager.exp_dir") or os.path.join("nemo_experiments", name)
+    resume_from = v.get("exp_manager.resume_from_checkpoint")
     return ExpManagerConfig(
         os.path.abspath(os.path.expanduser(str(exp_dir))),
         v.get("exp_manager.resume_if_exists"), v.get("exp_manager.create_checkpoint_callback"),
-        v.get("exp_manager.checkpoint_callback_params.every_n_train_steps"))
+        v.get("exp_manager.checkpoint_callback_params.every_n_train_steps"),
+        None if resume_from is None else os.path.abspath(os.path.expanduser(str(resume_from))))
 
 
 def _data(v: _Values) -> DataConfig:

@@ -53,6 +53,7 @@ ACTED: dict[str, Spec] = {
     "trainer.gradient_clip_val": Spec("float", minimum=0.0, nullable=True),
     "exp_manager.exp_dir": PATH,
     "exp_manager.resume_if_exists": BOOL,
+    "exp_manager.resume_from_checkpoint": PATH,
     "exp_manager.create_checkpoint_callback": BOOL,
     "exp_manager.checkpoint_callback_params.every_n_train_steps": INT1_OR_NULL,
     "distributed_strategy.tensor_model_parallel_size": INT1,
@@ -146,7 +147,7 @@ exp_manager.explicit_log_dir exp_manager.exp_log_dir exp_manager.name exp_manage
 exp_manager.resume_ignore_no_checkpoint exp_manager.log_parameter_norm
 exp_manager.log_gradient_norm exp_manager.enable_recovery_time_instrumentation
 exp_manager.save_xser exp_manager.load_xser exp_manager.save_bf16
-exp_manager.async_checkpointing exp_manager.resume_from_checkpoint exp_manager.ckpt_ptl_version
+exp_manager.async_checkpointing exp_manager.ckpt_ptl_version
 exp_manager.checkpoint_callback_params.monitor exp_manager.checkpoint_callback_params.save_top_k
 exp_manager.checkpoint_callback_params.mode exp_manager.checkpoint_callback_params.save_last
 exp_manager.checkpoint_callback_params.filename

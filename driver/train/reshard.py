@@ -28,11 +28,13 @@ Unshard = Callable[[str, list[list[np.ndarray]], int], np.ndarray]
 
 
 def _flat_state(found: ckpt.Checkpoint, layout: FlatLayout, tp: int, pp: int, dp: int,
-                zero1: bool) -> Arrays:
-    """Each optimizer key's whole flat vector of rank (tp, pp)."""
+                zero1: bool, keys: list[str]) -> Arrays:
+    """Each optimizer key's whole flat vector of rank (tp, pp); every shard must hold
+    exactly `keys`, each an f32 vector of its DP rank's length."""
+    expected = {k: ((layout.shard_size(zero1),), np.dtype(np.float32)) for k in keys}
     if not zero1:
-        return found.optim(0, tp, pp)
-    shards = [found.optim(d, tp, pp) for d in range(dp)]
+        return found.read(ckpt.optim_name(0, tp, pp), expected)
+    shards = [found.read(ckpt.optim_name(d, tp, pp), expected) for d in range(dp)]
     out = {}
     for key in shards[0]:
         flat = np.zeros(layout.size, np.float32)
@@ -42,27 +44,57 @@ def _flat_state(found: ckpt.Checkpoint, layout: FlatLayout, tp: int, pp: int, dp
     return out
 
 
-def whole_state(found: ckpt.Checkpoint, unshard: Unshard, bucket_bytes: int
-                ) -> tuple[Arrays, dict[str, Arrays]]:
-    """(whole parameters by name, whole optimizer state by key and name) of `found` (see
-    the module docstring)."""
+def written_layout(found: ckpt.Checkpoint) -> tuple[int, int, int, bool, int]:
+    """(tp, pp, dp, zero1, kv_replicator) of the layout that wrote `found`, checked: sizes
+    at least 1, and the files its manifest lists exactly that layout's shards."""
     lay = found.layout
-    tp, pp, dp = int(lay["tp"]), int(lay["pp"]), int(lay["dp"])  # type: ignore[call-overload]
-    zero1 = bool(lay["zero1"]) and dp > 1
-    kv = int(lay.get("kv_replicator", 1))  # type: ignore[call-overload]
+    sizes = [lay.get(k) for k in ("tp", "pp", "dp")] + [lay.get("kv_replicator", 1)]
+    zero1 = lay.get("zero1", 0)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in sizes) \
+            or zero1 not in (0, 1):
+        raise ckpt.CheckpointError(found.path, f"has the layout {lay}: tp, pp, dp and "
+                                   "kv_replicator must be whole numbers of at least 1, "
+                                   "zero1 0 or 1")
+    tp, pp, dp, kv = sizes
+    names = set(ckpt.shard_names(tp, pp, dp, bool(zero1)))
+    if set(found.files) != names:
+        odd = sorted(set(found.files) ^ names)[0]
+        raise ckpt.CheckpointError(found.path, f"{'lists' if odd in found.files else 'lacks'}"
+                                   f" {odd}, for its layout {lay}")
+    return tp, pp, dp, bool(zero1) and dp > 1, kv
+
+
+def whole_state(found: ckpt.Checkpoint, unshard: Unshard, bucket_bytes: int,
+                keys: list[str]) -> tuple[Arrays, dict[str, Arrays]]:
+    """(whole parameters by name, whole optimizer state by key and name) of `found` (see
+    the module docstring); `keys` are the optimizer state's. CheckpointError for a layout,
+    shard or array that does not fit together (f32 parameters, the same names in every
+    TP rank of a stage, each optimizer key an f32 vector of its shard's length)."""
+    tp, pp, dp, zero1, kv = written_layout(found)
     params: dict[str, list[list[np.ndarray]]] = {}
     state: dict[str, dict[str, list[list[np.ndarray]]]] = {}
     for p in range(pp):  # stage order: a tensor two stages hold parts of is joined in it
+        stage_names: list[str] | None = None
         for t in range(tp):
             arrays = found.params(t, p)
             names = list(arrays)
+            bad = [n for n in names if arrays[n].dtype != np.float32]
+            if bad or (stage_names is not None and names != stage_names):
+                what = f"'{bad[0]}' is {arrays[bad[0]].dtype}, not float32" if bad else \
+                    f"its arrays differ from TP rank 0's ({names} against {stage_names})"
+                raise ckpt.CheckpointError(f"{found.path}/{ckpt.params_name(t, p)}", what)
+            stage_names = names
             layout = FlatLayout([arrays[n].shape for n in names], dp, bucket_bytes)
             for n in names:
                 params.setdefault(n, [[] for _ in range(tp)])[t].append(arrays[n])
-            for key, flat in _flat_state(found, layout, t, p, dp, zero1).items():
+            for key, flat in _flat_state(found, layout, t, p, dp, zero1, keys).items():
                 by_name = state.setdefault(key, {})
                 for n, view in zip(names, layout.views(flat), strict=True):
                     by_name.setdefault(n, [[] for _ in range(tp)])[t].append(view)
-    whole = {n: unshard(n, parts, kv) for n, parts in params.items()}
-    return whole, {k: {n: unshard(n, parts, kv) for n, parts in by_name.items()}
-                   for k, by_name in state.items()}
+    try:
+        whole = {n: unshard(n, parts, kv) for n, parts in params.items()}
+        return whole, {k: {n: unshard(n, parts, kv) for n, parts in by_name.items()}
+                       for k, by_name in state.items()}
+    except (KeyError, ValueError, IndexError) as exc:  # a name or slice this model has not
+        raise ckpt.CheckpointError(found.path, f"cannot be joined into this model's tensors "
+                                   f"({type(exc).__name__}: {str(exc)[:120]})") from None

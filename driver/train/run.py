@@ -7,8 +7,11 @@ detection) each of the P processes runs its block of world / P ranks as threads
 `-n 8` is one rank per process and `-n 2` four.
 
 Each rank (`_rank_main`): builds and compiles its stage (`model_stage`, `engine`), loads the
-latest checkpoint when `resume_if_exists` finds one (its parameters, optimizer shard, and
-the step, from which the data position follows), then runs the steps. Rank 0 writes
+checkpoint `resume.resume_point` chose (`exp_manager.resume_from_checkpoint`, else the
+latest when `resume_if_exists`): its parameters and optimizer shard, every array's name,
+shape and dtype checked against the model and layout before any is used, and the step,
+from which the data position follows; then runs the steps. Before any rank starts, a run
+that would save over a committed checkpoint is refused (`resume.check_saves`). Rank 0 writes
 `exp_dir/metrics.jsonl` (each record with the largest rank's memory figures, the run's first
 record with every rank's) and one log line per `log_every_n_steps`; every
 `every_n_train_steps` each rank writes its own shards (parameters from DP rank 0 of each
@@ -50,6 +53,7 @@ from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
 from nxcc.driver.train.model_stage import Pipeline, decoder_builder, decoder_unshard
 from nxcc.driver.train.onnx_stage import onnx_builder
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
+from nxcc.driver.train.resume import check_saves, resume_point, saved_steps, set_aside_interrupted
 from nxcc.driver.train.stage import StageBuilder
 
 #: A rank of the job failed (the message names it).
@@ -79,13 +83,14 @@ class Job:
     _whole: list = field(default_factory=list)
     _whole_lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def whole_state(self) -> tuple[dict, dict]:
-        """The resumed checkpoint made whole (read once per process, `reshard`)."""
+    def whole_state(self, keys: list[str]) -> tuple[dict, dict]:
+        """The resumed checkpoint made whole (read once per process, `reshard`); `keys`
+        are the optimizer state's."""
         with self._whole_lock:
             if not self._whole:
                 assert self.resume is not None and self.unshard is not None
                 self._whole.append(reshard.whole_state(self.resume, self.unshard,
-                                                       self.settings.bucket_bytes))
+                                                       self.settings.bucket_bytes, keys))
             return self._whole[0]
 
     @property
@@ -122,11 +127,8 @@ def _shard_names(job: Job, trainer: RankTrainer) -> list[str]:
 
 
 def all_shard_names(job: Job) -> list[str]:
-    lay, zero1 = job.settings.layout, job.settings.zero1 and job.settings.layout.dp > 1
-    names = [ckpt.params_name(t, p) for p in range(lay.pp) for t in range(lay.tp)]
-    dps = range(lay.dp) if zero1 else range(1)
-    return names + [ckpt.optim_name(d, t, p) for p in range(lay.pp) for t in range(lay.tp)
-                    for d in dps]
+    lay = job.settings.layout
+    return ckpt.shard_names(lay.tp, lay.pp, lay.dp, job.settings.zero1)
 
 
 def _save(job: Job, trainer: RankTrainer, step: int) -> None:
@@ -152,11 +154,19 @@ def _restore(job: Job, trainer: RankTrainer) -> None:
                                f"{written['precision']}, this run is {now['precision']}: "
                                "resume with the precision it was written with")
     if written != now:  # another layout: its shards made whole, then cut for this rank
-        trainer.load_whole(*job.whole_state())
+        trainer.load_whole(*job.whole_state(list(trainer.optimizer_spec())), found.path)
         return
-    trainer.load_params(found.params(trainer.tp_rank, trainer.stage))
+    names = set(found.files)
+    expected = set(all_shard_names(job))
+    if names != expected:  # the same layout writes the same files
+        odd = sorted(names ^ expected)[0]
+        raise ckpt.CheckpointError(found.path, f"{'lists' if odd in names else 'lacks'} "
+                                   f"{odd}, for the layout {found.layout}")
+    tp, pp = trainer.tp_rank, trainer.stage
+    trainer.load_params(found.read(ckpt.params_name(tp, pp), trainer.param_spec()))
     d = trainer.dp_rank if trainer.sync.zero1 else 0
-    trainer.load_optimizer_state(found.optim(d, trainer.tp_rank, trainer.stage))
+    trainer.load_optimizer_state(found.read(ckpt.optim_name(d, tp, pp),
+                                            trainer.optimizer_spec()))
 
 
 def _memory_table(trainer: RankTrainer) -> list[dict[str, int]]:
@@ -245,9 +255,26 @@ def make_job(config: TrainConfig, emit: Callable[[str], None]) -> Job:
         join = _only_slice
     tokens = load_tokens(config.data.train_dir, vocab)
     batches = Batches(tokens, config.data.seq_length, config.data.global_batch_size)
-    found = ckpt.find_latest(config.exp_manager.exp_dir) \
-        if config.exp_manager.resume_if_exists else None
+    exp = config.exp_manager
+    found = resume_point(exp.exp_dir, exp.resume_if_exists, exp.resume_from_checkpoint)
+    check_saves(exp.exp_dir, _saves(config, found))
     return Job(config, settings, batches, build, emit, found, pipeline, unshard=join)
+
+
+def _saves(config: TrainConfig, found: ckpt.Checkpoint | None) -> list[int]:
+    """The steps this run will save a checkpoint of."""
+    exp = config.exp_manager
+    every = exp.every_n_train_steps if exp.create_checkpoint_callback else None
+    return saved_steps(found.step if found is not None else 0, config.trainer.max_steps, every)
+
+
+def _prepare_exp_dir(job: Job) -> None:
+    """The experiment folder made, and the folders interrupted saves left where this run
+    saves set aside (`resume`), each named in one line."""
+    exp = job.config.exp_manager.exp_dir
+    os.makedirs(exp, exist_ok=True)
+    for moved in set_aside_interrupted(exp, _saves(job.config, job.resume)):
+        job.emit(f"set aside the folder of an interrupted save as {moved}")
 
 
 def _only_slice(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:
@@ -296,7 +323,7 @@ def run_training(config: TrainConfig, emit: Callable[[str], None] = print,
     if processes > 1:
         return _run_mpi(config, emit, processes, on_joined)
     job = make_job(config, emit)
-    os.makedirs(config.exp_manager.exp_dir, exist_ok=True)
+    _prepare_exp_dir(job)
     channels = LocalChannels(_timeout())
     try:
         run_rank_threads(list(range(job.settings.world)), channels,
@@ -331,7 +358,7 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int,
     local = list(range(process * per, (process + 1) * per))
     job = make_job(config, emit if process == 0 else (lambda _: None))
     if process == 0:
-        os.makedirs(config.exp_manager.exp_dir, exist_ok=True)
+        _prepare_exp_dir(job)
     comm.Barrier()
     peers = PeerProcesses(comm.allgather(this_process()), process, per,
                           os.environ.get("NXCC_RUNTIME_DIR") or default_runtime_dir())
