@@ -115,8 +115,9 @@ class _Refused(yaml.YAMLError):
 
 def load_yaml_text(text: str, source: str) -> Any:
     """The YAML document `text` (from `source`, named in a refusal)."""
-    loader = _BoundedLoader(text)
+    loader = None
     try:
+        loader = _BoundedLoader(text)  # the reader refuses unprintable characters here
         return loader.get_single_data()
     except RecursionError:  # a structure deeper than MAX_DEPTH never reaches here
         raise UserFileError(source, "is nested too deep to be read") from None
@@ -128,7 +129,8 @@ def load_yaml_text(text: str, source: str) -> Any:
             raise UserFileError(source, f"{problem}{where}") from None
         raise UserFileError(source, f"is not valid YAML{where}: {problem}") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_yaml_file(path: str, limit: int = MAX_DOCUMENT_BYTES) -> Any:
