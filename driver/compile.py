@@ -16,6 +16,7 @@ from nxcc.backend.neff import NeffError, NeffHeader
 from nxcc.backend.neff.constants import NXCC_VERSION
 from nxcc.backend.program.package import NeffSpec, write_program_neff
 from nxcc.backend.program.state import StateBuffer
+from nxcc.backend.runtime.loadable import UnloadableNeff
 from nxcc.driver.compile_gc import compile_gc
 from nxcc.driver.errors import CompileError, write_error
 from nxcc.driver.frontends import choose_framework, import_xla
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
     import onnx
 
 log = logging.getLogger("nxcc.compiler")
+
+#: A compiled program the runtime would refuse to load (a tensor, arena or payload over the
+#: runtime's limits, `backend.neff.limits`): refused before any NEFF is written.
+RUNTIME_LIMIT = "NCC_ELIM001"
 
 
 @dataclass(frozen=True)
@@ -167,6 +172,9 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
         progress("write")
     try:
         header = write_program_neff(options.output, cores, spec)
+    except UnloadableNeff as exc:
+        raise CompileError(RUNTIME_LIMIT, f"the compiled program would not load: "
+                           f"{exc.problem} (runtime code {exc.code}); no NEFF written") from None
     except OSError as exc:
         raise write_error(options.output, exc) from None
     except NeffError as exc:
