@@ -1,15 +1,15 @@
 """`.npy` arrays a user gives: the header checked before the array is allocated.
 
 `read_header(f, source, max_bytes)` reads the magic and the header (numpy's own parser of
-its Python-literal header, at most numpy's 10,000 header bytes) and refuses, as one
-`UserFileError` line: an unknown version; a dtype that is not numeric (Python objects,
-which are never unpickled; structured or sub-array types; strings, dates); a rank over
-`ir.limits.MAX_RANK`, a negative dimension or one over `MAX_DIM`, and more than
-`max_bytes` bytes (None: bounded by the file alone). `read_data` then reads exactly the
-bytes the header declares into a new array, refusing a short read and any byte after
-them, and converts a big-endian array to the machine's byte order (always exact: the same
-type in the other order). `read_npy(path)` does both for a `.npy` file, whose size must be
-the header plus the declared data.
+its Python-literal header, at most MAX_HEADER_BYTES, checked before numpy reads it) and
+refuses, as one `UserFileError` line: an unknown version; a dtype that is not numeric
+(Python objects, which are never unpickled; structured or sub-array types; strings,
+dates); a rank over `ir.limits.MAX_RANK`, a negative dimension or one over `MAX_DIM`, and
+more than `max_bytes` bytes (None: bounded by the file alone). `read_data` then reads
+exactly the bytes the header declares into a new array, refusing a short read and any
+byte after them, and converts a big-endian array to the machine's byte order (always
+exact: the same type in the other order). `read_npy(path)` does both for a `.npy` file,
+whose size must be the header plus the declared data.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from nxcc.ir.limits import MAX_TENSOR_BYTES, oversize
 NUMERIC_KINDS = "biufcV"
 #: Bytes read from the stream at a time into the array.
 CHUNK = 16 << 20
+#: The longest `.npy` header read (numpy's own default limit).
+MAX_HEADER_BYTES = 10_000
 
 _HEADER_READERS = {(1, 0): npy_format.read_array_header_1_0,
                    (2, 0): npy_format.read_array_header_2_0,
@@ -51,6 +53,11 @@ class NpyHeader:
     def nbytes(self) -> int:
         return math.prod(self.shape) * self.dtype.itemsize
 
+    @property
+    def native_dtype(self) -> np.dtype:
+        """The dtype of the array as read: `dtype` in the machine's byte order."""
+        return self.dtype if self.dtype.isnative else self.dtype.newbyteorder("=")
+
 
 def dtype_problem(dtype: np.dtype) -> str | None:
     """Why arrays of `dtype` are not read, or None."""
@@ -68,6 +75,11 @@ def read_header(f: BinaryIO, source: str, max_bytes: int | None = MAX_TENSOR_BYT
     """The checked header of the `.npy` data `f` is positioned at (see the module
     docstring); UserFileError naming `source` otherwise."""
     start = f.tell()
+    length = _header_length(f.read(12))
+    if length is not None and length > MAX_HEADER_BYTES:  # numpy would first read it all
+        raise UserFileError(source, f"its .npy header claims {length} bytes, over the "
+                            f"limit of {MAX_HEADER_BYTES}")
+    f.seek(start)
     try:
         version = npy_format.read_magic(f)
         read = _HEADER_READERS.get(version)
@@ -83,6 +95,15 @@ def read_header(f: BinaryIO, source: str, max_bytes: int | None = MAX_TENSOR_BYT
     if problem is not None:
         raise UserFileError(source, problem)
     return NpyHeader(tuple(shape), dtype, bool(fortran), f.tell() - start)
+
+
+def _header_length(head: bytes) -> int | None:
+    """The header length a `.npy` prefix declares (None when it is too short to say)."""
+    if len(head) >= 10 and head[6:7] == b"\x01":
+        return int.from_bytes(head[8:10], "little")
+    if len(head) >= 12:
+        return int.from_bytes(head[8:12], "little")
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

@@ -198,8 +198,9 @@ def check_arrays(path: str, headers: Mapping[str, Shaped], expected: Expected) -
         if header is None:
             raise CheckpointError(path, f"lacks '{name}' ({want}), which this model and "
                                         "layout keep")
-        got = f"{header.dtype.name}{list(header.shape)}"
-        if header.shape != tuple(shape) or header.dtype != np.dtype(dtype):
+        have = header.dtype if header.dtype.isnative else header.dtype.newbyteorder("=")
+        got = f"{have.name}{list(header.shape)}"
+        if header.shape != tuple(shape) or have != np.dtype(dtype):  # read in native order
             raise CheckpointError(path, f"holds '{name}' as {got}; this model and layout "
                                         f"keep {want}")
     extra = sorted(set(headers) - set(expected))
