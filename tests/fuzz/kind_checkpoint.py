@@ -231,4 +231,4 @@ def check(work: Path) -> str | None:
     return None
 
 
-KIND = Kind("checkpoint", ".zip", seeds, mutate, commands, check)
+KIND = Kind("checkpoint", ".zip", seeds, mutate, commands, check, short_share=0.2)
