@@ -16,12 +16,13 @@ text); a key given twice in one mapping is refused too.
 from __future__ import annotations
 
 import json
+from itertools import accumulate, repeat
+from operator import sub
 from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
-from nxcc.backend.neff.schema import json_depth
 from nxcc.backend.userfiles.regular import UserFileError, read_regular
 
 MAX_DOCUMENT_BYTES: int = 16 << 20
@@ -41,9 +42,24 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
+_STEPS = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")  # +1 and -1, offset by 1
+
+
+def json_nesting(raw: bytes) -> int:
+    """The deepest nesting of lists and objects in JSON text `raw`, found without parsing
+    or recursion, in C-speed passes: escapes dropped, strings dropped (the quotes left
+    alternate in and out), every other byte but brackets dropped, then the running sum of
+    +1 per opening and -1 per closing bracket."""
+    text = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    outside = b"".join(text.split(b'"')[0::2])
+    steps = outside.translate(None, _NOT_BRACKETS).translate(_STEPS)
+    return max(accumulate(map(sub, steps, repeat(1))), default=0)
+
+
 def load_json_text(raw: bytes, source: str) -> Any:
     """The JSON document `raw` (from `source`, named in a refusal)."""
-    depth = json_depth(raw)
+    depth = json_nesting(raw)
     if depth > MAX_DEPTH:
         raise UserFileError(source, f"JSON nested {depth} deep, over the limit of "
                             f"{MAX_DEPTH}")
