@@ -49,7 +49,12 @@ from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.data import Batches, load_tokens
 from nxcc.driver.train.engine import EngineSettings, RankTrainer, StepStats
 from nxcc.driver.train.errors import TrainConfigError
-from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
+from nxcc.driver.train.metrics import (
+    MetricsWriter,
+    check_metrics_file,
+    format_line,
+    should_log,
+)
 from nxcc.driver.train.model_stage import Pipeline, decoder_builder, decoder_unshard
 from nxcc.driver.train.onnx_stage import onnx_builder
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
@@ -258,6 +263,7 @@ def make_job(config: TrainConfig, emit: Callable[[str], None]) -> Job:
     exp = config.exp_manager
     found = resume_point(exp.exp_dir, exp.resume_if_exists, exp.resume_from_checkpoint)
     check_saves(exp.exp_dir, _saves(config, found))
+    check_metrics_file(exp.exp_dir)
     return Job(config, settings, batches, build, emit, found, pipeline, unshard=join)
 
 

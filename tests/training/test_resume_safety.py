@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -172,3 +173,31 @@ def test_manifest_nested_10000_deep(trained: Path, tmp_path: Path) -> None:
     (exp / "checkpoints" / "step_2" / "checkpoint.json").write_text("[" * 10_000 + "]" * 10_000)
     assert_clean_error(train(config(tmp_path, steps=3)), "[NCC_ETRN002]",
                        "checkpoint.json: JSON nested 10000 deep")
+
+
+def test_hostile_metrics_file(trained: Path, tmp_path: Path) -> None:
+    """The metrics file read back on a resume: lines nested 10,000 deep or not objects are
+    skipped; a FIFO or a link in its place is refused before training (the run would write
+    through it), and the link's target is left as it was."""
+    exp = fresh(trained, tmp_path)
+    metrics = exp / "metrics.jsonl"
+    good = metrics.read_text()
+    metrics.write_text(good + "[" * 10_000 + "]" * 10_000 + "\n[1, 2]\n")
+    out = train(config(tmp_path, steps=3))
+    assert out.status == 0, out.stderr
+    assert [json.loads(x)["step"] for x in metrics.read_text().splitlines()] == [1, 2, 3]
+    target = tmp_path / "precious.txt"
+    target.write_text("mine")
+    metrics.unlink()
+    metrics.symlink_to(target)
+    assert_clean_error(train(config(tmp_path, steps=4)), "[NCC_ETRN001]",
+                       "metrics.jsonl is not a regular file")
+    assert target.read_text() == "mine"
+    metrics.unlink()
+    os.mkfifo(metrics)
+    assert_clean_error(train(config(tmp_path, steps=4)), "metrics.jsonl is not a regular file")
+
+
+def test_configuration_that_is_a_fifo(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "lm.yaml")
+    assert_clean_error(train(tmp_path / "lm.yaml"), "[NCC_ETRN001]", "is a FIFO")
