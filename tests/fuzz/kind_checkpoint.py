@@ -212,8 +212,10 @@ def check(work: Path) -> str | None:
         p = exp / rel
         if not p.is_file() or hashlib.sha256(p.read_bytes()).hexdigest() != sha:
             return f"{rel} of a committed step folder was changed or lost"
-    ran = (exp / ROOT / "step_3" / "checkpoint.json").is_file() and \
-        (exp / ROOT / "latest").read_text().strip() == "step_3"
+    latest = exp / ROOT / "latest"
+    ran = f"{ROOT}/step_3/checkpoint.json" not in before["committed"] and \
+        (exp / ROOT / "step_3" / "checkpoint.json").is_file() and latest.is_file() and \
+        latest.read_bytes().strip() == b"step_3"  # this run trained and saved step 3
     if not ran:
         return None
     pointer = before["latest"]
