@@ -29,11 +29,15 @@ def test_every_kind_has_seeds(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A work directory per kind, holding what its commands need (e.g. inputs)."""
+    """A work directory per kind, holding what its commands need (e.g. inputs); seeded
+    with a runtime directory of their own (cores another test process holds in the default
+    one would fail a seed run)."""
     dirs = {}
-    for name, kind in KINDS.items():
-        dirs[name] = tmp_path_factory.mktemp(name)
-        kind.seeds(dirs[name])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("NXCC_RUNTIME_DIR", str(tmp_path_factory.mktemp("runtime")))
+        for name, kind in KINDS.items():
+            dirs[name] = tmp_path_factory.mktemp(name)
+            kind.seeds(dirs[name])
     return dirs
 
 
