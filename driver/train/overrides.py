@@ -7,17 +7,19 @@ a Hydra application, so its users write them this way).
     ~key.path          delete a key (an error if the file has none)
     ~key.path=VALUE    delete it only if its value is VALUE
 
-A VALUE is read as YAML (`5`, `1e-4`, `[0.9,0.95]`, `{train: [1.0, /data/a]}`, `null`); an
-empty VALUE is the empty string, as in Hydra. The result is checked with the file's keys
-afterwards, so an override of a key NxD does not have is reported like one in the file.
+A VALUE is read as YAML (`5`, `1e-4`, `[0.9,0.95]`, `{train: [1.0, /data/a]}`, `null`) with
+the bounds of the file itself (`backend.userfiles.structured`: nesting, alias expansion, a key
+given twice); an empty VALUE is the empty string, as in Hydra. The result is checked with the
+file's keys afterwards, so an override of a key NxD does not have is reported like one in the
+file.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
-
+from nxcc.backend.userfiles import UserFileError
+from nxcc.backend.userfiles.structured import load_yaml_text
 from nxcc.driver.train.errors import TrainConfigError
 
 Tree = dict[str, object]
@@ -54,9 +56,9 @@ def parse_override(item: str) -> Override:
         raise TrainConfigError(path, f"override {item!r} has no value: an override is "
                                      "KEY.PATH=VALUE")
     try:
-        value = (yaml.safe_load(text) if text else "") if sep else None
-    except yaml.YAMLError:
-        raise TrainConfigError(path, f"override value {text!r} is not YAML") from None
+        value = (load_yaml_text(text, "override") if text else "") if sep else None
+    except UserFileError as exc:  # bounded as the file is: nesting, aliases, repeated keys
+        raise TrainConfigError(path, f"override value {text[:80]!r} {exc.what}") from None
     return Override(op, path, value, bool(sep), item)
 
 
