@@ -1,7 +1,8 @@
 """Command-line overrides of a training configuration, in Hydra's grammar (NxD's launcher is
 a Hydra application, so its users write them this way).
 
-    key.path=VALUE     replace a key the file has (an error if it has none)
+    key.path=VALUE     replace a key the file has (an error if it has none; for a key NxD
+                       does not have, the error names the nearest valid key)
     +key.path=VALUE    add a key the file does not have (an error if it has one)
     ++key.path=VALUE   add or replace
     ~key.path          delete a key (an error if the file has none)
@@ -20,7 +21,9 @@ from dataclasses import dataclass
 
 from nxcc.backend.userfiles import UserFileError
 from nxcc.backend.userfiles.structured import load_yaml_text
+from nxcc.driver.train.config_keys import IGNORED_SUBTREES, known_paths
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.yaml_tree import unknown_key_hint
 
 Tree = dict[str, object]
 
@@ -80,12 +83,22 @@ def _parent(tree: Tree, path: str, create: bool) -> tuple[Tree | None, str]:
     return node, last
 
 
+def _nxd_key(path: str) -> bool:
+    """Whether `path` is a key of NxD Training's configuration (or lies in a block whose
+    keys nxcc does not check)."""
+    parts = path.split(".")
+    return path in known_paths() or any(".".join(parts[:i]) in IGNORED_SUBTREES
+                                        for i in range(1, len(parts)))
+
+
 def apply_override(tree: Tree, item: str) -> None:
     """Apply one override to `tree` (see the module docstring)."""
     o = parse_override(item)
     node, last = _parent(tree, o.path, create=o.op in ("add", "force"))
     present = node is not None and last in node
     if o.op == "set" and not present:
+        if not _nxd_key(o.path):  # a misspelt key: its nearest name helps more than `+`
+            raise TrainConfigError(o.path, unknown_key_hint(o.path))
         raise TrainConfigError(o.path, f"the file has no such key to override: add it with "
                                        f"+{o.path}=... (or ++{o.path}=... to add or replace)")
     if o.op == "add" and present:
