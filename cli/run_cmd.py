@@ -25,11 +25,12 @@ from nxcc.cli.errors import user_errors
 from nxcc.cli.rank_process import joined, run_rank, split_off_rank
 
 
-def load_inputs(path: str, names: list[str] | None = None) -> dict[str, np.ndarray]:
+def load_inputs(path: str, names: list[str] | None = None, what: str = "inputs"
+                ) -> dict[str, np.ndarray]:
     """The arrays of an .npz file (never unpickled), by name. Positional arrays
     (`arr_0`, `arr_1`... as `np.savez(f, a, b)` writes them) are taken as the inputs `names`
     in order when there are as many and none is named after an input."""
-    arrays = read_npz(path)  # sizes bounded before numpy allocates
+    arrays = read_npz(path, what)  # sizes bounded before numpy allocates
     positional = [f"arr_{i}" for i in range(len(arrays))]
     if names and sorted(arrays) == sorted(positional) and len(names) == len(arrays) \
             and not set(names) & set(arrays):
@@ -185,7 +186,7 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
         inputs = load_inputs(inputs_path, [i.name for i in model.inputs]) if inputs_path else {}
         profiler = model.profile() if profile_path else None
         if load_state:
-            model.load_state(load_inputs(load_state))
+            model.load_state(load_inputs(load_state, what="state"))
         if steps is not None:
             outputs = model.run_steps(steps, **inputs)
         for _ in range(repeat if steps is None else 0):
