@@ -199,6 +199,9 @@ def _scan(ctx: NodeContext, inputs: list[Value]) -> list[Value]:
     b, graphs = ctx.b, _graphs(ctx)
     body: onnx.GraphProto = ctx.attr("body")
     m = int(ctx.attr("num_scan_inputs"))
+    if not 0 < m <= len(inputs):
+        raise ctx.fail(f"attribute 'num_scan_inputs' is {m}, but the node has "
+                       f"{len(inputs)} inputs")
     states, xs = inputs[:len(inputs) - m], inputs[len(inputs) - m:]
     n = len(states)
     k = len(body.output) - n

@@ -1,13 +1,15 @@
 """`load_config(path) -> TrainConfig`: an NxD Training YAML file as frozen dataclasses.
 
-The file is read with PyYAML's `safe_load`; its keys are sorted into those nxcc acts on,
+The file is read with PyYAML's safe loader, its size and nesting bounded
+(`backend.userfiles.structured`); its keys are sorted into those nxcc acts on,
 those NxD has that nxcc ignores (`TrainConfig.ignored_keys`, for one warning line) and the
 rest, refused with the nearest valid name (`config_keys`, `yaml_tree`). Values are checked
 against their types and ranges (`values`), sizes against each other (`config_checks`).
 Every problem raises `TrainConfigError` (`ERROR: [NCC_ETRN001] <key path>: <what>`) before
 anything is written. Input paths (`data.train_dir`, `model.model_config`,
-`model.onnx_path`) are taken from the YAML file's folder when relative; `exp_manager.exp_dir`
-(an output) from the working directory, `nemo_experiments/<name>` when null as NeMo does.
+`model.onnx_path`, `exp_manager.resume_from_checkpoint`) are taken from the YAML file's folder
+when relative; `exp_manager.exp_dir` (an output) from the working directory,
+`nemo_experiments/<name>` when null as NeMo does.
 """
 
 from __future__ import annotations
