@@ -131,12 +131,23 @@ def _versions() -> dict[str, str]:
     return found
 
 
+def load_average() -> list[float] | None:
+    """The machine's 1, 5 and 15-minute load averages (None where the OS has none): other
+    work on the same cores moves every figure."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 def environment(blas: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Where and when: machine, date (UTC), versions, commit, the BLAS (this process's
-    unless given) and the BLAS variables of the caller's environment."""
+    """Where and when: machine (with its load averages when the run ended), date (UTC),
+    versions, commit, the BLAS (this process's unless given) and the BLAS variables of the
+    caller's environment."""
     return {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "machine": {"host": platform.node(), "cpu": _cpu(), "cpus": os.cpu_count(),
-                        "memory_gib": _memory_gib(), "os": platform.platform()},
+                        "memory_gib": _memory_gib(), "os": platform.platform(),
+                        "load_average": load_average()},
             "versions": _versions(), "commit": _commit(),
             "blas": blas if blas is not None else blas_info(),
             "caller_blas_variables": {k: os.environ.get(k) for k in BLAS_VARIABLES}}
@@ -188,7 +199,8 @@ def write_files(rec: Recording, output: str) -> tuple[Path, Path]:
             f"- command: `{_command()}`",
             f"- date: {env['date']}",
             f"- machine: {machine['host']}: {machine['cpus']} CPUs, {machine['cpu']}, "
-            f"{machine['memory_gib']} GiB; {machine['os']}",
+            f"{machine['memory_gib']} GiB; {machine['os']}; load average "
+            f"{_load_text(machine['load_average'])} (1, 5, 15 min, at the end)",
             f"- versions: {versions}; commit {env['commit'] or 'unknown'}",
             f"- BLAS: {blas_line(env['blas'])}",
             f"- caller's environment: {caller}",
@@ -201,6 +213,10 @@ def write_files(rec: Recording, output: str) -> tuple[Path, Path]:
                              "environment": env, "notes": rec.notes,
                              "output": output.splitlines(), **rec.data}, indent=1) + "\n")
     return md, js
+
+
+def _load_text(load: list[float] | None) -> str:
+    return " ".join(f"{x:.2f}" for x in load) if load else "unknown"
 
 
 def _replace(path: Path, text: str) -> None:

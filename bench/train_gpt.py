@@ -1,7 +1,7 @@
 """Training speed: a GPT trained by `neuronx-cc train` against the same model in PyTorch.
 
     python bench/train_gpt.py [SHAPE ...] [--steps N] [--warmup W] [--threads T] [--no-tp2]
-                              [--results DIR]
+                              [--repeat R] [--results DIR]
 
 SHAPE is `LAYERSxHIDDENxSEQ` (default: `4x512x256 6x768x512`): that many layers of that
 hidden size (heads of 64, FFN 4 x hidden) at that sequence length, micro-batch 4
@@ -16,8 +16,10 @@ no activation recomputation. For each shape, each side in a process of its own w
 - PyTorch (when torch is installed): `bench/torch_gpt.py`, with `torch.set_num_threads`.
 
 Each side runs `--warmup` untimed steps and `--steps` timed ones; the figure is tokens per
-second of the median step (micro-batch x sequence tokens). Columns: tokens/s of each, and
-nxcc / PyTorch and TP2 / one rank. The table goes to bench/results/train_gpt.md and .json.
+second of the median step (micro-batch x sequence tokens). With `--repeat R` the sides run
+R times each, alternating (in turned order every other round), and the table gives the
+medians: of each side's figure, and of the ratios within a round. Columns: tokens/s of each,
+and nxcc / PyTorch and TP2 / one rank. The table goes to bench/results/train_gpt.md and .json.
 """
 
 from __future__ import annotations
@@ -129,27 +131,36 @@ def tokens_per_s(result: dict, tokens: int) -> float:
 
 
 def measure(shape: str, opts: argparse.Namespace) -> dict:
-    """One row: each side in a process of its own."""
+    """One row: each side in a process of its own, the sides alternating `opts.repeat`
+    times (in turned order every other round, so that a change of the machine's load
+    falls on both); each side's median over the rounds, and the ratios' medians."""
     from table import WORKER, run_json
 
     _, _, seq = parse_shape(shape)
     tokens = opts.micro_batch * seq
     common = [shape, "--micro-batch", str(opts.micro_batch), "--vocab", str(opts.vocab),
               "--steps", str(opts.steps), "--warmup", str(opts.warmup)]
-    threads = {"OPENBLAS_NUM_THREADS": str(opts.threads)}
-    row: dict = {"shape": shape, "tokens_per_step": tokens}
-    nxcc = run_json([WORKER, "train", "nxcc", *common], REPO, threads)
-    row["nxcc_tokens_per_s"] = tokens_per_s(nxcc, tokens)
+    sides = {"nxcc": ([WORKER, "train", "nxcc", *common],
+                      {"OPENBLAS_NUM_THREADS": str(opts.threads)})}
     if opts.tp2:
-        tp2 = run_json([WORKER, "train", "nxcc", *common, "--tp", "2"], REPO,
-                       {"OPENBLAS_NUM_THREADS": "1"})
-        row["tp2_tokens_per_s"] = tokens_per_s(tp2, tokens)
-        row["tp2_vs_one"] = row["tp2_tokens_per_s"] / row["nxcc_tokens_per_s"]
+        sides["tp2"] = ([WORKER, "train", "nxcc", *common, "--tp", "2"],
+                        {"OPENBLAS_NUM_THREADS": "1"})
     if importlib.util.find_spec("torch") is not None:
-        torch = run_json([WORKER, "train", "torch", *common, "--threads", str(opts.threads)],
-                         REPO, {"OMP_NUM_THREADS": str(opts.threads)})
-        row["torch_tokens_per_s"] = tokens_per_s(torch, tokens)
-        row["nxcc_vs_torch"] = row["nxcc_tokens_per_s"] / row["torch_tokens_per_s"]
+        sides["torch"] = ([WORKER, "train", "torch", *common, "--threads", str(opts.threads)],
+                          {"OMP_NUM_THREADS": str(opts.threads)})
+    rounds: dict[str, list[float]] = {side: [] for side in sides}
+    for r in range(opts.repeat):
+        for side in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+            args, env = sides[side]
+            rounds[side].append(tokens_per_s(run_json(args, REPO, env), tokens))
+    row: dict = {"shape": shape, "tokens_per_step": tokens, "rounds": rounds}
+    for side, figures in rounds.items():
+        row[f"{side}_tokens_per_s"] = statistics.median(figures)
+    for key, (mine, theirs) in {"tp2_vs_one": ("tp2", "nxcc"),
+                                "nxcc_vs_torch": ("nxcc", "torch")}.items():
+        if mine in rounds and theirs in rounds:
+            row[key] = statistics.median(
+                a / b for a, b in zip(rounds[mine], rounds[theirs], strict=True))
     return row
 
 
@@ -177,19 +188,24 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--micro-batch", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=8192)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of the sides, alternating (medians reported)")
     parser.add_argument("--no-tp2", dest="tp2", action="store_false",
                         help="leave out the TP2 run")
     add_results_argument(parser)
     opts = parser.parse_args()
     for shape in opts.shapes:
         parse_shape(shape)
+    if min(opts.repeat, opts.steps) < 1:
+        raise SystemExit("ERROR: --repeat and --steps must be at least 1")
     table.BASE_ENVIRONMENT = table.measurement_environment()
     with recording("train_gpt", "Training a GPT: nxcc against PyTorch", opts.results,
                    markdown=True) as rec:
         print(f"{opts.threads} threads (TP2: 2 ranks of 1 thread); OPENBLAS_CORETYPE and "
               f"OPENBLAS_L2_SIZE unset; micro-batch {opts.micro_batch}, vocabulary "
               f"{opts.vocab}, AdamW, float32; median of {opts.steps} steps after "
-              f"{opts.warmup} untimed")
+              f"{opts.warmup} untimed; {opts.repeat} alternating round(s) per shape, "
+              f"medians")
         print(HEADER, flush=True)
         rows = []
         for shape in opts.shapes:
