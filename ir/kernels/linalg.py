@@ -1,10 +1,15 @@
 """dot_general: batched matrix multiplication with HLO dimension numbers.
 
-lhs is transposed to (batch, free, contracting) and rhs to (batch, contracting, free), both
-reshaped to 3-D and multiplied by one np.matmul (written straight into a 3-D view of the out
-when it is contiguous and already of the compute dtype). Floats accumulate in the wider of
-the operand and result compute dtypes (f32 at least); integers in 64 bits, which is exact
-modulo 2**64 and so wraps exactly like an accumulation in the result type.
+lhs is transposed to (batch, free, contracting) and rhs to (batch, contracting, free), each
+group of dims merged into one, and the two multiplied by one np.matmul (written straight
+into a view of the out when it is contiguous and already of the compute dtype). The
+operands stay views of the arguments wherever numpy's matmul can hand their matrices to
+BLAS as they are (rows or columns a fixed stride apart): 3-D (batch, m, k) when every group
+merges in place, else with the batch dims kept apart (attention's keys [b, s, h, d] batched
+over b and h), and a copy only when a group cannot merge or a matrix has no BLAS layout.
+Floats accumulate in the wider of the operand and result compute dtypes (f32 at least);
+integers in 64 bits, which is exact modulo 2**64 and so wraps exactly like an accumulation
+in the result type.
 """
 
 from __future__ import annotations
@@ -33,18 +38,52 @@ def accumulate_dtype(operand: np.dtype, result: np.dtype) -> np.dtype:
     return np.dtype(np.int64)
 
 
-def _as_3d(x: np.ndarray, batch: Sequence[int], first: Sequence[int],
-           second: Sequence[int], dtype: np.dtype) -> np.ndarray:
-    """`x` transposed to (batch, first, second) and reshaped to 3-D, as `dtype`."""
-    t = x.transpose([*batch, *first, *second])
-    size = [math.prod(x.shape[d] for d in dims) for dims in (batch, first, second)]
-    return t.astype(dtype, copy=False).reshape(size)
+def _merges(t: np.ndarray, groups: Sequence[int]) -> bool:
+    """Whether each group of consecutive dims of `t` (`groups`: their counts, in order)
+    merges into one dim without a copy."""
+    start = 0
+    for count in groups:
+        dims = [(n, st) for n, st in zip(t.shape[start:start + count],
+                                          t.strides[start:start + count], strict=True)
+                if n != 1]
+        if any(st0 != st1 * n1 for (_, st0), (n1, st1) in zip(dims, dims[1:], strict=False)):
+            return False
+        start += count
+    return True
+
+
+def _blas_matrices(x: np.ndarray) -> bool:
+    """Whether numpy's matmul gives the matrices of stack `x` (its last two dims) to BLAS
+    in place: one stride the item size, the other a multiple of it no shorter than a row
+    or column (numpy's `is_blasable2d`); else it would run its own loop."""
+    rows, cols = x.shape[-2:]
+    item = x.itemsize
+    for (outer, n), inner in (((x.strides[-2], cols), x.strides[-1]),
+                              ((x.strides[-1], rows), x.strides[-2])):
+        if inner == item and outer % item == 0 and outer // item >= n:
+            return True
+    return x.size == 0
+
+
+def _stacked(t: np.ndarray, batch: int, groups: tuple[int, int], dtype: np.dtype,
+             merge_batch: bool) -> np.ndarray:
+    """`t` (dims: `batch` batch dims, then the two groups) as a stack of matrices of
+    `dtype`: [batch, m, k] with `merge_batch`, else [*batch dims, m, k]; a view when the
+    groups merge in place and its matrices have a BLAS layout, else a contiguous copy."""
+    shape = t.shape
+    m = math.prod(shape[batch:batch + groups[0]])
+    k = math.prod(shape[batch + groups[0]:])
+    lead = [math.prod(shape[:batch])] if merge_batch else list(shape[:batch])
+    x = t.astype(dtype, copy=False).reshape([*lead, m, k])
+    return x if _blas_matrices(x) else np.ascontiguousarray(x)
 
 
 def matmul_operands(lhs: np.ndarray, rhs: np.ndarray, out_dtype: np.dtype,
                     attrs: Mapping[str, AttrValue]) -> tuple[np.ndarray, np.ndarray, np.dtype]:
-    """(a, b, acc): the operands of dot_general as 3-D (batch, m, k) and (batch, k, n) arrays
-    of the accumulation dtype `acc` (views of lhs and rhs when no copy is needed)."""
+    """(a, b, acc): the operands of dot_general as stacks (..., m, k) and (..., k, n) of
+    the accumulation dtype `acc`, with the same leading (batch) dims: one when both merge
+    their batch dims in place, else the batch dims as they are (views of lhs and rhs when
+    no copy is needed, see the module docstring)."""
     lb, rb = attrs["lhs_batch_dims"], attrs["rhs_batch_dims"]
     lc, rc = attrs["lhs_contracting_dims"], attrs["rhs_contracting_dims"]
     lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]  # type: ignore
@@ -52,9 +91,12 @@ def matmul_operands(lhs: np.ndarray, rhs: np.ndarray, out_dtype: np.dtype,
     acc = accumulate_dtype(lhs.dtype, out_dtype)
     if lhs.dtype == np.bool_:
         acc = np.dtype(np.int64)
-    a = _as_3d(lhs, lb, lfree, lc, acc)  # type: ignore[arg-type]
-    b = _as_3d(rhs, rb, rc, rfree, acc)  # type: ignore[arg-type]
-    return a, b, acc
+    ta = lhs.transpose([*lb, *lfree, *lc])  # type: ignore[misc]
+    tb = rhs.transpose([*rb, *rc, *rfree])  # type: ignore[misc]
+    nb = len(lb)  # type: ignore[arg-type]
+    ga, gb = (len(lfree), len(lc)), (len(rc), len(rfree))  # type: ignore[arg-type]
+    merge = _merges(ta, (nb, *ga)) and _merges(tb, (nb, *gb))
+    return _stacked(ta, nb, ga, acc, merge), _stacked(tb, nb, gb, acc, merge), acc
 
 
 @kernel(ops.dot_general)
@@ -63,10 +105,9 @@ def dot_general(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     """out[b, m, n] = sum_k lhs[b, m, k] * rhs[b, k, n] (dims per the attributes)."""
     out = outs[0]
     a, b, acc = matmul_operands(args[0], args[1], out.dtype, attrs)
-    shape3 = (a.shape[0], a.shape[1], b.shape[2])
     with np.errstate(all="ignore"):
         if out.dtype == acc and out.flags.c_contiguous:
-            np.matmul(a, b, out=out.reshape(shape3))
+            np.matmul(a, b, out=out.reshape(_product_shape(a, b)))
         else:
             r = np.matmul(a, b).reshape(out.shape)
             store(out, r != 0 if out.dtype == np.bool_ else r)
@@ -77,8 +118,8 @@ def dot_general_plan(args: Sequence[np.ndarray], out: np.ndarray,
                      attrs: Mapping[str, AttrValue], ctx: KernelContext,
                      constant: Sequence[bool], pool: ScratchPool) -> Step | None:
     """Into a contiguous out of the accumulation dtype: ``np.matmul(a, b, out=out3)`` with
-    its 3-D operands made once when they are views of their slot or constants (a transposed
-    weight is packed once, at load)."""
+    its stacked operands made once when they are views of their slot or constants (a
+    transposed weight is packed once, at load)."""
     lhs, rhs = args
     a, b, acc = matmul_operands(lhs, rhs, out.dtype, attrs)
     if out.dtype != acc or not out.flags.c_contiguous:
@@ -86,13 +127,19 @@ def dot_general_plan(args: Sequence[np.ndarray], out: np.ndarray,
     for derived, source, fixed in ((a, lhs, constant[0]), (b, rhs, constant[1])):
         if not fixed and not (derived.size == 0 or np.may_share_memory(derived, source)):
             return None  # a copy made now would not follow later values of the slot
-    out3 = out.reshape(a.shape[0], a.shape[1], b.shape[2])
-    if a.shape[0] == 1 and acc in NATIVE_FLOATS and _blas_layout(a[0]) and _blas_layout(b[0]):
+    out3 = out.reshape(_product_shape(a, b))
+    if a.ndim == 3 and a.shape[0] == 1 and acc in NATIVE_FLOATS and _blas_layout(a[0]) \
+            and _blas_layout(b[0]):
         # one matrix product: np.dot calls the same BLAS gemm as np.matmul (the same bits
         # on 3,024 shapes and layouts, both OpenBLAS kernels) with less of numpy's
         # dispatch: 0.50 against 0.81 us for examples/mlp.onnx's f32[4,16] x f32[16,32]
         return functools.partial(np.dot, a[0], b[0], out=out3[0])
     return functools.partial(np.matmul, a, b, out=out3)
+
+
+def _product_shape(a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:
+    """The shape of np.matmul(a, b) for stacks with the same leading dims."""
+    return (*a.shape[:-1], b.shape[-1])
 
 
 def _blas_layout(m: np.ndarray) -> bool:
