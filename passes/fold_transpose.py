@@ -8,6 +8,13 @@ whose rows are a fixed stride apart, so the transposed copy (attention's heads s
 hidden dim: [b, s, h, d] -> [b, h, s, d]) is never made. A transpose left without users is
 removed by dead code elimination; one with other users stays for them.
 
+Two more rewrites remove the transposes a gradient leaves after a product:
+
+- `transpose(dot_general(x, y))` whose permutation only puts the rhs free dims before the
+  lhs free dims (the batch dims first, in order) is `dot_general(y, x)`, when the transpose
+  is the product's only user (a weight's gradient: dW = dY^T X computed as (X^T dY)^T);
+- `transpose(transpose(x, p), q)` is one transpose of x (none at all when they cancel).
+
 The products are the same sums in the same order (the contracting dims keep their order).
 Runs on each core's program before `fuse` (`passes/registry.py: CORE_PIPELINE`).
 """
@@ -19,8 +26,9 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir import ops
-from nxcc.ir.core import Module, Op, Value
+from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.patterns import RewritePattern, Rewriter, rewrite_function
+from nxcc.ir.rewrite import use_counts
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 
 _SIDES = (("lhs_batch_dims", "lhs_contracting_dims"), ("rhs_batch_dims", "rhs_contracting_dims"))
@@ -37,8 +45,27 @@ def folded_dims(perm: Sequence[int], batch: Sequence[int],
     return [perm[d] for d in batch], [perm[d] for d in contracting]
 
 
+class _Uses:
+    """Uses of each value (by id) as the rewrites go: a value a rewrite builds takes the
+    count of the one it replaces; a count may be too high (a dead op's uses are still
+    counted), never too low, so a product with other users is never computed twice."""
+
+    def __init__(self, fn: Function) -> None:
+        self.counts = use_counts(fn)
+
+    def of(self, v: Value) -> int:
+        return self.counts.get(id(v), 0)
+
+    def replaced(self, old: Value, new: Value) -> Value:
+        self.counts[id(new)] = self.counts.get(id(new), 0) + self.of(old)
+        return new
+
+
 class _TransposeIntoDot(RewritePattern):
     ops = (ops.dot_general,)
+
+    def __init__(self, uses: _Uses) -> None:
+        self.uses = uses
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
         operands = list(op.operands)
@@ -59,12 +86,79 @@ class _TransposeIntoDot(RewritePattern):
             return None
         folded = rewriter.b.op(ops.dot_general, operands, attrs)
         folded.sharding, folded.name = op.result.sharding, op.result.name
-        return [folded]
+        return [self.uses.replaced(op.result, folded)]
 
 
-def _reads_a_transpose(op: Op) -> bool:
-    return op.opcode == ops.dot_general.name and any(
-        v.owner is not None and v.owner.opcode == ops.transpose.name for v in op.operands)
+def swapped_product(perm: Sequence[int], batch: int, lhs_free: int) -> bool:
+    """Whether transposing a product's result (`batch` batch dims, `lhs_free` lhs free
+    dims, then the rhs's) by `perm` gives the product with its operands swapped."""
+    n = len(perm)
+    return list(perm) == [*range(batch), *range(batch + lhs_free, n),
+                          *range(batch, batch + lhs_free)] and batch + lhs_free < n
+
+
+class _ProductTransposed(RewritePattern):
+    """transpose(dot_general(x, y)) -> dot_general(y, x) (see the module docstring)."""
+
+    ops = (ops.transpose,)
+
+    def __init__(self, uses: _Uses) -> None:
+        self.uses = uses
+
+    def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
+        product = op.operands[0].owner
+        if product is None or product.opcode != ops.dot_general.name or \
+                self.uses.of(op.operands[0]) != 1:
+            return None
+        a = product.attrs
+        lhs = product.operands[0]
+        batch = len(a["lhs_batch_dims"])  # type: ignore[arg-type]
+        lhs_free = lhs.type.rank - batch - len(a["lhs_contracting_dims"])  # type: ignore
+        perm = [int(p) for p in op.attrs["permutation"]]  # type: ignore[union-attr]
+        if not swapped_product(perm, batch, lhs_free) or lhs_free == 0:
+            return None
+        attrs = {**a, "lhs_batch_dims": a["rhs_batch_dims"],
+                 "rhs_batch_dims": a["lhs_batch_dims"],
+                 "lhs_contracting_dims": a["rhs_contracting_dims"],
+                 "rhs_contracting_dims": a["lhs_contracting_dims"]}
+        swapped = rewriter.b.op(ops.dot_general, [product.operands[1], lhs], attrs)
+        swapped.sharding, swapped.name = op.result.sharding, op.result.name
+        return [self.uses.replaced(op.result, swapped)]
+
+
+class _TransposeOfTranspose(RewritePattern):
+    """transpose(transpose(x, p), q) -> transpose(x, p[q]), or x when that is no change."""
+
+    ops = (ops.transpose,)
+
+    def __init__(self, uses: _Uses) -> None:
+        self.uses = uses
+
+    def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
+        inner = op.operands[0].owner
+        if inner is None or inner.opcode != ops.transpose.name:
+            return None
+        p = [int(d) for d in inner.attrs["permutation"]]  # type: ignore[union-attr]
+        q = [int(d) for d in op.attrs["permutation"]]  # type: ignore[union-attr]
+        perm = [p[d] for d in q]
+        if perm == sorted(perm):
+            return [self.uses.replaced(op.result, inner.operands[0])]
+        one = rewriter.b.op(ops.transpose, [inner.operands[0]], {"permutation": perm})
+        one.sharding, one.name = op.result.sharding, op.result.name
+        return [self.uses.replaced(op.result, one)]
+
+
+def _foldable(op: Op) -> bool:
+    """Whether `op` may match a pattern: a product reading a transpose, or a transpose of a
+    product or of a transpose."""
+    if op.opcode == ops.dot_general.name:
+        return any(v.owner is not None and v.owner.opcode == ops.transpose.name
+                   for v in op.operands)
+    if op.opcode == ops.transpose.name:
+        inner = op.operands[0].owner
+        return inner is not None and inner.opcode in (ops.dot_general.name,
+                                                      ops.transpose.name)
+    return False
 
 
 @dataclass(frozen=True)
@@ -74,11 +168,13 @@ class FoldTranspose:
     name: ClassVar[str] = "fold-transpose"
 
     def run(self, module: Module) -> bool:
-        patterns = [_TransposeIntoDot()]
         changed = False
         for fn in module.functions.values():
-            if any(_reads_a_transpose(op) for op in fn.body):  # a cheap scan first: a
-                changed |= bool(rewrite_function(module, fn, patterns))  # sweep costs more
+            if any(_foldable(op) for op in fn.body):  # a cheap scan first: a sweep costs more
+                uses = _Uses(fn)
+                patterns = [_TransposeIntoDot(uses), _TransposeOfTranspose(uses),
+                            _ProductTransposed(uses)]
+                changed |= bool(rewrite_function(module, fn, patterns))
         if changed:
             DeadCodeElimination().run(module)
         return changed

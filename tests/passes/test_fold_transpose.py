@@ -90,3 +90,122 @@ def test_folded_products_compute_the_same_numbers() -> None:
     got = IRContext(module).call("main", [q, k])[0]
     np.testing.assert_allclose(got, want, rtol=1e-6)
     np.testing.assert_allclose(got, np.einsum("bshd,bthd->bhst", q, k), rtol=1e-5, atol=1e-6)
+
+
+WEIGHT_GRADIENT = """\
+module @m {
+  func @main(%dy: f32[2,3,5], %x: f32[2,3,4]) -> (f32[4,5]) {
+    %g = dot_general(%dy, %x) {lhs_contracting_dims = [0, 1], rhs_contracting_dims = [0, 1]} : f32[5,4]
+    %t = transpose(%g) {permutation = [1, 0]} : f32[4,5]
+    return %t
+  }
+}
+"""
+
+
+def test_a_transposed_product_is_the_product_of_the_swapped_operands() -> None:
+    check(
+        WEIGHT_GRADIENT,
+        ("fold-transpose",),
+        """\
+        module @m {
+          func @main(%dy: f32[2,3,5], %x: f32[2,3,4]) -> (f32[4,5]) {
+            %t = dot_general(%x, %dy) {lhs_contracting_dims = [0, 1], rhs_contracting_dims = [0, 1]} : f32[4,5]
+            return %t
+          }
+        }
+        """,
+    )
+    rng = np.random.default_rng(1)
+    dy = rng.standard_normal((2, 3, 5)).astype(np.float32)
+    x = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    module = parse_module(WEIGHT_GRADIENT)
+    assert FoldTranspose().run(module)
+    got = IRContext(module).call("main", [dy, x])[0]
+    np.testing.assert_allclose(got, np.einsum("bsi,bsj->ji", dy, x), rtol=1e-5, atol=1e-6)
+
+
+def test_a_batched_transposed_product_swaps_with_its_batch_dims_first() -> None:
+    check(
+        """\
+        module @m {
+          func @main(%a: f32[2,3,4], %b: f32[2,4,5]) -> (f32[2,5,3]) {
+            %p = dot_general(%a, %b) {lhs_batch_dims = [0], rhs_batch_dims = [0], lhs_contracting_dims = [2], rhs_contracting_dims = [1]} : f32[2,3,5]
+            %t = transpose(%p) {permutation = [0, 2, 1]} : f32[2,5,3]
+            return %t
+          }
+        }
+        """,
+        ("fold-transpose",),
+        """\
+        module @m {
+          func @main(%a: f32[2,3,4], %b: f32[2,4,5]) -> (f32[2,5,3]) {
+            %t = dot_general(%b, %a) {lhs_batch_dims = [0], rhs_batch_dims = [0], lhs_contracting_dims = [1], rhs_contracting_dims = [2]} : f32[2,5,3]
+            return %t
+          }
+        }
+        """,
+    )
+
+
+def test_a_product_with_other_users_is_not_computed_twice() -> None:
+    text = """\
+        module @m {
+          func @main(%dy: f32[2,3,5], %x: f32[2,3,4]) -> (f32[4,5], f32[5,4]) {
+            %g = dot_general(%dy, %x) {lhs_contracting_dims = [0, 1], rhs_contracting_dims = [0, 1]} : f32[5,4]
+            %t = transpose(%g) {permutation = [1, 0]} : f32[4,5]
+            return %t, %g
+          }
+        }
+        """
+    check(text, ("fold-transpose",), text)
+
+
+def test_transposes_of_transposes_compose_or_cancel() -> None:
+    check(
+        """\
+        module @m {
+          func @main(%x: f32[2,3,4]) -> (f32[2,3,4], f32[3,4,2]) {
+            %a = transpose(%x) {permutation = [1, 0, 2]} : f32[3,2,4]
+            %b = transpose(%a) {permutation = [1, 0, 2]} : f32[2,3,4]
+            %c = transpose(%a) {permutation = [0, 2, 1]} : f32[3,4,2]
+            return %b, %c
+          }
+        }
+        """,
+        ("fold-transpose",),
+        """\
+        module @m {
+          func @main(%x: f32[2,3,4]) -> (f32[2,3,4], f32[3,4,2]) {
+            %c = transpose(%x) {permutation = [1, 2, 0]} : f32[3,4,2]
+            return %x, %c
+          }
+        }
+        """,
+    )
+
+
+def test_a_gradient_transposed_twice_is_one_product() -> None:
+    """A product transposed, then transposed back (a tied embedding's gradient): the
+    product as it was, with no transpose left."""
+    check(
+        """\
+        module @m {
+          func @main(%dy: f32[3,5], %x: f32[3,4]) -> (f32[5,4]) {
+            %g = dot_general(%dy, %x) {lhs_contracting_dims = [0], rhs_contracting_dims = [0]} : f32[5,4]
+            %t = transpose(%g) {permutation = [1, 0]} : f32[4,5]
+            %u = transpose(%t) {permutation = [1, 0]} : f32[5,4]
+            return %u
+          }
+        }
+        """,
+        ("fold-transpose",),
+        """\
+        module @m {
+          func @main(%dy: f32[3,5], %x: f32[3,4]) -> (f32[5,4]) {
+            %u = dot_general(%dy, %x) {lhs_contracting_dims = [0], rhs_contracting_dims = [0]} : f32[5,4]
+            return %u
+          }
+        }
+        """,
+    )
