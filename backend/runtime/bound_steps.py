@@ -10,6 +10,9 @@ once, a fused chain's or a convolution's evaluation planned once...); when the o
 plan, or these arrays do not fit it, the step is
 `functools.partial(kernel, args, outs, attrs, ctx)`.
 
+With `threads` above one, a large elementwise instruction is split into slabs run side by
+side on that many threads (`parallel_steps.split_step`), each slab planned as above.
+
 A splat constant (a broadcast scalar, every stride 0) read by an op whose entry says
 `dense_constants` (dot_general, convolution) is made an ordinary array once, at load: BLAS
 cannot read it, so numpy would multiply it in its own loop (or the convolution kernel copy
@@ -25,6 +28,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.backend.runtime.parallel_steps import split_step
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import Kernel, KernelContext
 from nxcc.ir.kernels.plan import PLANS, Step
@@ -34,14 +38,21 @@ from nxcc.ir.opdef import OpDef
 
 def bind_step(opdef: OpDef, kern: Kernel, args: Sequence[np.ndarray],
               outs: Sequence[np.ndarray], attrs: Mapping[str, AttrValue], ctx: KernelContext,
-              constant: Sequence[bool], pool: ScratchPool | None = None) -> Step:
+              constant: Sequence[bool], pool: ScratchPool | None = None, threads: int = 1
+              ) -> Step:
     """The instruction as a callable on these fixed arrays. `constant[i]`: args[i] never
     changes (a weight or splat), so what is derived from it may be computed now. `pool`:
-    scratch shared with the other steps of the function (they run one at a time)."""
+    scratch shared with the other steps of the function (they run one at a time).
+    `threads`: how many threads a large elementwise instruction may run on."""
     entry = PLANS.get(opdef)
     if entry is not None and entry.dense_constants:
         args = [_dense(a) if fixed else a for a, fixed in zip(args, constant, strict=True)]
     if entry is not None and entry.plan is not None and len(outs) == 1:
+        if threads > 1:
+            split = split_step(opdef, entry.plan, args, outs[0], attrs, ctx, constant,
+                               threads)
+            if split is not None:
+                return split
         fast = entry.plan(args, outs[0], attrs, ctx, constant, pool or ScratchPool())
         if fast is not None:
             return fast

@@ -32,6 +32,7 @@ from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
 from nxcc.backend.program.view_layout import view_sources
 from nxcc.backend.runtime import float_errors
 from nxcc.backend.runtime.async_comm import DONES, STARTS
+from nxcc.backend.runtime.blas_threads import blas_threads
 from nxcc.backend.runtime.bound_steps import bind_step
 from nxcc.backend.runtime.profile import COMPUTE
 from nxcc.ir.attributes import AttrValue, Dense
@@ -125,9 +126,10 @@ class _Bound:
         self.results = [arrays[r] for r in fn.results]
         self.read_only = [_read_only(r) for r in self.results]
         pool = ScratchPool()  # the steps run one at a time: they share their scratch
+        threads = threads_for(ctx)
         self.steps = [
             bind_step(opdef, kern, [arrays[i] for i in ins], [arrays[o] for o in outs],
-                      attrs, ctx, [i in fn.fixed for i in ins], pool)
+                      attrs, ctx, [i in fn.fixed for i in ins], pool, threads)
             for kern, ins, outs, attrs, opdef in fn.instructions
         ]
         _join_adjacent_collectives(fn.instructions, arrays, self.steps, ctx)
@@ -148,6 +150,9 @@ class ProgramExecutor:
         self.should_stop = should_stop
         self.profiler: Profiler | None = None  # set by `profile.attach`
         self.rank = partition_id
+        self.threads: int | None = None
+        """Threads a large elementwise instruction may run on (`parallel_steps`); None: as
+        many as the BLAS uses when the function is first bound. Set before the first run."""
 
     def run(self, args: Sequence[np.ndarray],
             on_result: Callable[[int, np.ndarray], None] | None = None, *,
@@ -286,6 +291,15 @@ def _failure(fn: _Function, index: int, exc: Exception) -> ExecutionError:
     opdef = fn.instructions[index][4]
     return ExecutionError(f"while executing instruction {index} ({opdef}) of @{fn.name}: "
                           f"{type(exc).__name__}: {exc}")
+
+
+def threads_for(ctx: KernelContext) -> int:
+    """The threads `ctx`'s large elementwise instructions may use: its `threads` when it
+    says, else the BLAS's count for the calling thread (1 when unknown)."""
+    threads = getattr(ctx, "threads", None)
+    if threads is None:
+        threads = blas_threads() or 1
+    return max(1, int(threads))
 
 
 def _read_only(arr: np.ndarray) -> np.ndarray:

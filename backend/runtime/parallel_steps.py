@@ -1,0 +1,127 @@
+"""Large elementwise instructions split across the threads a core's BLAS uses.
+
+numpy runs an elementwise loop on one thread, while the matrix products of the same program
+use every thread its BLAS has (`OPENBLAS_NUM_THREADS`, or one per CPU). `split_step` cuts
+the result of a large elementwise instruction (`fused_elementwise`, an op of one element per
+element: add, exp, select, convert...; a row op, `softmax` or `layer_norm`, between its
+rows) into `threads` slabs along one dimension, plans each slab with the op's own plan on
+views of its operands and the slab, and returns one step running slab 0 on the calling
+thread and the others on pooled threads (`core_threads`). numpy releases the GIL inside its
+loops, so the slabs run side by side; each element is computed by the same numpy calls as
+unsplit (elementwise results, and a row op's rows, do not depend on where a block starts),
+so the results are the same bits.
+
+An instruction is split only when each slab has at least `MIN_SLAB` elements (handing a slab
+to a waiting thread costs some microseconds) and the dimension split is not one an operand
+broadcasts along in a way the slab could not follow. The worker threads ignore
+floating-point errors while they run, as the calling thread does for the whole program; an
+exception of a slab is raised on the calling thread once every slab has finished.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from nxcc.backend.runtime import float_errors
+from nxcc.backend.runtime.core_threads import run_on_threads
+from nxcc.ir import ops
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.fused_program import parse_program
+from nxcc.ir.kernels.base import KernelContext
+from nxcc.ir.kernels.plan import Plan, Step
+from nxcc.ir.kernels.scratch_pool import ScratchPool
+from nxcc.ir.opdef import ElementwiseDef, OpDef
+
+#: elements per slab at least: below this, handing a slab to another thread costs more
+#: than it saves
+MIN_SLAB = 1 << 16
+
+#: ops of one result element per operand element (besides the ElementwiseDef family)
+_SAME_SHAPE = (ops.compare, ops.select, ops.clamp, ops.convert)
+#: ops computed row by row along their `dimension` attribute
+_ROW_OPS = (ops.softmax, ops.layer_norm)
+
+
+def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.ndarray,
+               attrs: Mapping[str, AttrValue], ctx: KernelContext, constant: Sequence[bool],
+               threads: int) -> Step | None:
+    """The instruction as one step over `threads` slabs run side by side, or None when it
+    is not split (another kind of op, too small, a layout the slabs cannot follow, or a
+    slab the op's plan does not take)."""
+    parts = min(threads, out.size // MIN_SLAB)
+    if parts < 2:
+        return None
+    dims = _operand_dims(opdef, args, out, attrs)
+    if dims is None:
+        return None
+    axis = next((a for a, n in enumerate(out.shape) if n >= parts), None)
+    if axis is None or (opdef in _ROW_OPS and axis == int(attrs["dimension"])):  # type: ignore[arg-type]
+        return None
+    edges = np.linspace(0, out.shape[axis], parts + 1).astype(int)
+    steps = []
+    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+        sub = [_slab(a, d, axis, lo, hi, out.shape[axis]) for a, d in zip(args, dims,
+                                                                        strict=True)]
+        if any(s is None for s in sub):
+            return None
+        index = (slice(None),) * axis + (slice(lo, hi),)
+        step = plan(sub, out[index], attrs, ctx, constant, ScratchPool())  # type: ignore[arg-type]
+        if step is None:
+            return None
+        steps.append(step)
+    return functools.partial(_run_slabs, steps, [f"nxcc-slab{k}" for k in range(parts)])
+
+
+def _operand_dims(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
+                  attrs: Mapping[str, AttrValue]) -> list[tuple[int, ...]] | None:
+    """For each operand, the result dimension each of its dimensions runs along; None for
+    an op that is not split."""
+    if opdef is ops.fused_elementwise:
+        return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims]
+    if isinstance(opdef, ElementwiseDef) or opdef in _SAME_SHAPE or opdef in _ROW_OPS:
+        every = tuple(range(out.ndim))
+        if any(a.shape != out.shape and a.size != 1 for a in args):
+            return None
+        return [every if a.shape == out.shape else () for a in args]
+    return None
+
+
+def _slab(arg: np.ndarray, dims: Sequence[int], axis: int, lo: int, hi: int, size: int
+          ) -> np.ndarray | None:
+    """The part of operand `arg` (its dims along result dims `dims`) a slab [lo, hi) of
+    result dimension `axis` reads: the operand whole when it does not run along `axis` (or
+    is broadcast along it, size 1); None when its layout does not say (a mismatch)."""
+    if arg.ndim != len(dims):
+        return arg if arg.size == 1 else None
+    if axis not in dims:
+        return arg
+    k = list(dims).index(axis)
+    if arg.shape[k] == 1:
+        return arg
+    if arg.shape[k] != size:
+        return None
+    return arg[(slice(None),) * k + (slice(lo, hi),)]
+
+
+def _run_slabs(steps: Sequence[Step], names: Sequence[str]) -> None:
+    """Slab 0 here, the others on pooled threads; the first exception raised once all
+    have finished."""
+    failures: list[BaseException] = []
+
+    def on_worker(step: Step) -> Callable[[], None]:
+        def task() -> None:
+            token = float_errors.ignore()
+            try:
+                step()
+            except BaseException as exc:  # noqa: BLE001 - raised on the calling thread
+                failures.append(exc)
+            finally:
+                float_errors.restore(token)
+        return task
+
+    run_on_threads([steps[0], *(on_worker(s) for s in steps[1:])], names)
+    if failures:
+        raise failures[0]

@@ -1,0 +1,145 @@
+"""Large elementwise instructions split into slabs on several threads: the same bits as
+unsplit, through the executor's bound steps, and what is left unsplit."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from nxcc.backend.runtime import parallel_steps
+from nxcc.backend.runtime.bound_steps import bind_step
+from nxcc.backend.runtime.executor import ProgramExecutor
+from nxcc.driver.options import CompileOptions
+from nxcc.driver.train.stage_program import compile_function
+from nxcc.ir import ops
+from nxcc.ir.kernels import KERNELS
+from nxcc.ir.kernels.plan import PLANS
+from nxcc.ir.parser import parse_module
+
+N = parallel_steps.MIN_SLAB
+
+GELU_BACKWARD = f"""\
+module @m {{
+  func @main(%x: f32[4,{N // 2},3], %g: f32[4,{N // 2},3], %b: f32[3], %row: f32[4,1,3])
+      -> (f32[4,{N // 2},3], f32[4,{N // 2},3], f32[4,{N // 2},3]) {{
+    %bb = broadcast_in_dim(%b) {{shape = [4, {N // 2}, 3], broadcast_dimensions = [2]}} : f32[4,{N // 2},3]
+    %h = add(%x, %bb) : f32[4,{N // 2},3]
+    %t = tanh(%h) : f32[4,{N // 2},3]
+    %one = constant() {{value = splat<f32[4,{N // 2},3]: 1.0>}} : f32[4,{N // 2},3]
+    %tt = multiply(%t, %t) : f32[4,{N // 2},3]
+    %d = subtract(%one, %tt) : f32[4,{N // 2},3]
+    %y = multiply(%g, %d) : f32[4,{N // 2},3]
+    %rb = broadcast_in_dim(%row) {{shape = [4, {N // 2}, 3], broadcast_dimensions = [0, 1, 2]}} : f32[4,{N // 2},3]
+    %z = divide(%y, %rb) : f32[4,{N // 2},3]
+    %e = exp(%z) : f32[4,{N // 2},3]
+    %s = softmax(%x) {{dimension = 2}} : f32[4,{N // 2},3]
+    return %z, %e, %s
+  }}
+}}
+"""
+
+
+def _run(text: str, args: list[np.ndarray], threads: int) -> list[np.ndarray]:
+    """The program's results with `threads` threads; every instruction split when more."""
+    program = compile_function(parse_module(text), "main", CompileOptions(target="trn1"))
+    executor = ProgramExecutor(program.program, program.weights)
+    executor.threads = threads
+    results = executor.run(args)
+    steps = executor.functions["main"].bound(executor).steps
+    split = [getattr(s, "func", None) is parallel_steps._run_slabs for s in steps]
+    assert all(split) if threads > 1 else not any(split)
+    return results
+
+
+def test_split_instructions_give_the_same_bits_as_unsplit() -> None:
+    rng = np.random.default_rng(0)
+    shape = (4, N // 2, 3)
+    args = [rng.standard_normal(shape).astype(np.float32),
+            rng.standard_normal(shape).astype(np.float32),
+            rng.standard_normal(3).astype(np.float32),
+            rng.uniform(1, 2, (4, 1, 3)).astype(np.float32)]
+    one = _run(GELU_BACKWARD, args, 1)
+    for threads in (2, 3):
+        for a, b in zip(one, _run(GELU_BACKWARD, args, threads), strict=True):
+            np.testing.assert_array_equal(a, b)
+    h = args[0] + args[2]
+    want = args[1] * (1 - np.tanh(h) ** 2) / args[3]
+    np.testing.assert_allclose(one[0], want, rtol=1e-5, atol=1e-6)
+
+
+def _bind(opdef: ops.OpDef, args: list[np.ndarray], out: np.ndarray, attrs: dict,
+          threads: int):
+    return bind_step(opdef, KERNELS[opdef], args, [out], attrs, None,  # type: ignore[arg-type]
+                     [False] * len(args), None, threads)
+
+
+def test_slabs_run_on_other_threads_and_split_a_later_dimension() -> None:
+    """A [1, R, C] result splits along R; the slabs beyond the first run on pooled threads."""
+    x = np.arange(2 * N, dtype=np.float32).reshape(1, 2 * N // 8, 8)
+    out = np.empty_like(x)
+    seen: set[str] = set()
+    plan = PLANS[ops.negate].plan
+    assert plan is not None
+
+    def spy(args, o, attrs, ctx, constant, pool):  # type: ignore[no-untyped-def]
+        step = plan(args, o, attrs, ctx, constant, pool)
+        assert o.shape[1] == N // 8  # each slab half of dimension 1
+
+        def run() -> None:
+            seen.add(threading.current_thread().name)
+            step()  # type: ignore[misc]
+        return run
+
+    step = parallel_steps.split_step(ops.negate, spy, [x], out, {}, None,  # type: ignore[arg-type]
+                                     [False], 2)
+    assert step is not None
+    step()
+    np.testing.assert_array_equal(out, -x)
+    assert len(seen) == 2 and threading.current_thread().name in seen
+
+
+@pytest.mark.parametrize("size", [N, 2 * N - 2])
+def test_small_results_are_not_split(size: int) -> None:
+    x = np.ones(size, np.float32)
+    plan = PLANS[ops.negate].plan
+    assert parallel_steps.split_step(ops.negate, plan, [x], np.empty_like(x), {}, None,  # type: ignore[arg-type]
+                                     [False], 2) is None
+
+
+def test_a_row_op_is_not_split_along_its_rows() -> None:
+    x = np.ones((2 * N, 1), np.float32)  # rows along dimension 0: only that one is long
+    plan = PLANS[ops.softmax].plan
+    assert parallel_steps.split_step(ops.softmax, plan, [x], np.empty_like(x),  # type: ignore[arg-type]
+                                     {"dimension": 0}, None, [False], 2) is None
+
+
+def test_an_error_in_a_slab_on_another_thread_is_raised_here() -> None:
+    x = np.ones(2 * N, np.float32)
+    out = np.empty_like(x)
+    calls = []
+
+    def failing(args, o, attrs, ctx, constant, pool):  # type: ignore[no-untyped-def]
+        def run() -> None:
+            calls.append(threading.current_thread().name)
+            if threading.current_thread() is not threading.main_thread():
+                raise ValueError("slab failed")
+        return run
+
+    step = parallel_steps.split_step(ops.negate, failing, [x], out, {}, None,  # type: ignore[arg-type]
+                                     [False], 2)
+    assert step is not None
+    with pytest.raises(ValueError, match="slab failed"):
+        step()
+    assert len(calls) == 2
+
+
+def test_one_thread_binds_the_plan_as_it_is() -> None:
+    x = np.ones(4 * N, np.float32)
+    out = np.empty_like(x)
+    step = _bind(ops.negate, [x], out, {}, 1)
+    step()
+    np.testing.assert_array_equal(out, -x)
+    assert getattr(step, "func", None) is not parallel_steps._run_slabs
+    assert _bind(ops.negate, [x], out, {}, 2).func is parallel_steps._run_slabs  # type: ignore[attr-defined]
