@@ -95,6 +95,8 @@ class _Function:
         self.results: list[int] = spec["results"]
         self.param_shapes = [self.types[p].shape for p in self.params]
         self._bound: _Bound | None = None
+        self.outside: dict[int, np.ndarray] = {}
+        """Slot -> the caller's array that is that slot's buffer (`bind_buffers`)."""
         last = {o: i for i, ins in enumerate(spec["instructions"]) for o in ins["outs"]}
         self.ready_after: dict[int, list[int]] = {}
         """Instruction index -> the results whose value is final after it (-1: before
@@ -122,6 +124,7 @@ class _Bound:
                                        s.get("strides"))
         for p in fn.params:
             arrays[p] = np.empty(fn.types[p].shape, fn.types[p].dtype.numpy)
+        arrays.update(fn.outside)
         self.param_buffers = [arrays[p] for p in fn.params]
         self.results = [arrays[r] for r in fn.results]
         self.read_only = [_read_only(r) for r in self.results]
@@ -172,6 +175,33 @@ class ProgramExecutor:
             raise ExecutionError(f"@{fn.name}: arguments of other shapes than its parameters")
         return self._run_bound(fn, args, on_result, copy)
 
+    def bind_buffers(self, params: Mapping[int, np.ndarray] | None = None,
+                     results: Mapping[int, np.ndarray] | None = None) -> list[int]:
+        """Let the caller's arrays be the entry function's buffers from the next run on:
+        parameter i lives in `params[i]` (each run reads its values then; an argument that
+        is that very array is not copied, another one is copied into it), and result k is
+        written straight into `results[k]` where the program allows (its own buffer,
+        viewed by no other value); each array C-contiguous of the slot's shape and dtype
+        (ValueError otherwise). Returns the results written in place; the others are
+        computed as before. The caller must not read a bound result while a run is going
+        on."""
+        fn = self.functions[self.entry]
+        outside: dict[int, np.ndarray] = {}
+        for k, a in (params or {}).items():
+            outside[fn.params[k]] = _checked(fn, fn.params[k], a, f"parameter {k}")
+        viewed = {s.get("view_of") for s in fn.spec["slots"]}
+        placed = []
+        for k, a in sorted((results or {}).items()):
+            r = fn.results[k]
+            slot = fn.spec["slots"][r]
+            if (slot["kind"] == "buffer" and "view_of" not in slot and r not in viewed
+                    and fn.results.count(r) == 1):
+                outside[r] = _checked(fn, r, a, f"result {k}")
+                placed.append(k)
+        fn.outside = outside
+        fn._bound = None  # bound again, to these arrays, at the next run
+        return placed
+
     # KernelContext
 
     def call(self, function: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
@@ -190,7 +220,8 @@ class ProgramExecutor:
                    copy: bool = True) -> list[np.ndarray]:
         bound = fn.bound(self)
         for buffer, a in zip(bound.param_buffers, args, strict=True):
-            np.copyto(buffer, a)
+            if a is not buffer:  # a bound parameter given as itself is read in place
+                np.copyto(buffer, a)
         index = 0
         quiet = float_errors.ignore()
         try:
@@ -300,6 +331,15 @@ def threads_for(ctx: KernelContext) -> int:
     if threads is None:
         threads = blas_threads() or 1
     return max(1, int(threads))
+
+
+def _checked(fn: _Function, slot: int, a: np.ndarray, what: str) -> np.ndarray:
+    t = fn.types[slot]
+    if not (isinstance(a, np.ndarray) and a.shape == t.shape and a.dtype == t.dtype.numpy
+            and a.flags.c_contiguous):
+        raise ValueError(f"@{fn.name}: {what} must be a C-contiguous {t.dtype.numpy}"
+                         f"{list(t.shape)} array to be bound")
+    return a
 
 
 def _read_only(arr: np.ndarray) -> np.ndarray:

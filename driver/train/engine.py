@@ -137,6 +137,7 @@ class RankTrainer:
         self.sync = GradSync(self.layout, self.dp_group, s.zero1)
         # the flat gradient, reused by every step (its padding stays zero)
         self._grads = np.zeros(self.layout.size, s.precision.grad_dtype)
+        self._bind_buffers()
         self.mask = self.sync.count_mask(counted)
         self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]
         self.shared = [i for i, n in enumerate(names) if n in self.build.pipeline_shared]
@@ -166,6 +167,23 @@ class RankTrainer:
         self.executors = {n: p.executor(self.tp_group.endpoint, self.tp_group.index)
                           for n, p in self.programs.items()}
 
+    def _bind_buffers(self) -> None:
+        """The programs read the parameters where they are (no copy per run); with one
+        micro-batch per step, a program's gradient results are written straight into the
+        flat gradient vector (no copy into it, `ProgramExecutor.bind_buffers`)."""
+        for name, executor in self.executors.items():
+            params = dict(enumerate(self.params))
+            results = {}
+            if name != "forward" and self.settings.micro_batches == 1:
+                offset = (0 if self.plan.first else 1) + (2 if name == "forward_backward" else 0)
+                results = {offset + i: g for i, g in enumerate(self.layout.views(self._grads))}
+            for attempt in ({"params": params, "results": results}, {"params": params}):
+                try:  # a dtype of other precision settings: the arguments are copied
+                    executor.bind_buffers(**attempt)
+                    break
+                except ValueError:
+                    continue
+
     # one step
 
     def _micro_batches(self, inputs: np.ndarray, labels: np.ndarray
@@ -178,7 +196,8 @@ class RankTrainer:
     def _accumulate(self, grads: list[np.ndarray], acc: list[np.ndarray], first: bool) -> None:
         for view, g in zip(acc, grads, strict=True):
             if first:
-                view[...] = g
+                if g.ctypes.data != view.ctypes.data:  # else written there in place
+                    view[...] = g
             else:
                 np.add(view, g, out=view, casting="unsafe")  # rounds to a bf16 accumulator
 

@@ -81,6 +81,39 @@ def test_results_as_views_are_read_only_and_follow_the_next_run() -> None:
     np.testing.assert_array_equal(first[1], -zeros)  # the executor's buffer, overwritten
 
 
+def test_bound_buffers_are_read_and_written_in_place() -> None:
+    module = mixed_module()
+    fn = module.functions["main"]
+    b = Builder(module, fn)
+    fn.results = [*fn.results, b.reshape(fn.results[1], (4, 3))]  # z, and a view of it
+    fn.result_names = ["y", "z", "zr"]
+    ex = executor(module)
+    x = np.ones((3, 4), np.float32)
+    y, z, zr = np.empty((4, 5), np.float32), np.empty((3, 4), np.float32), np.empty(
+        (4, 3), np.float32)
+    assert ex.bind_buffers({0: x}, {0: y, 1: z, 2: zr}) == [0]  # z is viewed, zr a view
+    for value in (1.0, 2.0):
+        x[...] = value  # read where it is, at each run
+        got = ex.run([x], copy=False)
+        want = reference(x)
+        np.testing.assert_allclose(y, want[0], rtol=1e-6, atol=1e-6)  # written in place
+        assert got[0].base is y and not got[0].flags.writeable
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[2], want[1].reshape(4, 3))
+    other = np.zeros((3, 4), np.float32)
+    ex.run([other])  # another array for a bound parameter is copied into the bound one
+    np.testing.assert_array_equal(x, other)
+
+
+@pytest.mark.parametrize("bad", [np.ones((4, 3), np.float32), np.ones((3, 4), np.float64),
+                                 np.ones((4, 3), np.float32).T])
+def test_a_buffer_of_another_shape_dtype_or_layout_is_refused(bad: np.ndarray) -> None:
+    ex = executor(mixed_module())
+    with pytest.raises(ValueError, match=r"parameter 0 must be a C-contiguous float32\[3, 4\]"):
+        ex.bind_buffers({0: bad})
+    np.testing.assert_allclose(ex.run([np.ones((3, 4), np.float32)])[1], -1.0)
+
+
 def test_cheap_ops_are_bound_to_numpy_calls_not_kernels() -> None:
     ex = executor(mixed_module())
     ex.run([np.ones((3, 4), np.float32)])
