@@ -104,17 +104,20 @@ class ModelHandle:
 
     def execute(self, inputs: Mapping[str, np.ndarray], timeout: int) -> dict[str, np.ndarray]:
         """Run once on the next replica; NrtError(TIMEOUT) past `timeout` s (0: no limit)."""
-        with self._lock:
-            replica = self.replicas[next(self._turn) % len(self.replicas)]
+        if len(self.replicas) == 1:
+            replica = self.replicas[0]
+        else:
+            with self._lock:
+                replica = self.replicas[next(self._turn) % len(self.replicas)]
         model = replica.model
         assert model is not None
-        model.check_inputs(inputs)
+        args = model.check_inputs(inputs)  # a bad input fails before the replica is taken
         with replica.lock:
             self.history.append(replica.core)
             started = time.monotonic()
             replica.deadline = started + timeout if timeout > 0 else None
             try:
-                return model.execute(inputs)
+                return model.run(args)
             except NrtError as exc:
                 if isinstance(exc.__cause__, ExecutionStopped):
                     raise self._timeout(replica, timeout, started) from None

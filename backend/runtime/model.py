@@ -49,11 +49,15 @@ def read_weights(neff: NeffFile) -> dict[str, np.ndarray]:
 def check_inputs(infos: list[TensorInfo], inputs: Mapping[str, np.ndarray]
                  ) -> list[np.ndarray]:
     """`inputs` in the order of `infos`, exactly typed; NrtError EXEC_BAD_INPUT otherwise."""
-    if len(inputs) == len(infos):  # the common case, checked without building sets
-        found = [inputs.get(i.name) for i in infos]
-        if all(type(a) is np.ndarray and a.shape == i.shape and a.dtype == i.dtype
-               for a, i in zip(found, infos, strict=True)):
-            return found  # type: ignore[return-value]
+    if len(inputs) == len(infos):  # the common case: a plain loop, no set, no generator
+        found = []
+        for info in infos:
+            a = inputs.get(info.name)
+            if type(a) is not np.ndarray or a.shape != info.shape or a.dtype != info.dtype:
+                break
+            found.append(a)
+        else:
+            return found
     expected = {i.name for i in infos}
     unknown = sorted(set(inputs) - expected)
     if unknown:
@@ -102,6 +106,8 @@ class LoadedModel:
         self.all_output_shapes = [o.shape for o in all_outputs]
         self.inputs = [t for i, t in enumerate(all_inputs) if i not in self.state.inputs]
         self.outputs = [t for i, t in enumerate(all_outputs) if i not in self.state.outputs]
+        self._output_names = [t.name for t in self.outputs]
+        self._stateful = bool(self.state)  # its entries are the manifest's, fixed
         # Several programs (one per physical core of an -lnc 2 NEFF) run concurrently and
         # talk through a communicator that runs each collective by its binding.
         n = len(self.programs)
@@ -130,8 +136,12 @@ class LoadedModel:
         """Run the model once; outputs keyed by the manifest's output names. A model with
         state reads it as the inputs it aliases and keeps the aliased outputs as the new
         state (neither passed nor returned here)."""
-        args = self.check_inputs(inputs)
-        if self.state:
+        return self.run(self.check_inputs(inputs))
+
+    def run(self, args: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """`execute` on inputs `check_inputs` has already given."""
+        stateful = self._stateful
+        if stateful:
             args = self.state.arguments(args, self.n_program_inputs)
         try:
             if self.group is None:
@@ -142,9 +152,9 @@ class LoadedModel:
                 results = self.blocks.assemble(per_core, self.all_output_shapes)
         except ExecutionError as exc:
             raise NrtError(NrtStatus.FAILURE, str(exc)) from exc
-        if self.state:
+        if stateful:
             results = self.state.update(results)
-        return {info.name: r for info, r in zip(self.outputs, results, strict=True)}
+        return dict(zip(self._output_names, results, strict=True))
 
     def _core_work(self, core: int, args: list[np.ndarray]) -> Callable[[], list[np.ndarray]]:
         executor, core_args = self.executors[core], self.blocks.args(core, args)

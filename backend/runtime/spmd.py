@@ -116,7 +116,9 @@ class SpmdModel:
     def execute_local(self, inputs: Mapping[str, np.ndarray]) -> list[list[np.ndarray]]:
         """Run this process's ranks once on their blocks of the global `inputs`; each local
         rank's outputs, in `local_ranks` order."""
-        args = self.check_inputs(inputs)
+        return self._run_local(self.check_inputs(inputs))
+
+    def _run_local(self, args: list[np.ndarray]) -> list[list[np.ndarray]]:
         n = self.world_size
         blocks = [split(x, t.layout, n) for x, t in zip(args, self.spec.inputs, strict=True)]
 
@@ -142,7 +144,11 @@ class SpmdModel:
 
     def execute(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Run every rank once on its blocks of the global `inputs`; the global outputs."""
+        return self.run(self.check_inputs(inputs))
+
+    def run(self, args: list[np.ndarray]) -> dict[str, np.ndarray]:
+        """`execute` on inputs `check_inputs` has already given."""
         if len(self.local_ranks) != self.world_size:
             raise NrtError(NrtStatus.INVALID, "this process runs only some of the ranks; "
                            "the job's runner assembles the outputs (mpi_job)")
-        return self.assemble(self.execute_local(inputs))
+        return self.assemble(self._run_local(args))
