@@ -6,7 +6,6 @@ scalar or full pred; clamp(min, x, max) = min(max(x, min), max) with scalar or f
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -14,7 +13,7 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
-from nxcc.ir.kernels.common import NATIVE_FLOATS, as_compute, store
+from nxcc.ir.kernels.common import NATIVE_FLOATS, as_compute, bound_call, store
 from nxcc.ir.kernels.plan import Step, kernel_only, plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
@@ -46,7 +45,7 @@ def compare_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str
     if dtype not in NATIVE_FLOATS or out.dtype != np.bool_ or not all(
             a.dtype == dtype and a.shape == out.shape for a in args):
         return None
-    return functools.partial(COMPARE_UFUNCS[str(attrs["direction"])], *args, out=out)
+    return bound_call(COMPARE_UFUNCS[str(attrs["direction"])], *args, out)
 
 
 @kernel(ops.select)

@@ -231,12 +231,12 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: ErfBuffers) -> None:
         d, k, acc, row, index, high, low = (s.d[:n], s.k[:n], s.acc[:n], s.row[:n],
                                             s.index[:n], s.high[:n], s.low[:n])
         first_row, last_row = s.first_row[:n], s.last_row[:n]
-    np.minimum(x, high, out=d)
+    np.minimum(x, high, out=d)  # (numpy 2.4 deprecates their positional out)
     np.maximum(d, low, out=d)  # a
-    np.multiply(d, _SCALE_0D, out=k)
-    np.add(k, _MAGIC_0D, out=k)
+    np.multiply(d, _SCALE_0D, k)
+    np.add(k, _MAGIC_0D, k)
     if n <= _SMALL:  # fewer calls: the clamping done by "clip", p gathered with the row
-        np.subtract(s.k_bits if n == s.n else k.view(np.int32), _MAGIC_BITS_0D, out=index)
+        np.subtract(s.k_bits if n == s.n else k.view(np.int32), _MAGIC_BITS_0D, index)
         if s.rows is not None and n == s.n:
             rows, columns = s.rows, s.columns
         else:
@@ -258,11 +258,11 @@ def _erf_block(x: np.ndarray, out: np.ndarray, s: ErfBuffers) -> None:
                                       for column, g in zip(_TABLE[:3], s.gathered, strict=True))
         c2, c3 = s.c2[:n], s.c3[:n]
         _higher_terms(k, slope_less_one, s.slope[:n], c2, c3)
-    np.multiply(c3, d, out=acc)
+    np.multiply(c3, d, acc)
     acc += c2
     acc *= d
     acc += slope_less_one
     acc *= d
     acc += tail
     acc += d
-    np.add(acc, head, out=out)
+    np.add(acc, head, out)

@@ -7,7 +7,6 @@ families gets its kernel and its plan from its definition alone."""
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -15,7 +14,7 @@ import numpy as np
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KERNELS, Kernel, KernelContext
 from nxcc.ir.kernels.binary import ByKind, binary_kernel
-from nxcc.ir.kernels.common import NATIVE_NUMBERS, is_float
+from nxcc.ir.kernels.common import NATIVE_NUMBERS, bound_call, is_float
 from nxcc.ir.kernels.plan import PLANS, Step, StepPlan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 from nxcc.ir.kernels.unary import unary_kernel
@@ -60,7 +59,7 @@ def _ufunc_plan(opdef: OpDef):
         if ufunc is None or not all(a.dtype == out.dtype and a.shape == out.shape
                                     for a in args):
             return None
-        return functools.partial(ufunc, *args, out=out)
+        return bound_call(ufunc, *args, out)
 
     return run
 

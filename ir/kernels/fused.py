@@ -31,7 +31,7 @@ from nxcc.ir.attributes import AttrValue
 from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import FusedProgram, Step, parse_program
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
-from nxcc.ir.kernels.common import NATIVE_FLOATS, NATIVE_NUMBERS, in_order
+from nxcc.ir.kernels.common import NATIVE_FLOATS, NATIVE_NUMBERS, bound_call, in_order
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.erf import erf_float32, prepare_erf_float32
 from nxcc.ir.kernels.from_defs import exact_ufunc
@@ -89,10 +89,9 @@ def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], ob
     if ufunc is not None:
         if opdef not in (ops.maximum, ops.minimum):  # those: see _scalar_for_min_max
             ins = _scalars_zero_dim(ins)
-        return functools.partial(ufunc, *ins, out=out)
+        return bound_call(ufunc, *ins, out)
     if opdef is ops.compare and same and ins[0].dtype in NATIVE_NUMBERS:
-        return functools.partial(COMPARE_UFUNCS[step.qualifier], *_scalars_zero_dim(ins),
-                                 out=out)
+        return bound_call(COMPARE_UFUNCS[step.qualifier], *_scalars_zero_dim(ins), out)
     if opdef is ops.erf and ins[0].dtype == out.dtype == _F32:
         planned = prepare_erf_float32(ins[0], out)  # a small block: its own buffers
         return planned or functools.partial(erf_float32, ins[0], out)  # the kernel's path

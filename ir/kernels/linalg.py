@@ -14,7 +14,6 @@ in the result type.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
 
@@ -23,7 +22,7 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
-from nxcc.ir.kernels.common import NATIVE_FLOATS, compute_dtype, is_float, store
+from nxcc.ir.kernels.common import NATIVE_FLOATS, bound_call, compute_dtype, is_float, store
 from nxcc.ir.kernels.plan import Step, plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
@@ -133,8 +132,8 @@ def dot_general_plan(args: Sequence[np.ndarray], out: np.ndarray,
         # one matrix product: np.dot calls the same BLAS gemm as np.matmul (the same bits
         # on 3,024 shapes and layouts, both OpenBLAS kernels) with less of numpy's
         # dispatch: 0.50 against 0.81 us for examples/mlp.onnx's f32[4,16] x f32[16,32]
-        return functools.partial(np.dot, a[0], b[0], out=out3[0])
-    return functools.partial(np.matmul, a, b, out=out3)
+        return bound_call(np.dot, a[0], b[0], out3[0])
+    return bound_call(np.matmul, a, b, out3)
 
 
 def _product_shape(a: np.ndarray, b: np.ndarray) -> tuple[int, ...]:

@@ -26,7 +26,7 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
-from nxcc.ir.kernels.common import NATIVE_FLOATS
+from nxcc.ir.kernels.common import NATIVE_FLOATS, bound_call, in_order
 from nxcc.ir.kernels.fused import BLOCK
 from nxcc.ir.kernels.plan import plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
@@ -49,19 +49,26 @@ def softmax(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 def _softmax_steps(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
                    ctx: KernelContext | None) -> None:
     """out = softmax(x) along `axis`, with `row` (x's shape, size 1 along `axis`) for the
-    row statistics. (numpy's float32 exp has no slow path for masked scores such as -1e4,
-    float32's min or -inf; its float64 exp, which float32 went through before, is 4x
-    slower on them.)"""
-    np.maximum.reduce(x, axis=axis, keepdims=True, out=row)
-    np.subtract(x, row, out=out)
+    row statistics."""
+    for call in _softmax_calls(x, out, row, axis, ctx):
+        call()
+
+
+def _softmax_calls(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
+                   ctx: KernelContext | None) -> list[Callable[[], object]]:
+    """The numpy calls of `_softmax_steps`, bound to these arrays. (numpy's float32 exp
+    has no slow path for masked scores such as -1e4, float32's min or -inf; its float64
+    exp, which float32 went through before, is 4x slower on them.)"""
     if out.dtype == _F32 and ops.exp.float32_native:  # as the exp kernel, without its checks
-        np.exp(out, out=out)
+        exp = bound_call(np.exp, out, out)
     elif out.dtype in NATIVE_FLOATS:
-        np.exp(out, out=out, dtype=np.float64, casting="unsafe")
-    else:
-        get_kernel(ops.exp)([out], [out], {}, ctx)  # elementwise: in place is safe
-    np.add.reduce(out, axis=axis, keepdims=True, out=row)
-    np.divide(out, row, out=out)
+        exp = functools.partial(np.exp, out, out=out, dtype=np.float64, casting="unsafe")
+    else:  # elementwise: in place is safe
+        exp = functools.partial(get_kernel(ops.exp), [out], [out], {}, ctx)
+    return [bound_call(np.maximum.reduce, x, axis, None, row, True),  # (array, axis, dtype,
+            bound_call(np.subtract, x, row, out), exp,                 # out, keepdims)
+            bound_call(np.add.reduce, out, axis, None, row, True),
+            bound_call(np.divide, out, row, out)]
 
 
 def _as_rows(x: np.ndarray, out: np.ndarray, axis: int
@@ -86,14 +93,11 @@ def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], N
         return None
     x2, out2, rows = found
     row = np.empty((rows, 1), out.dtype)
-    blocks = [(x2[i:i + rows], out2[i:i + rows], row[:min(rows, x2.shape[0] - i)])
-              for i in range(0, x2.shape[0], rows)]
-
-    def run() -> None:
-        for xb, ob, m in blocks:
-            _softmax_steps(xb, ob, m, 1, None)
-
-    return run
+    calls: list[Callable[[], object]] = []
+    for i in range(0, x2.shape[0], rows):
+        calls += _softmax_calls(x2[i:i + rows], out2[i:i + rows],
+                                row[:min(rows, x2.shape[0] - i)], 1, None)
+    return in_order(calls)
 
 
 @plan(ops.softmax)

@@ -34,6 +34,7 @@ from nxcc.ir.kernels.combine import combine_at
 from nxcc.ir.kernels.common import (
     NATIVE_NUMBERS,
     as_compute,
+    bound_call,
     in_order,
     pad_array,
     store,
@@ -128,8 +129,8 @@ def _dimension_fold(ufunc: np.ufunc, x: np.ndarray, window: Sequence[int],
             part.shape[:d] + (count,) + part.shape[d + 1:], part.dtype)
         slices = [_slice_along(part, d, k * dilations[d], strides[d], count)
                   for k in range(window[d])]
-        steps.append(functools.partial(ufunc, slices[0], slices[1], out=target))
-        steps += [functools.partial(ufunc, target, later, out=target) for later in slices[2:]]
+        steps.append(bound_call(ufunc, slices[0], slices[1], target))
+        steps += [bound_call(ufunc, target, later, target) for later in slices[2:]]
         part = target
     return steps
 
@@ -181,7 +182,7 @@ def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
     steps = _dimension_fold(ufunc, x, a["window_dimensions"], a["window_strides"],
                             a["window_dilations"], out)
     if not (constant[1] and _is_identity(ufunc, init, out.dtype)):
-        steps.append(functools.partial(ufunc, init, out, out=out))
+        steps.append(bound_call(ufunc, init, out, out))
     return in_order(steps)
 
 
