@@ -56,6 +56,32 @@ def measurement_environment(keep_blas_variables: bool = False) -> dict[str, str]
     return {k: v for k, v in os.environ.items() if k not in BLAS_VARIABLES}
 
 
+def rerun_without_blas_variables(keep: bool = False) -> None:
+    """Start this script again (same interpreter and arguments, `os.execve`) without
+    BLAS_VARIABLES when the caller's environment sets any, for a script that measures in
+    its own process: OpenBLAS reads them once, when numpy loads it. Nothing when `keep`."""
+    if keep or not any(k in os.environ for k in BLAS_VARIABLES):
+        return
+    sys.stdout.flush()
+    env = measurement_environment()
+    env[_CALLER_VARIABLES] = json.dumps({k: os.environ.get(k) for k in BLAS_VARIABLES})
+    os.execve(sys.executable, [sys.executable, *sys.argv], env)
+
+
+#: how `rerun_without_blas_variables` tells the new process the caller's values
+_CALLER_VARIABLES = "NXCC_BENCH_CALLER_BLAS_VARIABLES"
+
+
+def _caller_blas_variables() -> dict[str, str | None]:
+    """The caller's BLAS_VARIABLES (before a `rerun_without_blas_variables`)."""
+    told = os.environ.get(_CALLER_VARIABLES)
+    if told:
+        with contextlib.suppress(ValueError, TypeError):
+            found = json.loads(told)
+            return {k: found.get(k) for k in BLAS_VARIABLES}
+    return {k: os.environ.get(k) for k in BLAS_VARIABLES}
+
+
 def blas_info() -> dict[str, Any]:
     """The BLAS numpy runs in this process: threadpoolctl's view when it is installed (the
     library, version, kernel architecture OpenBLAS chose at run time, threads), else numpy's
@@ -150,7 +176,7 @@ def environment(blas: dict[str, Any] | None = None) -> dict[str, Any]:
                         "load_average": load_average()},
             "versions": _versions(), "commit": _commit(),
             "blas": blas if blas is not None else blas_info(),
-            "caller_blas_variables": {k: os.environ.get(k) for k in BLAS_VARIABLES}}
+            "caller_blas_variables": _caller_blas_variables()}
 
 
 class _Tee(io.TextIOBase):
