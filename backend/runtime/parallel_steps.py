@@ -72,7 +72,7 @@ def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.nda
         if step is None:
             return None
         steps.append(step)
-    return functools.partial(_run_slabs, steps, [f"nxcc-slab{k}" for k in range(parts)])
+    return functools.partial(side_by_side, steps, [f"nxcc-slab{k}" for k in range(parts)])
 
 
 def _operand_dims(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
@@ -106,9 +106,10 @@ def _slab(arg: np.ndarray, dims: Sequence[int], axis: int, lo: int, hi: int, siz
     return arg[(slice(None),) * k + (slice(lo, hi),)]
 
 
-def _run_slabs(steps: Sequence[Step], names: Sequence[str]) -> None:
-    """Slab 0 here, the others on pooled threads; the first exception raised once all
-    have finished."""
+def side_by_side(steps: Sequence[Step], names: Sequence[str]) -> None:
+    """steps[0] on the calling thread, the others on pooled threads named `names[1:]`, with
+    floating-point errors ignored on those; the first exception raised here once all have
+    finished."""
     failures: list[BaseException] = []
 
     def on_worker(step: Step) -> Callable[[], None]:

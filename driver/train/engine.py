@@ -84,6 +84,9 @@ class EngineSettings:
     options: CompileOptions = field(default_factory=lambda: CompileOptions(target="trn1"))
     precision: Precision = field(default_factory=Precision)
     seed: int = 0
+    threads: int | None = None
+    """Threads a rank's large elementwise instructions and optimizer update may use (None:
+    as many as the BLAS uses; 1 when a process runs several ranks, which share its cores)."""
 
     @property
     def world(self) -> int:
@@ -143,7 +146,8 @@ class RankTrainer:
         self.shared = [i for i, n in enumerate(names) if n in self.build.pipeline_shared]
         self.embed_group = self._embedding_group(rank) if self.shared else None
         self.optimizer = OptimizerStep(s.optimizer, self.sync.shard_size, s.options,
-                                       BF16 if s.precision.bf16_optimizer_state else None)
+                                       BF16 if s.precision.bf16_optimizer_state else None,
+                                       s.threads)
         d = self.dp_group.index
         self.master = self.layout.shard(initial, d, self.sync.zero1).copy() \
             if s.precision.master_weights else None
@@ -166,6 +170,8 @@ class RankTrainer:
         self.programs = {n: compile_function(module, n, opts) for n in names}
         self.executors = {n: p.executor(self.tp_group.endpoint, self.tp_group.index)
                           for n, p in self.programs.items()}
+        for executor in self.executors.values():
+            executor.threads = self.settings.threads
 
     def _bind_buffers(self) -> None:
         """The programs read the parameters where they are (no copy per run); with one

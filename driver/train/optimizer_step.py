@@ -19,13 +19,19 @@ of the update, updated in place each step). It runs the program over CHUNK eleme
 time (one more program for the remainder): each chunk's parameters, slots and gradient are
 read once into buffers that stay in cache, the program's passes run there, and its results
 are written straight into the slots and the update's output array (a whole-shard program
-would stream every array through memory once per pass and return fresh copies).
+would stream every array through memory once per pass and return fresh copies). The
+chunks are shared by as many threads as the BLAS uses, each with executors of its own.
 """
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
+from nxcc.backend.runtime.blas_threads import blas_threads
+from nxcc.backend.runtime.executor import ProgramExecutor
+from nxcc.backend.runtime.parallel_steps import side_by_side
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train.stage_program import compile_function
 from nxcc.ir.builder import Builder
@@ -63,16 +69,23 @@ class OptimizerStep:
     """One rank's compiled update over its `n` elements, with the slots it keeps."""
 
     def __init__(self, cfg: OptimizerConfig, n: int, options: CompileOptions,
-                 state_dtype: np.dtype | None = None) -> None:
+                 state_dtype: np.dtype | None = None, threads: int | None = None) -> None:
         """`state_dtype`: how the slots are kept between steps (f32 by default; the update
-        itself runs in f32 and a bf16 state is rounded to nearest after it)."""
+        itself runs in f32 and a bf16 state is rounded to nearest after it). `threads`:
+        how many threads share the chunks (None: as many as the BLAS uses)."""
         self.cfg = cfg
         self.n = n
         self.chunk = max(1, min(n, CHUNK))
         sizes = {self.chunk, n % self.chunk or self.chunk}
-        self.executors = {
-            k: compile_function(build_update_module(cfg, k), "update", options).executor(None)
-            for k in sizes}
+        programs = {k: compile_function(build_update_module(cfg, k), "update", options)
+                    for k in sizes}
+        chunks = -(-n // self.chunk)
+        self.threads = max(1, min(threads or blas_threads() or 1, chunks))
+        self.executors = [{k: p.executor(None) for k, p in programs.items()}
+                          for _ in range(self.threads)]  # one set per thread
+        for per_thread in self.executors:
+            for executor in per_thread.values():
+                executor.threads = 1  # the chunks share the threads, not their ops
         self.state_dtype = np.dtype(np.float32 if state_dtype is None else state_dtype)
         self.slots = [np.zeros(n, self.state_dtype) for _ in cfg.slots]
         self._out = np.empty(n, np.float32)
@@ -86,16 +99,30 @@ class OptimizerStep:
                  step: int) -> np.ndarray:
         """The updated parameters after step `step` (0 for the first); the slots are
         updated. The array returned is this object's: the next call overwrites it (and
-        may take it as `param`)."""
+        may take it as `param`). With several threads, each updates a run of consecutive
+        chunks (the same bits: each element's update is the same numpy calls)."""
         scalars = [np.float32(grad_scale), np.float32(lr), np.int32(step)]
+        starts = list(range(0, self.n, self.chunk))
+        edges = np.linspace(0, len(starts), self.threads + 1).astype(int)
+        work = [functools.partial(self._update, starts[lo:hi], self.executors[t], param, grad,
+                                  scalars)
+                for t, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True))]
+        if len(work) == 1:
+            work[0]()
+        else:
+            side_by_side(work, [f"nxcc-update{t}" for t in range(len(work))])
+        return self._out
+
+    def _update(self, starts: list[int], executors: dict[int, ProgramExecutor],
+                param: np.ndarray, grad: np.ndarray, scalars: list[np.generic]) -> None:
+        """The chunks beginning at `starts`, with this thread's `executors`."""
         f32 = self.state_dtype == np.float32
-        for start in range(0, self.n, self.chunk):
+        for start in starts:
             stop = min(self.n, start + self.chunk)
             slots = [s[start:stop] for s in self.slots]
             args = [param[start:stop], *(s if f32 else s.astype(np.float32) for s in slots),
                     grad[start:stop], *scalars]
-            new_param, *new_slots = self.executors[stop - start].run(args, copy=False)
+            new_param, *new_slots = executors[stop - start].run(args, copy=False)
             np.copyto(self._out[start:stop], new_param)
             for s, new in zip(slots, new_slots, strict=True):
                 np.copyto(s, new, casting="unsafe")  # bf16 state: rounded to nearest
-        return self._out

@@ -32,6 +32,7 @@ optimizer-state bytes and peak activation bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -154,6 +155,13 @@ def _log_step(job: Job, writer: MetricsWriter, done: int, stats: StepStats,
     job.emit(line if val_loss is None else f"{line}  val_loss {val_loss:.4f}")
 
 
+def _share_cores(job: Job, ranks: int) -> None:
+    """Several ranks in this process share its cores: each runs its elementwise work and
+    its optimizer update on its own thread (their BLAS calls use the BLAS's threads)."""
+    if ranks > 1 and job.settings.threads is None:
+        job.settings = dataclasses.replace(job.settings, threads=1)
+
+
 def _rank_main(job: Job, rank: int, channels: LocalChannels) -> None:
     trainer = RankTrainer(rank, job.settings, channels, job.build)
     try:
@@ -263,6 +271,7 @@ def run_training(config: TrainConfig, emit: Callable[[str], None] = print,
     _prepared(job, on_prepared)
     _prepare_exp_dir(job)
     channels = LocalChannels(_timeout())
+    _share_cores(job, job.settings.world)
     try:
         run_rank_threads(list(range(job.settings.world)), channels,
                          lambda r: _rank_main(job, r, channels))
@@ -312,6 +321,7 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int,
     if on_joined is not None:
         on_joined()
     channels = MpiChannels(comm, world, local, _timeout(), peers)
+    _share_cores(job, per)
     try:
         run_rank_threads(local, channels, lambda r: _rank_main(job, r, channels))
         channels.complete_sends()

@@ -23,7 +23,7 @@ N = parallel_steps.MIN_SLAB
 GELU_BACKWARD = f"""\
 module @m {{
   func @main(%x: f32[4,{N // 2},3], %g: f32[4,{N // 2},3], %b: f32[3], %row: f32[4,1,3])
-      -> (f32[4,{N // 2},3], f32[4,{N // 2},3], f32[4,{N // 2},3]) {{
+      -> (f32[4,{N // 2},3], f32[4,{N // 2},3], f32[4,{N // 2},3], f32[4,{N // 2},3]) {{
     %bb = broadcast_in_dim(%b) {{shape = [4, {N // 2}, 3], broadcast_dimensions = [2]}} : f32[4,{N // 2},3]
     %h = add(%x, %bb) : f32[4,{N // 2},3]
     %t = tanh(%h) : f32[4,{N // 2},3]
@@ -35,7 +35,8 @@ module @m {{
     %z = divide(%y, %rb) : f32[4,{N // 2},3]
     %e = exp(%z) : f32[4,{N // 2},3]
     %s = softmax(%x) {{dimension = 2}} : f32[4,{N // 2},3]
-    return %z, %e, %s
+    %n = layer_norm(%g) {{dimension = 2, epsilon = 1e-5}} : f32[4,{N // 2},3]
+    return %z, %e, %s, %n
   }}
 }}
 """
@@ -48,7 +49,7 @@ def _run(text: str, args: list[np.ndarray], threads: int) -> list[np.ndarray]:
     executor.threads = threads
     results = executor.run(args)
     steps = executor.functions["main"].bound(executor).steps
-    split = [getattr(s, "func", None) is parallel_steps._run_slabs for s in steps]
+    split = [getattr(s, "func", None) is parallel_steps.side_by_side for s in steps]
     assert all(split) if threads > 1 else not any(split)
     return results
 
@@ -141,5 +142,5 @@ def test_one_thread_binds_the_plan_as_it_is() -> None:
     step = _bind(ops.negate, [x], out, {}, 1)
     step()
     np.testing.assert_array_equal(out, -x)
-    assert getattr(step, "func", None) is not parallel_steps._run_slabs
-    assert _bind(ops.negate, [x], out, {}, 2).func is parallel_steps._run_slabs  # type: ignore[attr-defined]
+    assert getattr(step, "func", None) is not parallel_steps.side_by_side
+    assert _bind(ops.negate, [x], out, {}, 2).func is parallel_steps.side_by_side  # type: ignore[attr-defined]

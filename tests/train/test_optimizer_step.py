@@ -15,15 +15,18 @@ OPTIONS = CompileOptions(target="trn1")
 N = 30
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("state_dtype", [None, ml_dtypes.bfloat16])
 @pytest.mark.parametrize("name", ["adamw", "sgd"])
 def test_chunks_give_the_whole_programs_bits(monkeypatch: pytest.MonkeyPatch, name: str,
-                                             state_dtype: object) -> None:
+                                             state_dtype: object, threads: int) -> None:
+    """Chunked, and the chunks shared by threads: the one whole-shard program's bits."""
     cfg = OptimizerConfig(name=name, weight_decay=0.01, betas=(0.9, 0.95), momentum=0.9)
-    whole = OptimizerStep(cfg, N, OPTIONS, state_dtype)
+    whole = OptimizerStep(cfg, N, OPTIONS, state_dtype, threads=1)
     monkeypatch.setattr(optimizer_step, "CHUNK", 7)  # 4 chunks of 7 and one of 2
-    chunked = OptimizerStep(cfg, N, OPTIONS, state_dtype)
-    assert chunked.chunk == 7 and sorted(chunked.executors) == [2, 7]
+    chunked = OptimizerStep(cfg, N, OPTIONS, state_dtype, threads=threads)
+    assert chunked.chunk == 7 and chunked.threads == threads
+    assert [sorted(e) for e in chunked.executors] == [[2, 7]] * threads
     rng = np.random.default_rng(0)
     param = rng.standard_normal(N).astype(np.float32)
     p_whole, p_chunked = param, param.copy()
