@@ -141,7 +141,8 @@ class RankTrainer:
         # the flat gradient, reused by every step (its padding stays zero)
         self._grads = np.zeros(self.layout.size, s.precision.grad_dtype)
         self._bind_buffers()
-        self.mask = self.sync.count_mask(counted)
+        mask = self.sync.count_mask(counted)
+        self.mask = None if bool(np.all(mask == 1)) else mask  # None: every element counts
         self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]
         self.shared = [i for i, n in enumerate(names) if n in self.build.pipeline_shared]
         self.embed_group = self._embedding_group(rank) if self.shared else None
@@ -318,7 +319,8 @@ class RankTrainer:
         shard = self.sync.finish()
         counts_loss = self.plan.last and self.tp_rank == 0
         local = np.array([loss_sum if counts_loss else 0.0, count if counts_loss else 0.0,
-                          norm_contribution(shard, self.mask)], np.float64)
+                          norm_contribution(shard, self.mask, self.optimizer.threads)],
+                         np.float64)
         total_loss, tokens, squares = self.world_group.all_reduce(local)
         norm = float(np.sqrt(squares)) / tokens
         clip = self.settings.clip

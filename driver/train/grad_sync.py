@@ -19,10 +19,12 @@ whose chunk holds it).
 
 from __future__ import annotations
 
+import functools
 from concurrent.futures import Future
 
 import numpy as np
 
+from nxcc.backend.runtime.parallel_steps import side_by_side
 from nxcc.driver.train.flat import FlatLayout
 from nxcc.driver.train.groups import Group
 
@@ -98,18 +100,38 @@ class GradSync:
 NORM_CHUNK = 1 << 15
 
 
-def norm_contribution(grad_shard: np.ndarray, mask: np.ndarray) -> float:
+def norm_contribution(grad_shard: np.ndarray, mask: np.ndarray | None,
+                      threads: int = 1) -> float:
     """The sum of squares of the elements of `grad_shard` this rank counts (`mask`: 1 where
-    it does, 0 where not), in float64: NORM_CHUNK elements at a time, widened into buffers
-    that stay in cache (no float64 copy of the whole shard)."""
+    it does, 0 where not; None: every element), in float64: NORM_CHUNK elements at a time,
+    widened into buffers that stay in cache (no float64 copy of the whole shard), each
+    chunk's sum kept and the chunks' sums added in order, so that `threads` (sharing the
+    chunks) does not change the bits."""
     n = grad_shard.size
-    wide = np.empty(min(n, NORM_CHUNK), np.float64)
-    counted = np.empty_like(wide)
+    starts = range(0, n, NORM_CHUNK)
+    sums = np.zeros(len(starts), np.float64)
+
+    def chunks(first: int, end: int) -> None:
+        wide = np.empty(min(n, NORM_CHUNK), np.float64)
+        counted = np.empty_like(wide) if mask is not None else wide
+        for k in range(first, end):
+            start = starts[k]
+            stop = min(n, start + NORM_CHUNK)
+            g, w = wide[:stop - start], counted[:stop - start]
+            np.copyto(g, grad_shard[start:stop])
+            if mask is not None:
+                np.multiply(g, mask[start:stop], out=w)
+            sums[k] = np.dot(w, g)
+
+    edges = np.linspace(0, len(starts), max(1, min(threads, len(starts))) + 1).astype(int)
+    work = [functools.partial(chunks, int(a), int(b))
+            for a, b in zip(edges[:-1], edges[1:], strict=True)]
+    if len(work) > 1:
+        side_by_side(work, [f"nxcc-norm{t}" for t in range(len(work))])
+    else:
+        for w in work:
+            w()
     total = 0.0
-    for start in range(0, n, NORM_CHUNK):
-        stop = min(n, start + NORM_CHUNK)
-        g, w = wide[:stop - start], counted[:stop - start]
-        np.copyto(g, grad_shard[start:stop])
-        np.multiply(g, mask[start:stop], out=w)
-        total += float(np.dot(w, g))
+    for s in sums.tolist():
+        total += s
     return total

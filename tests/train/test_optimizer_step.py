@@ -39,3 +39,4 @@ def test_chunks_give_the_whole_programs_bits(monkeypatch: pytest.MonkeyPatch, na
             assert a.dtype == b.dtype == np.dtype(state_dtype or np.float32)
             np.testing.assert_array_equal(a, b)
     assert not np.array_equal(p_whole, param)
+
