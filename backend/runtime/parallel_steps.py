@@ -4,17 +4,18 @@ numpy runs an elementwise loop on one thread, while the matrix products of the s
 use every thread its BLAS has (`OPENBLAS_NUM_THREADS`, or one per CPU). `split_step` cuts
 the result of a large elementwise instruction (`fused_elementwise`, an op of one element per
 element: add, exp, select, convert...; a row op, `softmax` or `layer_norm`, between its
-rows) into `threads` slabs along one dimension, plans each slab with the op's own plan on
-views of its operands and the slab, and returns one step running slab 0 on the calling
-thread and the others on pooled threads (`core_threads`). numpy releases the GIL inside its
-loops, so the slabs run side by side; each element is computed by the same numpy calls as
-unsplit (elementwise results, and a row op's rows, do not depend on where a block starts),
-so the results are the same bits.
+rows; a `reduce` over trailing dimensions, between its rows) into `threads` slabs along one
+dimension, plans each slab with the op's own plan on views of its operands and the slab,
+and returns one step running slab 0 on the calling thread and the others on pooled threads
+(`core_threads`). numpy releases the GIL inside its loops, so the slabs run side by side;
+each element is computed by the same numpy calls as unsplit (elementwise results, a row
+op's rows and a row's reduction do not depend on where a block starts), so the results
+are the same bits.
 
-An instruction is split only when each slab has at least `MIN_SLAB` elements (handing a slab
-to a waiting thread costs some microseconds) and the dimension split is not one an operand
-broadcasts along in a way the slab could not follow. The worker threads ignore
-floating-point errors while they run, as the calling thread does for the whole program; an
+An instruction is split only when each slab reads or writes at least `MIN_SLAB` elements
+(handing a slab to a waiting thread costs some microseconds) and the dimension split is not
+one an operand broadcasts along in a way the slab could not follow. The worker threads
+ignore floating-point errors while they run, as the calling thread does for the whole program; an
 exception of a slab is raised on the calling thread once every slab has finished.
 """
 
@@ -51,7 +52,7 @@ def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.nda
     """The instruction as one step over `threads` slabs run side by side, or None when it
     is not split (another kind of op, too small, a layout the slabs cannot follow, or a
     slab the op's plan does not take)."""
-    parts = min(threads, out.size // MIN_SLAB)
+    parts = min(threads, max(out.size, *(a.size for a in args)) // MIN_SLAB)
     if parts < 2:
         return None
     dims = _operand_dims(opdef, args, out, attrs)
@@ -77,10 +78,16 @@ def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.nda
 
 def _operand_dims(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
                   attrs: Mapping[str, AttrValue]) -> list[tuple[int, ...]] | None:
-    """For each operand, the result dimension each of its dimensions runs along; None for
-    an op that is not split."""
+    """For each operand, the result dimension each of its dimensions runs along (-1: none);
+    None for an op that is not split."""
     if opdef is ops.fused_elementwise:
         return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims]
+    if opdef is ops.reduce:  # rows: the reduced dims are the trailing ones
+        rank = out.ndim
+        if len(args) != 2 or args[1].ndim or sorted(attrs["dimensions"]) != list(  # type: ignore[arg-type]
+                range(rank, args[0].ndim)):
+            return None
+        return [tuple(d if d < rank else -1 for d in range(args[0].ndim)), ()]
     if isinstance(opdef, ElementwiseDef) or opdef in _SAME_SHAPE or opdef in _ROW_OPS:
         every = tuple(range(out.ndim))
         if any(a.shape != out.shape and a.size != 1 for a in args):

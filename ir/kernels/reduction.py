@@ -1,4 +1,9 @@
-"""reduce: variadic reduction of inputs over `dimensions` by a computation (see reducer)."""
+"""reduce: variadic reduction of inputs over `dimensions` by a computation (see reducer).
+
+Planned (`reduce_plan`): one input of a native dtype reduced by one commutative binary op
+from a constant init, straight into its result: the kernel's ``ufunc.reduce`` call with the
+same arguments, its output the result buffer (no fresh array and copy per execution).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,10 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
-from nxcc.ir.kernels.common import store
-from nxcc.ir.kernels.plan import kernel_only
-from nxcc.ir.kernels.reducer import fold, prepare
+from nxcc.ir.kernels.common import NATIVE_NUMBERS, bound_call, store
+from nxcc.ir.kernels.plan import Step, plan
+from nxcc.ir.kernels.reducer import fast_ufunc, fold, prepare
+from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 
 @kernel(ops.reduce)
@@ -27,4 +33,20 @@ def reduce(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
         store(out, r)
 
 
-kernel_only(ops.reduce)
+@plan(ops.reduce)
+def reduce_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str, AttrValue],
+                ctx: KernelContext, constant: Sequence[bool], pool: ScratchPool) -> Step | None:
+    """``ufunc.reduce(x, axes, None, out, False, init)`` where that is what `fold` computes
+    for these arrays (one input and its init, the init constant, x, init and out of one
+    native dtype, at least one axis reduced); else None."""
+    if len(args) != 2 or not constant[1]:
+        return None
+    x, init = args
+    axes = tuple(sorted(attrs["dimensions"]))  # type: ignore[arg-type]
+    if not axes or not (x.dtype == init.dtype == out.dtype) or x.dtype not in NATIVE_NUMBERS:
+        return None
+    ufunc = fast_ufunc(ctx, attrs["computation"], [init.dtype])  # type: ignore[arg-type]
+    if ufunc is None:
+        return None
+    return bound_call(ufunc.reduce, x, axes, None, out, False, init[()] if init.ndim == 0
+                      else init.reshape(-1)[0])

@@ -23,7 +23,8 @@ N = parallel_steps.MIN_SLAB
 GELU_BACKWARD = f"""\
 module @m {{
   func @main(%x: f32[4,{N // 2},3], %g: f32[4,{N // 2},3], %b: f32[3], %row: f32[4,1,3])
-      -> (f32[4,{N // 2},3], f32[4,{N // 2},3], f32[4,{N // 2},3], f32[4,{N // 2},3]) {{
+      -> (f32[4,{N // 2},3], f32[4,{N // 2},3], f32[4,{N // 2},3], f32[4,{N // 2},3],
+          f32[4,{N // 2}]) {{
     %bb = broadcast_in_dim(%b) {{shape = [4, {N // 2}, 3], broadcast_dimensions = [2]}} : f32[4,{N // 2},3]
     %h = add(%x, %bb) : f32[4,{N // 2},3]
     %t = tanh(%h) : f32[4,{N // 2},3]
@@ -36,7 +37,13 @@ module @m {{
     %e = exp(%z) : f32[4,{N // 2},3]
     %s = softmax(%x) {{dimension = 2}} : f32[4,{N // 2},3]
     %n = layer_norm(%g) {{dimension = 2, epsilon = 1e-5}} : f32[4,{N // 2},3]
-    return %z, %e, %s, %n
+    %zero = constant() {{value = splat<f32[]: 0.0>}} : f32[]
+    %r = reduce(%z, %zero) {{dimensions = [2], computation = @add_f32}} : f32[4,{N // 2}]
+    return %z, %e, %s, %n, %r
+  }}
+  func @add_f32(%a: f32[], %b: f32[]) -> (f32[]) {{
+    %c = add(%a, %b) : f32[]
+    return %c
   }}
 }}
 """
