@@ -6,6 +6,11 @@ materialise a big tensor from small ones (a broadcast of a vector, an iota...): 
 must fit in `max(sum of operand bytes, SMALL_RESULT_BYTES)` unless it is a splat, and a
 broadcast of a non-splat constant (a bias) to more than `BROADCAST_FOLD_BYTES` is not folded:
 it is read at use, as a broadcast view, by the fused op that consumes it (`passes/fusion`).
+
+An iota of rank above one counts along one dimension only: it is rewritten as the 1-D iota
+of that dimension (folded to a small constant) broadcast to the shape, which the fused op
+that consumes it reads as a broadcast view (a cross-entropy's one-hot comparison of
+[batch, seq, vocab] no longer fills an index array of that size on every execution).
 """
 
 from __future__ import annotations
@@ -43,7 +48,8 @@ class ConstantFolding:
     name: ClassVar[str] = "fold"
 
     def run(self, module: Module) -> bool:
-        return apply_patterns(module, [FoldConstantOperands(IRContext(module))])
+        return apply_patterns(module, [FoldConstantOperands(IRContext(module)),
+                                       IotaAsBroadcast()])
 
 
 class FoldConstantOperands(RewritePattern):
@@ -64,6 +70,22 @@ class FoldConstantOperands(RewritePattern):
             return None
         return [rewriter.insert(Op(ops.constant, [], [r.type], {"value": d}, [r.name])).result
                 for r, d in zip(op.results, folded, strict=True)]
+
+
+class IotaAsBroadcast(RewritePattern):
+    """iota(shape, dimension) of rank > 1 -> broadcast_in_dim(iota([shape[dimension]]))."""
+
+    ops = (ops.iota,)
+
+    def rewrite(self, op: Op, rewriter: Rewriter) -> list[Value] | None:
+        shape = op.result.type.shape
+        d = int(op.attrs["dimension"])  # type: ignore[call-overload]
+        if len(shape) < 2 or shape[d] == op.result.type.size:
+            return None
+        line = rewriter.b.iota(dtype=op.result.type.dtype, shape=(shape[d],), dimension=0)
+        full = rewriter.b.broadcast_in_dim(line, shape=shape, broadcast_dimensions=(d,))
+        full.name = op.result.name
+        return [full]
 
 
 def fold_ops(fn: Function, start: int, ctx: IRContext) -> dict[Value, Value]:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from nxcc.ir.parser import parse_module
 from nxcc.passes.constant_folding import ConstantFolding
-from tests.passes.pass_check import check
+from tests.passes.pass_check import check, run_passes
 
 
 def test_folds_arithmetic_on_constants() -> None:
@@ -99,3 +101,44 @@ def test_folds_reduce_through_its_computation() -> None:
         }
         """,
     )
+
+
+def test_an_iota_counts_along_one_dimension_as_a_broadcast_constant() -> None:
+    """A [4, 128, 1024] iota along dim 2 (2 MiB, too big to fold whole) becomes the folded
+    1-D count broadcast to the shape: the same numbers, and the one-hot comparison reads it
+    as a broadcast view."""
+    import numpy as np
+
+    from nxcc.ir.interpreter import IRContext
+
+    text = """\
+        module @m {
+          func @main(%labels: s32[4,128]) -> (pred[4,128,1024]) {
+            %i = iota() {dtype = s32, shape = [4, 128, 1024], dimension = 2} : s32[4,128,1024]
+            %l = broadcast_in_dim(%labels) {shape = [4, 128, 1024], broadcast_dimensions = [0, 1]} : s32[4,128,1024]
+            %eq = compare(%i, %l) {direction = EQ} : pred[4,128,1024]
+            return %eq
+          }
+        }
+        """
+    got = run_passes(text, "fold")
+    assert "iota" not in got and "dense<s32[1024]:" in got
+    assert "%i = broadcast_in_dim(%0) {shape = [4, 128, 1024], broadcast_dimensions = [2]}" in got
+    labels = np.random.default_rng(0).integers(0, 1024, (4, 128)).astype(np.int32)
+    module = parse_module(textwrap.dedent(text))
+    want = IRContext(module).call("main", [labels])[0]
+    ConstantFolding().run(module)
+    np.testing.assert_array_equal(IRContext(module).call("main", [labels])[0], want)
+    np.testing.assert_array_equal(want, np.arange(1024) == labels[..., None])
+
+
+def test_an_iota_of_one_long_dimension_stays() -> None:
+    text = """\
+        module @m {
+          func @main() -> (s32[1,524288,1]) {
+            %i = iota() {dtype = s32, shape = [1, 524288, 1], dimension = 1} : s32[1,524288,1]
+            return %i
+          }
+        }
+        """
+    check(text, ("fold",), text)
