@@ -13,7 +13,9 @@ started:
 - `limit_this_thread(n)`: for a worker thread inside such a region (the count an OpenBLAS
   that really is per thread needs), restoring what the setter returned.
 
-`blas_threads()` reads the count the calling thread's BLAS calls use (None when unknown).
+`blas_threads()` reads the count the calling thread's BLAS calls use (None when unknown, or
+when OPENBLAS_NUM_THREADS sets it); `blas_thread_count()` reads it in every case (how many
+threads a core's other work may use, `parallel_steps`).
 The functions are found in the libraries already loaded (read from /proc/self/maps, opened
 with ctypes). Where they cannot be found (another BLAS, no /proc), or where
 OPENBLAS_NUM_THREADS is set in the environment, nothing is changed.
@@ -34,11 +36,17 @@ GETTERS = ("openblas_get_num_threads", "openblas_get_num_threads64_",
            "scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads")
 
 
-@functools.cache
 def _functions() -> tuple[Callable[[int], int], Callable[[], int]] | None:
-    """(setter, getter) of the loaded OpenBLAS, or None."""
+    """(setter, getter) of the loaded OpenBLAS, or None (also where OPENBLAS_NUM_THREADS
+    is set: the count is the user's, never changed)."""
     if "OPENBLAS_NUM_THREADS" in os.environ:
         return None
+    return _library()
+
+
+@functools.cache
+def _library() -> tuple[Callable[[int], int], Callable[[], int]] | None:
+    """(setter, getter) of the loaded OpenBLAS, or None."""
     import numpy  # noqa: F401  (its BLAS must be loaded before we look for it)
 
     try:
@@ -61,9 +69,24 @@ def _functions() -> tuple[Callable[[int], int], Callable[[], int]] | None:
 
 
 def blas_threads() -> int | None:
-    """The number of threads the calling thread's BLAS calls use; None if unknown."""
+    """The number of threads the calling thread's BLAS calls use, where nxcc may change it
+    (`limit_process`); None if unknown or set by OPENBLAS_NUM_THREADS."""
     found = _functions()
     return None if found is None else int(found[1]())
+
+
+def blas_thread_count() -> int | None:
+    """The number of threads the calling thread's BLAS calls use, however it was set (the
+    OpenBLAS getter; else OPENBLAS_NUM_THREADS when it is a positive integer); None if
+    unknown."""
+    found = _library()
+    if found is not None:
+        return int(found[1]())
+    try:
+        told = int(os.environ.get("OPENBLAS_NUM_THREADS", ""))
+    except ValueError:
+        return None
+    return told if told > 0 else None
 
 
 _lock = threading.Lock()

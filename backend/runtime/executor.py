@@ -32,7 +32,7 @@ from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
 from nxcc.backend.program.view_layout import view_sources
 from nxcc.backend.runtime import float_errors
 from nxcc.backend.runtime.async_comm import DONES, STARTS
-from nxcc.backend.runtime.blas_threads import blas_threads
+from nxcc.backend.runtime.blas_threads import blas_thread_count
 from nxcc.backend.runtime.bound_steps import bind_step
 from nxcc.backend.runtime.profile import COMPUTE
 from nxcc.ir.attributes import AttrValue, Dense
@@ -334,7 +334,7 @@ def threads_for(ctx: KernelContext) -> int:
     says, else the BLAS's count for the calling thread (1 when unknown)."""
     threads = getattr(ctx, "threads", None)
     if threads is None:
-        threads = blas_threads() or 1
+        threads = blas_thread_count() or 1
     return max(1, int(threads))
 
 

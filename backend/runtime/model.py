@@ -126,6 +126,9 @@ class LoadedModel:
                                           if self.group is not None else None,
                                           should_stop=should_stop)
                           for i, p in enumerate(self.programs)]
+        if len(self.executors) > 1:  # the cores run side by side: one thread each
+            for executor in self.executors:
+                executor.threads = 1
         self.name = neff.header.name
 
     def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:

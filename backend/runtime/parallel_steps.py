@@ -1,22 +1,26 @@
-"""Large elementwise instructions split across the threads a core's BLAS uses.
+"""Large instructions split across the threads a core's BLAS uses.
 
 numpy runs an elementwise loop on one thread, while the matrix products of the same program
 use every thread its BLAS has (`OPENBLAS_NUM_THREADS`, or one per CPU). `split_step` cuts
-the result of a large elementwise instruction (`fused_elementwise`, an op of one element per
-element: add, exp, select, convert...; a row op, `softmax` or `layer_norm`, between its
-rows; a `reduce` over trailing dimensions, between its rows) into `threads` slabs along one
-dimension, plans each slab with the op's own plan on views of its operands and the slab,
-and returns one step running slab 0 on the calling thread and the others on pooled threads
-(`core_threads`). numpy releases the GIL inside its loops, so the slabs run side by side;
-each element is computed by the same numpy calls as unsplit (elementwise results, a row
-op's rows and a row's reduction do not depend on where a block starts), so the results
-are the same bits.
+the result of a large instruction into `threads` slabs along one dimension: an elementwise
+one (`fused_elementwise`, an op of one element per element: add, exp, select, convert...),
+a row op (`softmax`, `layer_norm`) or a `reduce` over trailing dimensions between its rows,
+a batch of matrix products between the products. It plans each slab with the op's own plan
+on views of its operands and the slab, and returns one step running slab 0 on the calling
+thread and the others on pooled threads (`core_threads`). numpy releases the GIL inside its
+loops, so the slabs run side by side; each element is computed by the same numpy calls as
+unsplit (elementwise results, a row op's rows and a row's reduction do not depend on where
+a block starts; each product of a batch is one BLAS call either way), so the results are
+the same bits. A batch of small products gains most: OpenBLAS wakes its threads for every
+product of a batch (32 of 256x64x256 in a GPT's attention scores), while each slab's
+products run as they come.
 
 An instruction is split only when each slab reads or writes at least `MIN_SLAB` elements
 (handing a slab to a waiting thread costs some microseconds) and the dimension split is not
 one an operand broadcasts along in a way the slab could not follow. The worker threads
-ignore floating-point errors while they run, as the calling thread does for the whole program; an
-exception of a slab is raised on the calling thread once every slab has finished.
+ignore floating-point errors while they run, as the calling thread does for the whole
+program; an exception of a slab is raised on the calling thread once every slab has
+finished.
 """
 
 from __future__ import annotations
@@ -82,6 +86,12 @@ def _operand_dims(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     None for an op that is not split."""
     if opdef is ops.fused_elementwise:
         return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims]
+    if opdef is ops.dot_general:  # a batch of products: split between its first batch dim
+        lhs_batch, rhs_batch = attrs["lhs_batch_dims"], attrs["rhs_batch_dims"]
+        if not lhs_batch:
+            return None
+        return [tuple(0 if d == lhs_batch[0] else -1 for d in range(args[0].ndim)),  # type: ignore[index]
+                tuple(0 if d == rhs_batch[0] else -1 for d in range(args[1].ndim))]  # type: ignore[index]
     if opdef is ops.reduce:  # rows: the reduced dims are the trailing ones
         rank = out.ndim
         if len(args) != 2 or args[1].ndim or sorted(attrs["dimensions"]) != list(  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ import functools
 
 import numpy as np
 
-from nxcc.backend.runtime.blas_threads import blas_threads
+from nxcc.backend.runtime.blas_threads import blas_thread_count
 from nxcc.backend.runtime.executor import ProgramExecutor
 from nxcc.backend.runtime.parallel_steps import side_by_side
 from nxcc.driver.options import CompileOptions
@@ -80,7 +80,7 @@ class OptimizerStep:
         programs = {k: compile_function(build_update_module(cfg, k), "update", options)
                     for k in sizes}
         chunks = -(-n // self.chunk)
-        self.threads = max(1, min(threads or blas_threads() or 1, chunks))
+        self.threads = max(1, min(threads or blas_thread_count() or 1, chunks))
         self.executors = [{k: p.executor(None) for k, p in programs.items()}
                           for _ in range(self.threads)]  # one set per thread
         for per_thread in self.executors:

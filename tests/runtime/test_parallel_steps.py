@@ -151,3 +151,30 @@ def test_one_thread_binds_the_plan_as_it_is() -> None:
     np.testing.assert_array_equal(out, -x)
     assert getattr(step, "func", None) is not parallel_steps.side_by_side
     assert _bind(ops.negate, [x], out, {}, 2).func is parallel_steps.side_by_side  # type: ignore[attr-defined]
+
+
+ATTENTION_SCORES = """\
+module @m {
+  func @main(%q: f32[4,256,8,64], %k: f32[4,256,8,64]) -> (f32[4,8,256,256]) {
+    %s = dot_general(%q, %k) {lhs_batch_dims = [0, 2], rhs_batch_dims = [0, 2], lhs_contracting_dims = [3], rhs_contracting_dims = [3]} : f32[4,8,256,256]
+    return %s
+  }
+}
+"""
+
+
+def test_a_batch_of_products_splits_between_products_with_the_same_bits() -> None:
+    rng = np.random.default_rng(2)
+    q, k = (rng.standard_normal((4, 256, 8, 64)).astype(np.float32) for _ in range(2))
+    one = _run(ATTENTION_SCORES, [q, k], 1)[0]
+    np.testing.assert_array_equal(_run(ATTENTION_SCORES, [q, k], 2)[0], one)
+    np.testing.assert_allclose(one, np.einsum("bshd,bthd->bhst", q, k), rtol=1e-4, atol=1e-4)
+
+
+def test_a_single_product_is_left_to_the_blas_threads() -> None:
+    x = np.ones((512, 512), np.float32)
+    plan = PLANS[ops.dot_general].plan
+    attrs = {"lhs_batch_dims": (), "rhs_batch_dims": (), "lhs_contracting_dims": (1,),
+             "rhs_contracting_dims": (0,)}
+    assert parallel_steps.split_step(ops.dot_general, plan, [x, x], np.empty_like(x),  # type: ignore[arg-type]
+                                     attrs, None, [False, False], 2) is None
