@@ -44,8 +44,9 @@ from nxcc.ir.opdef import ElementwiseDef, OpDef
 #: than it saves
 MIN_SLAB = 1 << 16
 
-#: ops of one result element per operand element (besides the ElementwiseDef family)
-_SAME_SHAPE = (ops.compare, ops.select, ops.clamp, ops.convert)
+#: ops of one result element per operand element (besides the ElementwiseDef family), and
+#: copies of one element each (the operand's dims cut where the result's are)
+_SAME_SHAPE = (ops.compare, ops.select, ops.clamp, ops.convert, ops.copy)
 #: ops computed row by row along their `dimension` attribute
 _ROW_OPS = (ops.softmax, ops.layer_norm)
 
@@ -59,11 +60,12 @@ def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.nda
     parts = min(threads, max(out.size, *(a.size for a in args)) // MIN_SLAB)
     if parts < 2:
         return None
-    dims = _operand_dims(opdef, args, out, attrs)
-    if dims is None:
+    layout = _layout(opdef, args, out, attrs)
+    if layout is None:
         return None
-    axis = next((a for a, n in enumerate(out.shape) if n >= parts), None)
-    if axis is None or (opdef in _ROW_OPS and axis == int(attrs["dimension"])):  # type: ignore[arg-type]
+    dims, axes = layout
+    axis = next((a for a in axes if out.shape[a] >= parts), None)
+    if axis is None:
         return None
     edges = np.linspace(0, out.shape[axis], parts + 1).astype(int)
     steps = []
@@ -80,29 +82,36 @@ def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.nda
     return functools.partial(side_by_side, steps, [f"nxcc-slab{k}" for k in range(parts)])
 
 
-def _operand_dims(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
-                  attrs: Mapping[str, AttrValue]) -> list[tuple[int, ...]] | None:
-    """For each operand, the result dimension each of its dimensions runs along (-1: none);
-    None for an op that is not split."""
+def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
+            attrs: Mapping[str, AttrValue]) -> tuple[list[tuple[int, ...]], list[int]] | None:
+    """(for each operand, the result dimension each of its dimensions runs along, -1 for
+    none; the result dimensions a slab may cut), or None for an op that is not split."""
+    every = list(range(out.ndim))
     if opdef is ops.fused_elementwise:
-        return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims]
-    if opdef is ops.dot_general:  # a batch of products: split between its first batch dim
-        lhs_batch, rhs_batch = attrs["lhs_batch_dims"], attrs["rhs_batch_dims"]
-        if not lhs_batch:
-            return None
-        return [tuple(0 if d == lhs_batch[0] else -1 for d in range(args[0].ndim)),  # type: ignore[index]
-                tuple(0 if d == rhs_batch[0] else -1 for d in range(args[1].ndim))]  # type: ignore[index]
+        return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims], every
+    if opdef is ops.dot_general:  # a batch of products: cut between products
+        batch = [attrs["lhs_batch_dims"], attrs["rhs_batch_dims"]]
+        return [tuple(list(b).index(d) if d in b else -1  # type: ignore[union-attr,arg-type]
+                      for d in range(a.ndim)) for a, b in zip(args, batch, strict=True)], \
+            list(range(len(batch[0])))  # type: ignore[arg-type]
     if opdef is ops.reduce:  # rows: the reduced dims are the trailing ones
-        rank = out.ndim
         if len(args) != 2 or args[1].ndim or sorted(attrs["dimensions"]) != list(  # type: ignore[arg-type]
-                range(rank, args[0].ndim)):
+                range(out.ndim, args[0].ndim)):
             return None
-        return [tuple(d if d < rank else -1 for d in range(args[0].ndim)), ()]
+        return [tuple(d if d < out.ndim else -1 for d in range(args[0].ndim)), ()], every
+    if opdef is ops.transpose:
+        perm = [int(p) for p in attrs["permutation"]]  # type: ignore[union-attr]
+        return [tuple(perm.index(d) for d in range(len(perm)))], every
+    if opdef is ops.broadcast_in_dim:
+        return [tuple(int(d) for d in attrs["broadcast_dimensions"])], every  # type: ignore[union-attr]
+    if opdef is ops.pad:  # cut along a dimension it does not pad
+        edges = zip(attrs["low"], attrs["high"], attrs["interior"], strict=True)  # type: ignore[arg-type]
+        return [tuple(every), ()], [d for d, e in enumerate(edges) if not any(e)]
     if isinstance(opdef, ElementwiseDef) or opdef in _SAME_SHAPE or opdef in _ROW_OPS:
-        every = tuple(range(out.ndim))
         if any(a.shape != out.shape and a.size != 1 for a in args):
             return None
-        return [every if a.shape == out.shape else () for a in args]
+        axes = [a for a in every if opdef not in _ROW_OPS or a != int(attrs["dimension"])]  # type: ignore[call-overload]
+        return [tuple(every) if a.shape == out.shape else () for a in args], axes
     return None
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Dense
 from nxcc.ir.kernels.base import KernelContext, kernel
-from nxcc.ir.kernels.common import pad_array, store
+from nxcc.ir.kernels.common import in_order, pad_array, store
 from nxcc.ir.kernels.plan import Step, kernel_only, plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
@@ -101,7 +101,28 @@ def copy(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     np.copyto(outs[0], args[0])
 
 
-kernel_only(ops.slice, ops.pad, ops.concatenate, ops.reverse, ops.iota, ops.constant)
+kernel_only(ops.slice, ops.concatenate, ops.reverse, ops.iota, ops.constant)
+
+
+@plan(ops.pad)
+def pad_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str, AttrValue],
+             ctx: KernelContext, constant: Sequence[bool], pool: ScratchPool) -> Step | None:
+    """Edge padding only (no interior, no cropping), of one dtype: the operand copied into
+    its place in out and the value into each border region (regions that do not overlap),
+    with no padded array made per execution; else None (the kernel)."""
+    x, value = args
+    low, high = list(attrs["low"]), list(attrs["high"])  # type: ignore[call-overload]
+    if any(attrs["interior"]) or min(low + high, default=0) < 0 or not (  # type: ignore[arg-type]
+            x.dtype == value.dtype == out.dtype):
+        return None
+    inner = [slice(lo, n - hi) for lo, hi, n in zip(low, high, out.shape, strict=True)]
+    steps: list[Step] = [functools.partial(np.copyto, out[tuple(inner)], x)]
+    for d, (lo, hi, n) in enumerate(zip(low, high, out.shape, strict=True)):
+        for edge in (slice(0, lo), slice(n - hi, n)):
+            if edge.stop > edge.start:  # dims before d inside, d on its edge, after whole
+                region = tuple(inner[:d]) + (edge,) + (slice(None),) * (out.ndim - d - 1)
+                steps.append(functools.partial(np.copyto, out[region], value))
+    return in_order(steps)
 
 
 def _copy_step(view: np.ndarray, x: np.ndarray, out: np.ndarray) -> Step | None:

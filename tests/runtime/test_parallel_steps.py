@@ -178,3 +178,39 @@ def test_a_single_product_is_left_to_the_blas_threads() -> None:
              "rhs_contracting_dims": (0,)}
     assert parallel_steps.split_step(ops.dot_general, plan, [x, x], np.empty_like(x),  # type: ignore[arg-type]
                                      attrs, None, [False, False], 2) is None
+
+
+def test_a_batch_of_one_splits_along_its_next_batch_dim() -> None:
+    """BERT's scores [1, heads, s, s]: the slabs cut the heads, the lhs and rhs alike."""
+    rng = np.random.default_rng(4)
+    q, k = (rng.standard_normal((1, 256, 8, 64)).astype(np.float32) for _ in range(2))
+    text = ATTENTION_SCORES.replace("f32[4,", "f32[1,")
+    one = _run(text, [q, k], 1)[0]
+    np.testing.assert_array_equal(_run(text, [q, k], 2)[0], one)
+    np.testing.assert_allclose(one, np.einsum("bshd,bthd->bhst", q, k), rtol=1e-4, atol=1e-4)
+
+
+MOVES = f"""\
+module @m {{
+  func @main(%x: f32[4,{N // 2},3], %b: f32[3]) -> (f32[{N // 2},4,3], f32[4,{N // 2},5],
+                                                   f32[4,{N // 2},3]) {{
+    %t = transpose(%x) {{permutation = [1, 0, 2]}} : f32[{N // 2},4,3]
+    %zero = constant() {{value = splat<f32[]: 0.0>}} : f32[]
+    %p = pad(%x, %zero) {{low = [0, 0, 2], high = [0, 0, 0], interior = [0, 0, 0]}} : f32[4,{N // 2},5]
+    %bb = broadcast_in_dim(%b) {{shape = [4, {N // 2}, 3], broadcast_dimensions = [2]}} : f32[4,{N // 2},3]
+    return %t, %p, %bb
+  }}
+}}
+"""
+
+
+def test_transposes_pads_and_broadcasts_split_with_the_same_values() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((4, N // 2, 3)).astype(np.float32)
+    b = rng.standard_normal(3).astype(np.float32)
+    one = _run(MOVES, [x, b], 1)
+    for a, c in zip(one, _run(MOVES, [x, b], 2), strict=True):
+        np.testing.assert_array_equal(a, c)
+    np.testing.assert_array_equal(one[0], x.transpose(1, 0, 2))
+    np.testing.assert_array_equal(one[1], np.pad(x, ((0, 0), (0, 0), (2, 0))))
+    np.testing.assert_array_equal(one[2], np.broadcast_to(b, x.shape))
