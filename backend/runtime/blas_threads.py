@@ -18,7 +18,10 @@ when OPENBLAS_NUM_THREADS sets it); `blas_thread_count()` reads it in every case
 threads a core's other work may use, `parallel_steps`).
 The functions are found in the libraries already loaded (read from /proc/self/maps, opened
 with ctypes). Where they cannot be found (another BLAS, no /proc), or where
-OPENBLAS_NUM_THREADS is set in the environment, nothing is changed.
+OPENBLAS_NUM_THREADS is set in the environment, nothing is changed; except by
+`limit_process(n, even_when_set=True)`, for an execution that runs that many threads
+itself, each making single-threaded BLAS calls (`parallel_steps`): the user's count of
+threads is kept, only who runs them changes.
 """
 
 from __future__ import annotations
@@ -95,10 +98,12 @@ _before: list[int] = []  # the count read when the first of them opened
 
 
 @contextmanager
-def limit_process(threads: int) -> Iterator[None]:
+def limit_process(threads: int, *, even_when_set: bool = False) -> Iterator[None]:
     """BLAS uses at most `threads` threads inside the block; set back exactly when the last
-    open region (of any thread) closes."""
-    found = _functions()
+    open region (of any thread) closes. Nothing where OPENBLAS_NUM_THREADS is set, unless
+    `even_when_set` (an execution that runs the user's threads itself, one BLAS call per
+    thread: `parallel_steps`)."""
+    found = _library() if even_when_set else _functions()
     if found is None:
         yield
         return

@@ -32,8 +32,9 @@ from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
 from nxcc.backend.program.view_layout import view_sources
 from nxcc.backend.runtime import float_errors
 from nxcc.backend.runtime.async_comm import DONES, STARTS
-from nxcc.backend.runtime.blas_threads import blas_thread_count
+from nxcc.backend.runtime.blas_threads import blas_thread_count, limit_process
 from nxcc.backend.runtime.bound_steps import bind_step
+from nxcc.backend.runtime.parallel_steps import owns_its_threads
 from nxcc.backend.runtime.profile import COMPUTE
 from nxcc.ir.attributes import AttrValue, Dense
 from nxcc.ir.dtypes import DType
@@ -137,6 +138,10 @@ class _Bound:
         ]
         _join_adjacent_collectives(fn.instructions, arrays, self.steps, ctx)
         self.names = [opdef.name for *_, opdef in fn.instructions]
+        self.own_threads = threads > 1 and owns_its_threads(
+            [(opdef, [arrays[i] for i in ins] + [arrays[o] for o in outs])
+             for _, ins, outs, _, opdef in fn.instructions], self.steps)
+        """Every product is split (or small): run with the BLAS at one thread."""
 
 
 class ProgramExecutor:
@@ -229,6 +234,9 @@ class ProgramExecutor:
                 np.copyto(buffer, a)
         index = 0
         quiet = float_errors.ignore()
+        blas = limit_process(1, even_when_set=True) if bound.own_threads else None
+        if blas is not None:
+            blas.__enter__()
         try:
             if on_result is not None:
                 self._run_reporting(fn, bound, on_result, copy)
@@ -242,6 +250,8 @@ class ProgramExecutor:
         except Exception as exc:
             raise _failure(fn, index, exc) from exc
         finally:
+            if blas is not None:
+                blas.__exit__(None, None, None)
             float_errors.restore(quiet)
         return [r.copy() for r in bound.results] if copy else bound.read_only
 

@@ -10,10 +10,16 @@ on views of its operands and the slab, and returns one step running slab 0 on th
 thread and the others on pooled threads (`core_threads`). numpy releases the GIL inside its
 loops, so the slabs run side by side; each element is computed by the same numpy calls as
 unsplit (elementwise results, a row op's rows and a row's reduction do not depend on where
-a block starts; each product of a batch is one BLAS call either way), so the results are
-the same bits. A batch of small products gains most: OpenBLAS wakes its threads for every
-product of a batch (32 of 256x64x256 in a GPT's attention scores), while each slab's
-products run as they come.
+a block starts; a product's slab is a BLAS call on a slab of its lhs rows, which OpenBLAS
+computes with the same bits as the whole: checked on a transformer's shapes and layouts),
+so the results are the same bits.
+
+When every matrix product of a function is split (or small), the executor runs it with
+the BLAS at one thread (`limit_process(1, even_when_set=True)`): its threads are then the
+core's only ones, each BLAS call on one of them. OpenBLAS's own threads, woken for every
+call of a batch of small products (32 of 256x64x256 in a GPT's attention scores) and
+spinning for a while after each, competed with the slabs for the cores: one GPT training
+step took 3 s that way on a busy 2-core machine, 8 to 12 with OpenBLAS's two threads.
 
 An instruction is split only when each slab reads or writes at least `MIN_SLAB` elements
 (handing a slab to a waiting thread costs some microseconds) and the dimension split is not
@@ -89,11 +95,14 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     every = list(range(out.ndim))
     if opdef is ops.fused_elementwise:
         return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims], every
-    if opdef is ops.dot_general:  # a batch of products: cut between products
-        batch = [attrs["lhs_batch_dims"], attrs["rhs_batch_dims"]]
-        return [tuple(list(b).index(d) if d in b else -1  # type: ignore[union-attr,arg-type]
-                      for d in range(a.ndim)) for a, b in zip(args, batch, strict=True)], \
-            list(range(len(batch[0])))  # type: ignore[arg-type]
+    if opdef is ops.dot_general:  # between the products of a batch, else between lhs rows
+        lb, rb = (list(attrs[k]) for k in ("lhs_batch_dims", "rhs_batch_dims"))  # type: ignore[call-overload]
+        lc = list(attrs["lhs_contracting_dims"])  # type: ignore[call-overload]
+        lfree = [d for d in range(args[0].ndim) if d not in lb and d not in lc]
+        lhs = [lb.index(d) if d in lb else len(lb) + lfree.index(d) if d in lfree else -1
+               for d in range(args[0].ndim)]
+        rhs = [rb.index(d) if d in rb else -1 for d in range(args[1].ndim)]
+        return [tuple(lhs), tuple(rhs)], list(range(len(lb) + len(lfree)))
     if opdef is ops.reduce:  # rows: the reduced dims are the trailing ones
         if len(args) != 2 or args[1].ndim or sorted(attrs["dimensions"]) != list(  # type: ignore[arg-type]
                 range(out.ndim, args[0].ndim)):
@@ -152,3 +161,20 @@ def side_by_side(steps: Sequence[Step], names: Sequence[str]) -> None:
     run_on_threads([steps[0], *(on_worker(s) for s in steps[1:])], names)
     if failures:
         raise failures[0]
+
+
+#: ops whose kernels hand their work to the BLAS
+_BLAS_OPS = (ops.dot_general, ops.convolution)
+
+
+def owns_its_threads(instructions: Sequence[tuple[OpDef, Sequence[np.ndarray]]],
+                     steps: Sequence[Step]) -> bool:
+    """Whether a function bound to `steps` (its instructions: op and arrays) can run with
+    the BLAS at one thread: some instruction was split, and every one handing work to the
+    BLAS was split or is small (under 2 x MIN_SLAB elements read and written)."""
+    split = [getattr(s, "func", None) is side_by_side for s in steps]
+    if not any(split):
+        return False
+    return all(done or opdef not in _BLAS_OPS or sum(a.size for a in arrays) < 2 * MIN_SLAB
+               for (opdef, arrays), done in zip(instructions, split, strict=True))
+

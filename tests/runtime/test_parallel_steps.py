@@ -3,12 +3,13 @@ unsplit, through the executor's bound steps, and what is left unsplit."""
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
 import pytest
 
-from nxcc.backend.runtime import parallel_steps
+from nxcc.backend.runtime import blas_threads, parallel_steps
 from nxcc.backend.runtime.bound_steps import bind_step
 from nxcc.backend.runtime.executor import ProgramExecutor
 from nxcc.driver.options import CompileOptions
@@ -171,13 +172,50 @@ def test_a_batch_of_products_splits_between_products_with_the_same_bits() -> Non
     np.testing.assert_allclose(one, np.einsum("bshd,bthd->bhst", q, k), rtol=1e-4, atol=1e-4)
 
 
-def test_a_single_product_is_left_to_the_blas_threads() -> None:
-    x = np.ones((512, 512), np.float32)
-    plan = PLANS[ops.dot_general].plan
-    attrs = {"lhs_batch_dims": (), "rhs_batch_dims": (), "lhs_contracting_dims": (1,),
-             "rhs_contracting_dims": (0,)}
-    assert parallel_steps.split_step(ops.dot_general, plan, [x, x], np.empty_like(x),  # type: ignore[arg-type]
-                                     attrs, None, [False, False], 2) is None
+GEMM = """\
+module @m {
+  func @main(%x: f32[2,256,384], %w: f32[512,384]) -> (f32[2,256,512]) {
+    %y = dot_general(%x, %w) {lhs_contracting_dims = [2], rhs_contracting_dims = [1]} : f32[2,256,512]
+    return %y
+  }
+}
+"""
+
+
+def test_a_single_product_splits_between_lhs_rows_with_the_same_bits() -> None:
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((2, 256, 384)).astype(np.float32)
+    w = rng.standard_normal((512, 384)).astype(np.float32)
+    one = _run(GEMM, [x, w], 1)[0]
+    np.testing.assert_array_equal(_run(GEMM, [x, w], 2)[0], one)
+    np.testing.assert_allclose(one, x @ w.T, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(blas_threads._library() is None, reason="no OpenBLAS found to ask")
+def test_a_function_whose_products_are_split_runs_the_blas_at_one_thread() -> None:
+    program = compile_function(parse_module(GEMM), "main", CompileOptions(target="trn1"))
+    executor = ProgramExecutor(program.program, program.weights)
+    executor.threads = 2
+    x = np.ones((2, 256, 384), np.float32)
+    w = np.ones((512, 384), np.float32)
+    executor.run([x, w])
+    bound = executor.functions["main"].bound(executor)
+    assert bound.own_threads
+    seen = []
+    step = bound.steps[0]
+    bound.steps[0] = lambda: (seen.append(blas_threads.blas_thread_count()), step())
+    before = blas_threads.blas_thread_count()
+    np.testing.assert_array_equal(executor.run([x, w])[0], 384.0)
+    assert seen == [1] and blas_threads.blas_thread_count() == before
+
+
+def test_an_unsplit_convolution_keeps_the_blas_threads() -> None:
+    conv = parallel_steps.owns_its_threads(
+        [(ops.convolution, [np.ones((1, 64, 56, 56)), np.ones((64, 64, 3, 3)),
+                            np.ones((1, 64, 56, 56))]),
+         (ops.add, [np.ones(4 * N)] * 3)],
+        [lambda: None, functools.partial(parallel_steps.side_by_side, [], [])])
+    assert not conv
 
 
 def test_a_batch_of_one_splits_along_its_next_batch_dim() -> None:
