@@ -40,11 +40,13 @@ sys.path.insert(0, str(REPO / "bench"))
 
 @dataclass(frozen=True)
 class Product:
-    """One recorded BLAS call: `call(a, b, **kwargs)` (kwargs hold its `out`, if any)."""
+    """One recorded BLAS call: `call(a, b, *args, **kwargs)` (`out`, if any, among args or
+    kwargs: the kernels bind it positionally)."""
 
     call: Callable[..., Any]
     a: np.ndarray
     b: np.ndarray
+    args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
 
     @property
@@ -61,7 +63,7 @@ class Product:
         return 2 * math.prod(batch) * m * k * n
 
     def run(self) -> None:
-        self.call(self.a, self.b, **self.kwargs)
+        self.call(self.a, self.b, *self.args, **self.kwargs)
 
 
 def record_products(neff: Path, inputs: Mapping[str, np.ndarray]) -> list[Product]:
@@ -76,8 +78,7 @@ def record_products(neff: Path, inputs: Mapping[str, np.ndarray]) -> list[Produc
 
     def recorder(call: Callable[..., Any]) -> Callable[..., Any]:
         def recorded(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
-            if not args:
-                products.append(Product(call, np.asarray(a), np.asarray(b), dict(kwargs)))
+            products.append(Product(call, np.asarray(a), np.asarray(b), args, dict(kwargs)))
             return call(a, b, *args, **kwargs)
         return recorded
 
