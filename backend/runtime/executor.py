@@ -34,13 +34,14 @@ from nxcc.backend.runtime import float_errors
 from nxcc.backend.runtime.async_comm import DONES, STARTS
 from nxcc.backend.runtime.blas_threads import blas_thread_count, limit_process
 from nxcc.backend.runtime.bound_steps import bind_step
-from nxcc.backend.runtime.parallel_steps import owns_its_threads
+from nxcc.backend.runtime.parallel_steps import blas_instructions, blas_work_split, is_split
 from nxcc.backend.runtime.profile import COMPUTE
 from nxcc.ir.attributes import AttrValue, Dense
 from nxcc.ir.dtypes import DType
 from nxcc.ir.interpreter import allocate_results
 from nxcc.ir.kernels import KERNELS
 from nxcc.ir.kernels.base import KernelContext
+from nxcc.ir.kernels.plan import Step
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.types import TensorType
@@ -130,18 +131,28 @@ class _Bound:
         self.results = [arrays[r] for r in fn.results]
         self.read_only = [_read_only(r) for r in self.results]
         pool = ScratchPool()  # the steps run one at a time: they share their scratch
+
+        def bind(k: int, threads: int) -> Step:
+            kern, ins, outs, attrs, opdef = fn.instructions[k]
+            return bind_step(opdef, kern, [arrays[i] for i in ins], [arrays[o] for o in outs],
+                             attrs, ctx, [i in fn.fixed for i in ins], pool, threads)
+
+        # The products first: the core's threads are the executor's only when every one of
+        # them splits (parallel_steps); otherwise nothing is split, and the BLAS keeps them.
         threads = threads_for(ctx)
-        self.steps = [
-            bind_step(opdef, kern, [arrays[i] for i in ins], [arrays[o] for o in outs],
-                      attrs, ctx, [i in fn.fixed for i in ins], pool, threads)
-            for kern, ins, outs, attrs, opdef in fn.instructions
-        ]
+        steps: dict[int, Step] = {k: bind(k, threads) for k in blas_instructions(fn.instructions)}
+        if threads > 1 and not blas_work_split(
+                [(fn.instructions[k][4], [arrays[i] for i in (*fn.instructions[k][1],
+                                                              *fn.instructions[k][2])])
+                 for k in steps], list(steps.values())):
+            threads = 1
+            steps = {k: bind(k, 1) if is_split(s) else s for k, s in steps.items()}
+        self.steps = [steps[k] if k in steps else bind(k, threads)
+                      for k in range(len(fn.instructions))]
         _join_adjacent_collectives(fn.instructions, arrays, self.steps, ctx)
         self.names = [opdef.name for *_, opdef in fn.instructions]
-        self.own_threads = threads > 1 and owns_its_threads(
-            [(opdef, [arrays[i] for i in ins] + [arrays[o] for o in outs])
-             for _, ins, outs, _, opdef in fn.instructions], self.steps)
-        """Every product is split (or small): run with the BLAS at one thread."""
+        self.own_threads = any(is_split(s) for s in self.steps)
+        """Its instructions are split between the core's threads: run the BLAS at one."""
 
 
 class ProgramExecutor:

@@ -14,12 +14,14 @@ a block starts; a product's slab is a BLAS call on a slab of its lhs rows, which
 computes with the same bits as the whole: checked on a transformer's shapes and layouts),
 so the results are the same bits.
 
-When every matrix product of a function is split (or small), the executor runs it with
-the BLAS at one thread (`limit_process(1, even_when_set=True)`): its threads are then the
-core's only ones, each BLAS call on one of them. OpenBLAS's own threads, woken for every
-call of a batch of small products (32 of 256x64x256 in a GPT's attention scores) and
-spinning for a while after each, competed with the slabs for the cores: one GPT training
-step took 3 s that way on a busy 2-core machine, 8 to 12 with OpenBLAS's two threads.
+When every matrix product of a function is split (or small), the executor splits its
+other instructions too and runs it with the BLAS at one thread (`limit_process(1,
+even_when_set=True)`): its threads are then the core's only ones, each BLAS call on one of
+them. OpenBLAS's own threads, woken for every call of a batch of small products (32 of
+256x64x256 in a GPT's attention scores) and spinning for a while after each, competed with
+the slabs for the cores: one GPT training step took 3 s that way on a busy 2-core machine,
+8 to 12 with OpenBLAS's two threads. A function with a product that does not split (a
+convolution) splits nothing: the BLAS keeps its threads, as before.
 
 An instruction is split only when each slab reads or writes at least `MIN_SLAB` elements
 (handing a slab to a waiting thread costs some microseconds) and the dimension split is not
@@ -167,14 +169,20 @@ def side_by_side(steps: Sequence[Step], names: Sequence[str]) -> None:
 _BLAS_OPS = (ops.dot_general, ops.convolution)
 
 
-def owns_its_threads(instructions: Sequence[tuple[OpDef, Sequence[np.ndarray]]],
-                     steps: Sequence[Step]) -> bool:
-    """Whether a function bound to `steps` (its instructions: op and arrays) can run with
-    the BLAS at one thread: some instruction was split, and every one handing work to the
-    BLAS was split or is small (under 2 x MIN_SLAB elements read and written)."""
-    split = [getattr(s, "func", None) is side_by_side for s in steps]
-    if not any(split):
-        return False
-    return all(done or opdef not in _BLAS_OPS or sum(a.size for a in arrays) < 2 * MIN_SLAB
-               for (opdef, arrays), done in zip(instructions, split, strict=True))
+def blas_instructions(instructions: Sequence[tuple]) -> list[int]:
+    """Indices of the instructions (kernel, args, outs, attrs, opdef) that use the BLAS."""
+    return [k for k, ins in enumerate(instructions) if ins[-1] in _BLAS_OPS]
 
+
+def is_split(step: Step) -> bool:
+    """Whether `step` runs slabs side by side (`split_step`)."""
+    return getattr(step, "func", None) is side_by_side
+
+
+def blas_work_split(instructions: Sequence[tuple[OpDef, Sequence[np.ndarray]]],
+                    steps: Sequence[Step]) -> bool:
+    """Whether every one of these BLAS instructions (op, arrays read and written) bound
+    to `steps` is split, or small (under 2 x MIN_SLAB elements: OpenBLAS runs it on one
+    thread anyway): then the function may run with the BLAS at one thread."""
+    return all(is_split(step) or sum(a.size for a in arrays) < 2 * MIN_SLAB
+               for (_, arrays), step in zip(instructions, steps, strict=True))

@@ -3,7 +3,6 @@ unsplit, through the executor's bound steps, and what is left unsplit."""
 
 from __future__ import annotations
 
-import functools
 import threading
 
 import numpy as np
@@ -209,13 +208,32 @@ def test_a_function_whose_products_are_split_runs_the_blas_at_one_thread() -> No
     assert seen == [1] and blas_threads.blas_thread_count() == before
 
 
-def test_an_unsplit_convolution_keeps_the_blas_threads() -> None:
-    conv = parallel_steps.owns_its_threads(
-        [(ops.convolution, [np.ones((1, 64, 56, 56)), np.ones((64, 64, 3, 3)),
-                            np.ones((1, 64, 56, 56))]),
-         (ops.add, [np.ones(4 * N)] * 3)],
-        [lambda: None, functools.partial(parallel_steps.side_by_side, [], [])])
-    assert not conv
+CONV_AND_ADD = f"""\
+module @m {{
+  func @main(%x: f32[1,64,32,32], %w: f32[64,64,3,3], %y: f32[4,{N // 2},3])
+      -> (f32[1,64,32,32], f32[4,{N // 2},3]) {{
+    %c = convolution(%x, %w) {{window_strides = [1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], rhs_dilation = [1, 1], feature_group_count = 1, batch_group_count = 1, input_batch_dim = 0, input_feature_dim = 1, input_spatial_dims = [2, 3], kernel_output_feature_dim = 0, kernel_input_feature_dim = 1, kernel_spatial_dims = [2, 3], output_batch_dim = 0, output_feature_dim = 1, output_spatial_dims = [2, 3]}} : f32[1,64,32,32]
+    %e = exp(%y) : f32[4,{N // 2},3]
+    return %c, %e
+  }}
+}}
+"""
+
+
+def test_a_function_with_an_unsplit_convolution_splits_nothing() -> None:
+    """The convolution keeps the BLAS's threads, so the elementwise op is not split."""
+    program = compile_function(parse_module(CONV_AND_ADD), "main",
+                               CompileOptions(target="trn1"))
+    executor = ProgramExecutor(program.program, program.weights)
+    executor.threads = 2
+    rng = np.random.default_rng(7)
+    args = [rng.standard_normal(s).astype(np.float32)
+            for s in ((1, 64, 32, 32), (64, 64, 3, 3), (4, N // 2, 3))]
+    got = executor.run(args)
+    bound = executor.functions["main"].bound(executor)
+    assert not bound.own_threads
+    assert not any(parallel_steps.is_split(s) for s in bound.steps)
+    np.testing.assert_array_equal(got[1], np.exp(args[2]))
 
 
 def test_a_batch_of_one_splits_along_its_next_batch_dim() -> None:
