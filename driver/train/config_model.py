@@ -18,8 +18,8 @@ import json
 import os
 from dataclasses import dataclass
 
-from nxcc.compiler.decoder.config import FAMILY_PARTS
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.nxd.models.decoder.config import FAMILY_PARTS
 
 #: Hugging Face config.json name -> the `model.` key it fills.
 HF_KEYS = {

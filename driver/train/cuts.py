@@ -2,11 +2,11 @@
 
 Without `model.pipeline_cuts` the model is split so that the stages' compute per
 micro-batch (forward + backward FLOPs of their programs, `ir.flops`) is as even as the
-model's pieces allow. A layer has ten pieces (`compiler.decoder.config.PIECES`: the q/k/v
+model's pieces allow. A layer has ten pieces (`nxd.models.decoder.config.PIECES`: the q/k/v
 projection in four column chunks, the attention core, the output projection, the MLP in
 four column chunks), so a cut may fall inside a layer, at any piece; a head that weighs a
 large part of a layer is balanced that way where whole layers could not be. A cut inside
-a layer hands the next stage more than the residual stream (`compiler.decoder.handoff`)
+a layer hands the next stage more than the residual stream (`nxd.models.decoder.handoff`)
 and may split a projection's weight by columns; that costs bytes on the link, not FLOPs,
 and the split is chosen by FLOPs alone.
 
@@ -27,10 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nxcc.compiler.decoder import DecoderConfig, build_stage, program
-from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 from nxcc.ir.flops import module_flops
+from nxcc.nxd.models.decoder import DecoderConfig, build_stage, program
+from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
+from nxcc.nxd.models.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 
 FIRST, MIDDLE, LAST = 0, 1, 2
 

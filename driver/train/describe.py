@@ -5,10 +5,10 @@ the real run makes before it shows anything."""
 
 from __future__ import annotations
 
-from nxcc.compiler.decoder.config import FAMILY_PARTS
 from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.model_stage import pieces_text, plan_pipeline
 from nxcc.driver.train.prepare import Job
+from nxcc.nxd.models.decoder.config import FAMILY_PARTS
 
 
 def _data(job: Job) -> dict[str, object]:

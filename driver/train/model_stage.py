@@ -1,4 +1,4 @@
-"""The built-in decoder (`compiler.decoder`) as the engine's model provider.
+"""The built-in decoder (`nxd.models.decoder`) as the engine's model provider.
 
 `decoder_builder(model, seed, distributed, data)` returns the engine's `StageBuilder`: for
 each rank's `StagePlan` the decoder's stage module, and the rank's slices of the full
@@ -20,19 +20,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from nxcc.backend.program.memory_plan import peak_activation_bytes
-from nxcc.compiler.decoder import (
-    DecoderConfig,
-    DecoderError,
-    build_stage,
-    init_full_weights,
-    model_specs,
-    owned_masks,
-    shard_weights,
-    stage_specs,
-)
-from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.config import PIECES, PIECES_PER_LAYER, chunks_fit
-from nxcc.compiler.decoder.weights import TIED, ParamSpec, join_parts, unshard
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_model import ModelConfig
 from nxcc.driver.train.cuts import (
@@ -44,6 +31,19 @@ from nxcc.driver.train.cuts import (
 )
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
+from nxcc.nxd.models.decoder import (
+    DecoderConfig,
+    DecoderError,
+    build_stage,
+    init_full_weights,
+    model_specs,
+    owned_masks,
+    shard_weights,
+    stage_specs,
+)
+from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
+from nxcc.nxd.models.decoder.config import PIECES, PIECES_PER_LAYER, chunks_fit
+from nxcc.nxd.models.decoder.weights import TIED, ParamSpec, join_parts, unshard
 
 RECOMPUTE = {None: "none", "none": "none", "selective": "selective", "full": "full"}
 

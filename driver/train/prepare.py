@@ -23,9 +23,6 @@ from typing import TypeAlias
 
 import numpy as np
 
-from nxcc.compiler.decoder import DecoderError, check_plan
-from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.weights import model_specs
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train import checkpoint_io as ckpt
 from nxcc.driver.train import reshard
@@ -48,6 +45,9 @@ from nxcc.driver.train.onnx_stage import onnx_builder
 from nxcc.driver.train.stage import StageBuilder
 from nxcc.driver.train.tensorboard_log import MISSING as TENSORBOARD_MISSING
 from nxcc.driver.train.tensorboard_log import available as tensorboard_available
+from nxcc.nxd.models.decoder import DecoderError, check_plan
+from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
+from nxcc.nxd.models.decoder.weights import model_specs
 
 
 def engine_settings(config: TrainConfig) -> EngineSettings:

@@ -1,6 +1,6 @@
 """What the engine needs from a model: each rank's stage module and its parameters.
 
-A model provider (the built-in decoder family, `compiler.decoder`; a hand-built module in
+A model provider (the built-in decoder family, `nxd.models.decoder`; a hand-built module in
 the tests) is a function `build(plan: StagePlan) -> StageBuild`. The stage module holds:
 
 - `forward(params..., x_in | tokens) -> x_out` and

@@ -7,9 +7,9 @@ appends ops through the `Blocks` builder and returns the new activation (a layer
 
 from __future__ import annotations
 
-from nxcc.compiler.decoder.blocks import Blocks
-from nxcc.compiler.decoder.config import CHUNKS, CORE, MLP_FIRST, OUT, QKV_FIRST, chunks_in
 from nxcc.ir.core import Value
+from nxcc.nxd.models.decoder.blocks import Blocks
+from nxcc.nxd.models.decoder.config import CHUNKS, CORE, MLP_FIRST, OUT, QKV_FIRST, chunks_in
 from nxcc.passes.autodiff.losses import IGNORE_INDEX, reduce_all
 
 

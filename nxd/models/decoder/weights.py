@@ -47,7 +47,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from nxcc.compiler.decoder.config import (
+from nxcc.nxd.models.decoder.config import (
     CHUNKS,
     MLP_FIRST,
     PIECES,

@@ -43,15 +43,15 @@ Collectives use group-local replica groups [[0 .. TP-1]] (key/value copies: grou
 `kv_replicator` consecutive TP ranks), which the engine binds to the rank's TP group.
 """
 
-from nxcc.compiler.decoder.config import DecoderConfig, DecoderError, StagePlan, check_plan
-from nxcc.compiler.decoder.stage import (
+from nxcc.nxd.models.decoder.config import DecoderConfig, DecoderError, StagePlan, check_plan
+from nxcc.nxd.models.decoder.stage import (
     activation_type,
     build_logits,
     build_stage,
     program,
     token_type,
 )
-from nxcc.compiler.decoder.weights import (
+from nxcc.nxd.models.decoder.weights import (
     init_full_weights,
     model_specs,
     owned_masks,

@@ -1,6 +1,6 @@
 """`build_stage(cfg, plan)`: one rank's programs of one pipeline stage, as a Module.
 
-See the package docstring (`compiler/decoder/__init__.py`) for the functions, their inputs
+See the package docstring (`nxd/models/decoder/__init__.py`) for the functions, their inputs
 and outputs. A stage without the head is built as one function, its forward followed by the
 gradient `passes.autodiff` appends, and then split (`passes.autodiff.stash`): `forward`
 returns its output and the stash (the forward values the backward reads), which 1F1B keeps
@@ -22,8 +22,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from nxcc.compiler.decoder.blocks import Blocks
-from nxcc.compiler.decoder.config import (
+from nxcc.ir.builder import Builder
+from nxcc.ir.clone import clone_function
+from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.dtypes import DType
+from nxcc.ir.rewrite import reachable_functions
+from nxcc.ir.types import TensorType
+from nxcc.nxd.models.decoder.blocks import Blocks
+from nxcc.nxd.models.decoder.config import (
     MLP_FIRST,
     PIECES_PER_LAYER,
     DecoderConfig,
@@ -31,15 +37,9 @@ from nxcc.compiler.decoder.config import (
     StagePlan,
     check_plan,
 )
-from nxcc.compiler.decoder.handoff import pack, packed_type, unpack
-from nxcc.compiler.decoder.model import Model
-from nxcc.compiler.decoder.weights import ParamSpec, stage_specs
-from nxcc.ir.builder import Builder
-from nxcc.ir.clone import clone_function
-from nxcc.ir.core import Function, Module, Op, Value
-from nxcc.ir.dtypes import DType
-from nxcc.ir.rewrite import reachable_functions
-from nxcc.ir.types import TensorType
+from nxcc.nxd.models.decoder.handoff import pack, packed_type, unpack
+from nxcc.nxd.models.decoder.model import Model
+from nxcc.nxd.models.decoder.weights import ParamSpec, stage_specs
 from nxcc.passes.autodiff import rules  # noqa: F401  (registers the gradient rules)
 from nxcc.passes.autodiff.backprop import backpropagate
 from nxcc.passes.autodiff.recompute import rematerialize

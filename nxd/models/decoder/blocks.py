@@ -20,10 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from nxcc.compiler.decoder.config import DecoderConfig, StagePlan
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Op, Value
 from nxcc.ir.dtypes import DType
+from nxcc.nxd.models.decoder.config import DecoderConfig, StagePlan
 from nxcc.passes.autodiff.losses import reduce_all
 
 NEG = -1e30  # the masked scores' value (exp gives exactly 0)
