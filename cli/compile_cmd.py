@@ -183,8 +183,8 @@ def any_training_flag(ctx: click.Context) -> bool:
 def compile_training_step(ctx: click.Context, model: str, options: CompileOptions,
                           kw: dict[str, object]) -> None:
     """`--training`: one training step (not cached); training flags need it."""
-    from nxcc.driver.training import compile_training
-    from nxcc.driver.training_options import training_options
+    from nxcc.driver.train.compile_step import compile_training
+    from nxcc.driver.train.step_options import training_options
 
     given = [n for n in TRAINING_FLAGS
              if ctx.get_parameter_source(n) is click.core.ParameterSource.COMMANDLINE]

@@ -1,7 +1,7 @@
 """An ONNX model as the engine's model, in place of the built-in decoder (`model.onnx_path`).
 
 `onnx_builder(onnx_cfg, data, distributed)` imports the model once with its floating-point
-initializers as parameters (as `compile --training` does, `driver.training`), takes its
+initializers as parameters (as `compile --training` does, `driver.train.compile_step`), takes its
 one input that is not an initializer as the token ids [micro_batch, seq_length] (given to
 the program as s32 and converted to the model's integer type), and appends cross-entropy
 of the output `model.onnx_loss_input` (logits, classes last) against the labels
@@ -29,13 +29,13 @@ from nxcc.backend.program.memory_plan import peak_activation_bytes
 from nxcc.compiler.onnx import FrontendError
 from nxcc.compiler.onnx.loader import load_model
 from nxcc.driver.options import CompileOptions
+from nxcc.driver.train.compile_step import freeze_params, import_with_parameters
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_checks import check_onnx_layout
 from nxcc.driver.train.config_model import OnnxModelConfig
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.model_stage import Pipeline
 from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
-from nxcc.driver.training import freeze_params, import_with_parameters
 from nxcc.ir.builder import Builder
 from nxcc.ir.clone import clone_function
 from nxcc.ir.core import Function, Module, Op, Value

@@ -35,7 +35,7 @@ from nxcc.compiler.onnx.loader import load_model, value_sources
 from nxcc.driver.compile import CompileResult, check_print_ir_after, compile_module
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions, framework_for
-from nxcc.driver.training_options import TrainingOptions
+from nxcc.driver.train.step_options import TrainingOptions
 from nxcc.ir.attributes import Dense
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
