@@ -1,175 +1,179 @@
-"""The decoder's forward pieces on one rank: embedding, transformer layer, head and loss.
+"""The decoder as a model of the parallel primitives: `decoder_model(cfg, seq) -> build`.
 
-`Model(blocks, params)` reads parameters by name (`weights.py`) from `params`; each method
-appends ops through the `Blocks` builder and returns the new activation (a layer's pieces,
-`config.PIECES`, take and return the tuple of values one hands the next).
+`build(m)` declares the inputs `tokens` and `labels` (s32 [micro_batch, seq]) and builds,
+on `m`'s rank:
+
+- the vocabulary-parallel embedding (`ParallelEmbedding`, reduce-scattered along the
+  sequence with sequence parallelism) plus learned positions;
+- per layer, inside one `full` recomputation segment: the normed input into the
+  column-parallel fused q/k/v projection (`ColumnParallelLinear`, q | k | v heads, the
+  key/value heads repeated `kv_replicator` times), the attention core (its products one
+  `selective` segment), the row-parallel output projection (`RowParallelLinear`) and the
+  residual add; the normed input into the column-parallel up (or gate/up) projection, the
+  activation, the row-parallel down projection and the residual add;
+- the final norm, the vocabulary-parallel head (with tied embeddings the table transposed)
+  and `parallel_cross_entropy`.
+
+Cut points (`config.PIECES`): after the embedding, and after each of a layer's ten pieces
+(the q/k/v and MLP projections in four column chunks each, `nxd.pipeline_chunks`), so the
+model has 10 L + 2 pieces: piece 0 the embedding, piece 10 i + j + 1 layer i's PIECES[j],
+the last the head and loss. Parameter names are `weights.py`'s.
 """
 
 from __future__ import annotations
 
 from nxcc.ir.core import Value
-from nxcc.nxd.models.decoder.blocks import Blocks
-from nxcc.nxd.models.decoder.config import CHUNKS, CORE, MLP_FIRST, OUT, QKV_FIRST, chunks_in
-from nxcc.passes.autodiff.losses import IGNORE_INDEX, reduce_all
+from nxcc.ir.dtypes import DType
+from nxcc.nxd import functional, mappings
+from nxcc.nxd.layers import (
+    ColumnParallelLinear,
+    LayerNorm,
+    ParallelEmbedding,
+    RMSNorm,
+    RowParallelLinear,
+    matmul,
+)
+from nxcc.nxd.loss_functions import parallel_cross_entropy
+from nxcc.nxd.markers import checkpoint, pipeline_chunks, pipeline_cut
+from nxcc.nxd.model import Model
+from nxcc.nxd.models.decoder.attention import Attention
+from nxcc.nxd.models.decoder.config import CHUNKS, PIECES, DecoderConfig, chunks_fit
+from nxcc.nxd.params import INIT_STD, Segment
+from nxcc.nxd.pipeline.stage import ModelFn
+
+TOKENS, LABELS = "tokens", "labels"
 
 
-class Model:
-    """The decoder's pieces on `blocks`' rank, reading parameters from `params`."""
+def model_dtype(cfg: DecoderConfig) -> DType:
+    return DType.F64 if cfg.dtype == "float64" else DType.F32
 
-    def __init__(self, blocks: Blocks, params: dict[str, Value]) -> None:
-        self.k = blocks
-        self.p = params
 
-    def _norm(self, x: Value, name: str) -> Value:
-        return self.k.norm(x, self.p[f"{name}.weight"], self.p.get(f"{name}.bias"))
+class Decoder:
+    """The decoder's parts on `m`'s rank."""
+
+    def __init__(self, m: Model, cfg: DecoderConfig, seq: int) -> None:
+        self.m, self.cfg, self.seq = m, cfg, seq
+        self.attention = Attention(m, cfg, seq)
+        self.scaled = INIT_STD / (2.0 * cfg.num_layers) ** 0.5
+        self.fits = chunks_fit(cfg, m.tp_size, m.kv_replicator)
+
+    def _norm(self, name: str, x: Value) -> Value:
+        h, eps = self.cfg.hidden_size, self.cfg.norm_eps
+        norm = LayerNorm(self.m, name, h, eps) if self.cfg.layer_norm else \
+            RMSNorm(self.m, name, h, eps)
+        return norm(x)
 
     def embed(self, tokens: Value) -> Value:
-        """Vocabulary-parallel lookup: rows outside this rank's range give zeros, the sum
-        over ranks (all_reduce, or reduce_scatter along the sequence) the embedding."""
-        k, b = self.k, self.k.b
-        table = self.p["embed.tokens"]
-        rows, hidden = table.type.shape
-        bsz, s = tokens.type.shape
-        index, in_range = tokens, None
-        if k.tp > 1:
-            local = b.subtract(tokens, b.splat(k.plan.tp_rank * rows, tokens.type))
-            in_range = b.and_(b.compare(local, b.splat(0, tokens.type), direction="GE"),
-                              b.compare(local, b.splat(rows, tokens.type), direction="LT"))
-            index = b.select(in_range, local, b.splat(0, tokens.type))
-        x = b.gather(table, index, offset_dims=(2,), collapsed_slice_dims=(0,),
-                     start_index_map=(0,), index_vector_dim=2, slice_sizes=(1, hidden))
-        if in_range is not None:
-            x = b.select(k.expand(in_range, x.type.shape, (0, 1)), x, k.scalar(0.0, x))
-        x = k.leave_parallel(x)
-        if "embed.positions" in self.p:
-            local_s = x.type.shape[1]
-            start = k.plan.tp_rank * local_s if k.sp else 0
-            pos = b.slice(self.p["embed.positions"], start_indices=(start, 0),
-                          limit_indices=(start + local_s, hidden), strides=(1, 1))
-            x = b.add(x, k.expand(pos, x.type.shape, (1, 2)))
+        """Vocabulary-parallel lookup, then learned positions (this rank's part of the
+        sequence with sequence parallelism)."""
+        m, b, cfg = self.m, self.m.b, self.cfg
+        x = ParallelEmbedding(m, "embed.tokens", cfg.vocab_size, cfg.hidden_size,
+                              sequence_parallel_enabled=True)(tokens)
+        if cfg.rotary:
+            return x
+        positions = m.parameter("embed.positions", (cfg.max_position_embeddings,
+                                                    cfg.hidden_size))
+        local_s, hidden = x.type.shape[1], cfg.hidden_size
+        start = m.tp_rank * local_s if m.sequence_parallel else 0
+        pos = b.slice(positions, start_indices=(start, 0),
+                      limit_indices=(start + local_s, hidden), strides=(1, 1))
+        return b.add(x, b.broadcast_in_dim(pos, shape=x.type.shape, broadcast_dimensions=(1, 2)))
+
+    def _cut(self, layer: int, piece: str) -> None:
+        pipeline_cut(self.m, f"layers.{layer}.{piece}")
+
+    def attention_block(self, i: int, x: Value) -> Value:
+        m, cfg, pre = self.m, self.cfg, f"layers.{i}"
+        n, k, d = cfg.num_attention_heads, cfg.kv_heads, cfg.head_dim
+        rep = m.kv_replicator
+        normed = self._norm(f"{pre}.attn_norm", x)
+        qkv = ColumnParallelLinear(
+            m, f"{pre}.attn.qkv", cfg.hidden_size,
+            (Segment(n * d, d), Segment(k * d, d, rep), Segment(k * d, d, rep)),
+            bias=cfg.has_bias, gather_output=False, sequence_parallel_enabled=True,
+            bias_name=f"{pre}.attn.qkv_bias", pipeline_chunks=CHUNKS,
+            chunks_span_segments=True)
+        h = qkv.enter(normed)
+        fused = pipeline_chunks(
+            m, CHUNKS, f"{pre}.attn.qkv", lambda c: qkv.columns(h, c),
+            lambda a, z: m.b.concatenate(a, z, dimension=z.type.rank - 1), self.fits)
+        q, key, value = self.attention.split_qkv(fused)
+        self._cut(i, PIECES[CHUNKS - 1])
+        ctx = self.attention.core(q, key, value)
+        self._cut(i, "attn.core")
+        out = RowParallelLinear(m, f"{pre}.attn.out", (Segment(n * d, d),), cfg.hidden_size,
+                                bias=cfg.has_bias, input_is_parallel=True,
+                                sequence_parallel_enabled=True, init="scaled", std=self.scaled,
+                                bias_name=f"{pre}.attn.out_bias")(ctx)
+        x = m.b.add(x, out)
+        self._cut(i, "attn.out")
         return x
 
-    def run(self, state: tuple[Value, ...], layer: int, pieces: range) -> tuple[Value, ...]:
-        """Pieces `pieces` (a run of indices into `PIECES`) of layer `layer` on `state`, the
-        values the piece before handed on: (x,) before `attn.qkv.0` and `mlp.0`; (x, normed
-        input, the projection's columns so far) before `attn.qkv.c`, c > 0; (x, q, k, v)
-        before `attn.core`; (x, context) before `attn.out`; (x, normed input, partial sum)
-        before `mlp.c`, c > 0. x is the residual stream. The chunks of a projection that a
-        stage holds run as one: its parameters hold just their columns."""
-        pre = f"layers.{layer}"
-        qkv = chunks_in(pieces, QKV_FIRST)
-        if qkv:
-            state = self._qkv(state, pre, qkv.start == 0, qkv.stop == CHUNKS)
-        if CORE in pieces:
-            state = self._core(state)
-        if OUT in pieces:
-            state = self._out(state, pre)
-        mlp = chunks_in(pieces, MLP_FIRST)
-        if mlp:
-            state = self._mlp(state, pre, mlp.start == 0, mlp.stop == CHUNKS)
-        return state
+    def mlp_block(self, i: int, x: Value) -> Value:
+        m, b, cfg, pre = self.m, self.m.b, self.cfg, f"layers.{i}"
+        f = cfg.ffn_hidden_size
+        normed = self._norm(f"{pre}.mlp_norm", x)
+        name = f"{pre}.mlp.gate_up" if cfg.swiglu else f"{pre}.mlp.up"
+        up = ColumnParallelLinear(m, name, cfg.hidden_size, (f, f) if cfg.swiglu else f,
+                                  bias=cfg.has_bias, gather_output=False,
+                                  sequence_parallel_enabled=True, bias_name=f"{name}_bias",
+                                  pipeline_chunks=CHUNKS)
+        down = RowParallelLinear(m, f"{pre}.mlp.down", f, cfg.hidden_size, bias=cfg.has_bias,
+                                 input_is_parallel=True, sequence_parallel_enabled=True,
+                                 init="scaled", std=self.scaled,
+                                 bias_name=f"{pre}.mlp.down_bias", pipeline_chunks=CHUNKS)
+        h = up.enter(normed)
 
-    def _chunk_input(self, state: tuple[Value, ...], norm: str, first: bool
-                     ) -> tuple[Value, Value, Value | None]:
-        """(x, the normed input in the parallel region, the projection's result so far):
-        at the first chunk from x alone (nothing so far), else as the last chunk left it."""
-        if not first:
-            x, h, done = state
-            return x, h, done
-        (x,) = state
-        return x, self.k.enter_parallel(self._norm(x, norm)), None
+        def chunk(c: range) -> Value:
+            y = up.columns(h, c)
+            if not cfg.swiglu:
+                return down.rows(functional.gelu(m, y), c)
+            half = y.type.shape[-1] // 2
+            rank = y.type.rank
+            gate = b.slice(y, start_indices=(0,) * rank, limit_indices=(*y.type.shape[:-1], half),
+                           strides=(1,) * rank)
+            value = b.slice(y, start_indices=(0,) * (rank - 1) + (half,),
+                            limit_indices=y.type.shape, strides=(1,) * rank)
+            return down.rows(b.multiply(functional.silu(m, gate), value), c)
 
-    def _qkv(self, state: tuple[Value, ...], pre: str, first: bool, last: bool
-             ) -> tuple[Value, ...]:
-        """The q/k/v projection's columns this stage holds; at the last chunk the heads,
-        rotated for llama."""
-        k, b, p, cfg = self.k, self.k.b, self.p, self.k.cfg
-        x, h, done = self._chunk_input(state, f"{pre}.attn_norm", first)
-        part = k.linear(h, p[f"{pre}.attn.qkv"], p.get(f"{pre}.attn.qkv_bias"))
-        qkv = part if done is None else b.concatenate(done, part,
-                                                      dimension=part.type.rank - 1)
-        if not last:
-            return x, h, qkv
-        nq, nkv = k.heads * cfg.head_dim, k.kv * cfg.head_dim
-        rotate = cfg.rotary
-        q = k.heads_first(k.slice_last(qkv, 0, nq), k.heads, rotate)
-        key = k.heads_first(k.slice_last(qkv, nq, nq + nkv), k.kv, rotate)
-        value = k.heads_first(k.slice_last(qkv, nq + nkv, nq + 2 * nkv), k.kv, False)
-        return x, q, key, value
-
-    def _core(self, state: tuple[Value, ...]) -> tuple[Value, ...]:
-        x, q, key, value = state
-        return x, self.k.attention_core(q, key, value)
-
-    def _out(self, state: tuple[Value, ...], pre: str) -> tuple[Value, ...]:
-        k, b, p = self.k, self.k.b, self.p
-        x, ctx = state
-        out = k.leave_parallel(k.matmul(ctx, p[f"{pre}.attn.out"]))
-        if f"{pre}.attn.out_bias" in p:
-            out = b.add(out, k.feature(p[f"{pre}.attn.out_bias"], out.type.shape))
-        return (b.add(x, out),)
-
-    def _mlp(self, state: tuple[Value, ...], pre: str, first: bool, last: bool
-             ) -> tuple[Value, ...]:
-        """The MLP's columns this stage holds: from `mlp.0` (`first`) the input is normed;
-        the partial sum of the down projection grows by these columns; at `mlp.3` (`last`)
-        it is reduced over the TP group and added to the residual stream."""
-        k, b, p = self.k, self.k.b, self.p
-        x, h, total = self._chunk_input(state, f"{pre}.mlp_norm", first)
-        if not k.cfg.swiglu:
-            u = k.gelu(k.linear(h, p[f"{pre}.mlp.up"], p.get(f"{pre}.mlp.up_bias")))
-        else:
-            gu = k.linear(h, p[f"{pre}.mlp.gate_up"], p.get(f"{pre}.mlp.gate_up_bias"))
-            f = gu.type.shape[-1] // 2
-            u = b.multiply(k.silu(k.slice_last(gu, 0, f)), k.slice_last(gu, f, 2 * f))
-        down = k.matmul(u, p[f"{pre}.mlp.down"])
-        total = down if total is None else b.add(total, down)
-        if not last:
-            return x, h, total
-        total = k.leave_parallel(total)
-        if f"{pre}.mlp.down_bias" in p:
-            total = b.add(total, k.feature(p[f"{pre}.mlp.down_bias"], total.type.shape))
-        return (b.add(x, total),)
+        total = pipeline_chunks(m, CHUNKS, f"{pre}.mlp", chunk, b.add, self.fits)
+        x = b.add(x, down.reduce(total))
+        self._cut(i, PIECES[-1])
+        return x
 
     def logits(self, x: Value) -> Value:
         """Final norm and the vocabulary-parallel head: this rank's columns of the logits
         [batch, seq, V / TP] (with tied embeddings the table transposed)."""
-        k, b = self.k, self.k.b
-        h = k.enter_parallel(self._norm(x, "final_norm"))
-        head = self.p["head"] if "head" in self.p else \
-            b.transpose(self.p["embed.tokens"], permutation=(1, 0))  # tied: [H, V / TP]
-        return k.matmul(h, head)
+        m, cfg = self.m, self.cfg
+        normed = self._norm("final_norm", x)
+        if not cfg.tie_embeddings:
+            return ColumnParallelLinear(m, "head", cfg.hidden_size, cfg.vocab_size, bias=False,
+                                        gather_output=False,
+                                        sequence_parallel_enabled=True)(normed)
+        h = mappings.gather_from_sequence_parallel_region(m, normed)
+        table = m.parameter("embed.tokens", (cfg.vocab_size, cfg.hidden_size), axis=0)
+        return m.mark_local(matmul(m, h, m.b.transpose(table, permutation=(1, 0))))
 
-    def loss(self, x: Value, labels: Value) -> tuple[Value, Value]:
-        """Final norm, vocabulary-parallel head (with tied embeddings the embedding table
-        transposed: its rank's rows are the same vocabulary range) and cross-entropy: (the
-        sum over positions whose label is not -100 of -log softmax(logits)[label], the
-        number of them). The
-        shift (the max logit, all_reduce max over ranks) passes no gradient; the exp-sum
-        and the label's logit are summed over ranks by one all_reduce."""
-        k, b = self.k, self.k.b
-        logits = self.logits(x)
-        shape = logits.type.shape
-        last = (len(shape) - 1,)
-        top = reduce_all(b, logits, "maximum", last)
-        if k.tp > 1:
-            top = b.all_reduce(top, reduction="max", replica_groups=k.groups)
-        k.stop.append(top)
-        shifted = b.subtract(logits, k.last(top, shape))
-        total = reduce_all(b, b.exp(shifted), "add", last)
-        classes = b.iota(dtype=labels.type.dtype, shape=shape, dimension=len(shape) - 1)
-        if k.plan.tp_rank:
-            classes = b.add(classes, b.splat(k.plan.tp_rank * shape[-1], classes.type))
-        is_label = b.compare(classes, k.last(labels, shape), direction="EQ")
-        picked = reduce_all(b, b.select(is_label, shifted, k.scalar(0.0, shifted)), "add",
-                            last)
-        if k.tp > 1:
-            total, picked = b.ops("all_reduce", [total, picked], {
-                "reduction": "sum", "replica_groups": k.groups})
-        nll = b.subtract(b.log(total), picked)
-        keep = b.compare(labels, b.splat(IGNORE_INDEX, labels.type), direction="NE")
-        loss_sum = reduce_all(b, b.select(keep, nll, k.scalar(0.0, nll)))
-        count = reduce_all(b, b.convert(keep, k.dtype))
-        return loss_sum, count
+    def body(self, tokens: Value, layers: range | None = None) -> Value:
+        """Everything before the head: the residual stream after the last layer (of
+        `layers`, by default all)."""
+        self.attention.prepare()
+        x = self.embed(tokens)
+        pipeline_cut(self.m, "embed")
+        for i in range(self.cfg.num_layers) if layers is None else layers:
+            with checkpoint(self.m, "full"):
+                x = self.attention_block(i, x)
+                x = self.mlp_block(i, x)
+        return x
 
 
+def decoder_model(cfg: DecoderConfig, seq: int, layers: range | None = None) -> ModelFn:
+    """The decoder's build function for sequences of `seq` tokens (module docstring); with
+    `layers`, a model of those layers only between the embedding and the head (a stage's
+    programs need no other: their structure does not depend on where a layer sits)."""
+    def build(m: Model) -> tuple[Value, Value]:
+        tokens = m.input(TOKENS, (seq,), DType.S32)
+        labels = m.input(LABELS, (seq,), DType.S32)
+        d = Decoder(m, cfg, seq)
+        return parallel_cross_entropy(m, d.logits(d.body(tokens, layers)), labels)
+    return build

@@ -1,0 +1,1 @@
+"""Cutting a model built from the primitives into the programs of pipeline stages."""
