@@ -31,7 +31,7 @@ The primitives (named after NxD Core's; each states the layout of its inputs and
   (`mappings`);
 - `pipeline_cut` (a cut point), `pipeline_chunks` (cut points inside a projection) and
   `checkpoint` (a recomputation segment) (`markers`);
-- `gelu`, `silu`, `softmax`, `matmul` (`functional`, `layers`).
+- `gelu`, `silu`, `softmax`, `reduce_sum`, `mean`, `matmul` (`functional`, `layers`).
 The built-in decoder (`models.decoder`) is written with them, and `pipeline` cuts and
 differentiates any such model.
 """
@@ -39,7 +39,7 @@ differentiates any such model.
 if not __name__.startswith("nxcc."):
     raise ImportError(f"import nxcc.{__name__}, not {__name__}: each layer has one import name")
 
-from nxcc.nxd.functional import gelu, silu, softmax  # noqa: E402
+from nxcc.nxd.functional import gelu, mean, reduce_sum, silu, softmax  # noqa: E402
 from nxcc.nxd.layers import (  # noqa: E402
     ColumnParallelLinear,
     LayerNorm,
@@ -66,8 +66,8 @@ __all__ = [
     "ColumnParallelLinear", "LayerNorm", "Model", "ModelError", "ParallelEmbedding", "RMSNorm",
     "RankSpec", "RowParallelLinear", "Segment", "checkpoint",
     "copy_to_tensor_model_parallel_region", "gather_from_sequence_parallel_region",
-    "gather_from_tensor_model_parallel_region", "gelu", "matmul", "parallel_cross_entropy",
+    "gather_from_tensor_model_parallel_region", "gelu", "matmul", "mean", "parallel_cross_entropy",
     "pipeline_chunks", "pipeline_cut", "reduce_from_tensor_model_parallel_region",
     "reduce_scatter_to_sequence_parallel_region", "scatter_to_sequence_parallel_region",
-    "scatter_to_tensor_model_parallel_region", "silu", "softmax",
+    "reduce_sum", "scatter_to_tensor_model_parallel_region", "silu", "softmax",
 ]

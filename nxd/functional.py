@@ -39,3 +39,17 @@ def softmax(m: Model, x: Value, mask: Value | None = None, fill: float = -1e30) 
     e = b.exp(b.subtract(x, b.broadcast_in_dim(top, shape=shape, broadcast_dimensions=lead)))
     total = reduce_all(b, e, "add", last)
     return b.divide(e, b.broadcast_in_dim(total, shape=shape, broadcast_dimensions=lead))
+
+
+def reduce_sum(m: Model, x: Value, dims: tuple[int, ...]) -> Value:
+    """The sum of `x` over dimensions `dims` (they are removed)."""
+    return reduce_all(m.b, x, "add", dims)
+
+
+def mean(m: Model, x: Value, dims: tuple[int, ...]) -> Value:
+    """The mean of `x` over dimensions `dims` (they are removed)."""
+    total = reduce_sum(m, x, dims)
+    count = 1
+    for d in dims:
+        count *= x.type.shape[d]
+    return m.b.multiply(total, m.b.splat(1.0 / count, total.type))

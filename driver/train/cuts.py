@@ -102,11 +102,6 @@ def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
     the earliest. Without `inside_projections` no cut falls between the chunks of a
     projection (a rank holds too few of its columns)."""
     n = PIECES_PER_LAYER
-    units = n * num_layers
-    if not 1 <= stages <= units:
-        raise ValueError(f"{num_layers} layers cannot make {stages} non-empty stages")
-    if stages == 1:
-        return ()
     inner = {QKV_FIRST + c for c in range(1, CHUNKS)} | {MLP_FIRST + c for c in range(1, CHUNKS)}
 
     def cost(s: int, m: int, e: int) -> int:
@@ -115,6 +110,20 @@ def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
     def may_start(m: int) -> bool:
         return inside_projections or m % n not in inner
 
+    return best_split(cost, n * num_layers, stages, may_start, lambda m: m % n != 0)
+
+
+def best_split(cost: StageCost, units: int, stages: int, may_start: Callable[[int], bool],
+               inside: Callable[[int], bool] = lambda m: False) -> tuple[int, ...]:
+    """The first unit of each stage but the first, for the split of `units` pieces into
+    `stages` runs (each stage at least one; a stage may start at unit m when `may_start(m)`)
+    whose largest `cost(stage, first, end)` is least; among those, the one whose lightest
+    stage is heaviest, then the one with fewest stages starting `inside` (a layer), then
+    the earliest."""
+    if not 1 <= stages <= units:
+        raise ValueError(f"{units} pieces cannot make {stages} non-empty stages")
+    if stages == 1:
+        return ()
     cap = _least_cap(cost, may_start, units, stages)
 
     def lightest(prev: object, s: int, m: int, e: int) -> object:
@@ -124,12 +133,12 @@ def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
     floor = _best_split(cost, may_start, units, stages, cap, lightest,
                         lambda a, b: a[0] > b[0])[0]
 
-    def inside(prev: object, s: int, m: int, e: int) -> object:
+    def fewest_inside(prev: object, s: int, m: int, e: int) -> object:
         if cost(s, m, e) < floor:  # type: ignore[operator]
             return None
-        return (0 if prev is None else prev) + (s > 0 and m % n != 0)  # type: ignore[operator]
+        return (0 if prev is None else prev) + (s > 0 and inside(m))  # type: ignore[operator]
 
-    return _best_split(cost, may_start, units, stages, cap, inside,
+    return _best_split(cost, may_start, units, stages, cap, fewest_inside,
                        lambda a, b: (a[0], a[1]) < (b[0], b[1]))[1]  # type: ignore[operator]
 
 

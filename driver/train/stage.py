@@ -56,9 +56,15 @@ class StageBuild:
     the decoder sums its own);
     `peak_activation_bytes`: the model's own figure of the activations a rank holds at its
     peak, when it has one (else the engine reports its programs' planned arenas);
-    `pipeline_shared`: parameters the first and the last pipeline stage each hold a copy of
-    (tied embeddings), whose gradients the engine sums over that pair of ranks, as
-    Megatron's embedding group does, so the copies stay equal."""
+    `pipeline_shared`: parameters several pipeline stages each hold a copy of (tied
+    embeddings), whose gradients the engine sums over those ranks, as Megatron's embedding
+    group does, so the copies stay equal: `pipeline_shared_stages` says which stages (by
+    default the first and the last), `pipeline_shared_index` the index of each among the
+    first holder's parameters (whose rounding noise the copies use);
+    `data`: the indices of the batch arrays the stage programs read after their
+    parameters and stage input, in their order (by default the tokens, 0, on the first
+    stage and the labels, 1, on the last); `input_dtypes`: each batch array's dtype as the
+    programs take it (by default int32)."""
 
     module: Module
     params: list[tuple[str, np.ndarray]]
@@ -68,6 +74,10 @@ class StageBuild:
     pipeline_shared: frozenset[str] = frozenset()
     norm_masks: dict[str, np.ndarray] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    data: tuple[int, ...] | None = None
+    input_dtypes: tuple[np.dtype, ...] | None = None
+    pipeline_shared_stages: tuple[int, ...] = ()
+    pipeline_shared_index: dict[str, int] = field(default_factory=dict)
 
 
 StageBuilder = Callable[[StagePlan], StageBuild]
