@@ -1,16 +1,19 @@
 """What the engine needs from a model: each rank's stage module and its parameters.
 
-A model provider (the built-in decoder family, `nxd.models.decoder`; a hand-built module in
-the tests) is a function `build(plan: StagePlan) -> StageBuild`. The stage module holds:
+A model provider (any model of `nxcc.nxd`'s primitives through `model_build.stage_build`:
+the built-in decoder, a user's `model.module`; an ONNX model; a hand-built module in the
+tests) is a function `build(plan: StagePlan) -> StageBuild`. The stage module holds:
 
-- `forward(params..., x_in | tokens) -> x_out` and
-  `backward(params..., x_in | tokens, g_out) -> (g_in?, grads...)` on every stage but the
-  last (`g_in` absent on the first stage, whose input is the tokens);
-- `forward_backward(params..., x_in | tokens, labels) -> (loss_sum, token_count, g_in?,
+- `forward(params..., x_in?, data...) -> (x_out, stash...)` and
+  `backward(params..., x_in?, data..., stash..., g_out) -> (g_in?, grads...)` on every
+  stage but the last (`x_in` and `g_in` absent on the first stage);
+- `forward_backward(params..., x_in?, data...) -> (loss_sum, token_count, g_in?,
   grads...)` on the last stage (the only stage with PP = 1).
 
 `params` are the function's first parameters, in `StageBuild.params` order; `grads` follow
-the same order. Collectives in the module use group-local replica groups ([[0..TP-1]]).
+the same order; `data` are the arrays of the batch the stage reads (`StageBuild.data`: for
+a language model the tokens on the first stage and the labels on the last). Collectives in
+the module use group-local replica groups ([[0..TP-1]]).
 """
 
 from __future__ import annotations
