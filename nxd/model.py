@@ -27,11 +27,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.types import TensorType
 from nxcc.nxd.params import INIT_STD, ParamSpec, Segment
+
+
+class ModelError(ValueError):
+    """The model cannot be built as asked (the message names the part and the numbers)."""
 
 
 def as_dtype(dtype: DType | str) -> DType:
@@ -43,13 +49,9 @@ def as_dtype(dtype: DType | str) -> DType:
     except ValueError:
         pass
     try:
-        return DType.from_numpy(dtype)
+        return DType.from_numpy(np.dtype(dtype))
     except (TypeError, ValueError):
         raise ModelError(f"unknown element type {dtype!r}") from None
-
-
-class ModelError(ValueError):
-    """The model cannot be built as asked (the message names the part and the numbers)."""
 
 
 @dataclass(frozen=True)
@@ -251,22 +253,3 @@ class Model:
     def specs(self) -> list[ParamSpec]:
         """Every declared parameter (parts as declared), in declaration order."""
         return [d.spec for d in self.declared]
-
-    def spec_of(self, v: Value) -> ParamSpec | None:
-        for d in self.declared:
-            if d.value is v:
-                return d.spec
-        return None
-
-    def piece_of(self, index: int) -> int:
-        """The piece of forward op number `index`."""
-        count = 0
-        for mk in self.markers:
-            if mk.position <= index:
-                count += 1
-            else:
-                break
-        return count
-
-    def ops_between(self, start: int, stop: int) -> list[Op]:
-        return self.fn.body[start:stop]

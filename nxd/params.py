@@ -99,7 +99,7 @@ class ParamSpec:
 def _segments(spec: ParamSpec, arr: np.ndarray) -> list[np.ndarray]:
     """`arr` (one rank's slice of `spec`, or a pipeline part of it) cut into what a part is
     taken from: the whole, or its segments (all as wide where that is done)."""
-    if spec.part_spans_segments:
+    if spec.part_spans_segments or spec.axis is None:
         return [arr]
     return np.split(arr, len(spec.segments), axis=spec.axis)
 

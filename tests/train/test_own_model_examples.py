@@ -50,3 +50,17 @@ def test_one_rank_and_eight_processes_give_the_same_losses(name: str, tmp_path: 
     losses = [rec["loss"] for rec in read_metrics(str(tmp_path / "mpi" / "metrics.jsonl"))]
     assert len(losses) == 3
     np.testing.assert_allclose(losses, one["losses"], rtol=1e-5)
+
+
+def test_t5s_shared_embedding_stays_one_across_stages(tmp_path: Path) -> None:
+    """The embedding the encoder's input, the decoder's input and the head read is held by
+    both stages; with stochastic rounding of bf16 weights the copies stay equal."""
+    config = load_config(str(EXAMPLES / "t5.yaml"), (
+        *QUICK, "trainer.devices=2", "distributed_strategy.tensor_model_parallel_size=1",
+        "precision.type=bf16SR", f"exp_manager.exp_dir={tmp_path}",
+        "exp_manager.checkpoint_callback_params.every_n_train_steps=3"))
+    run_training(config, lambda _: None)
+    step = tmp_path / "checkpoints" / "step_3"
+    first, last = np.load(step / "params_tp0_pp0.npz"), np.load(step / "params_tp0_pp1.npz")
+    assert set(first.files) & set(last.files) == {"shared"}
+    assert np.array_equal(first["shared"], last["shared"])
