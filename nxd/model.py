@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nxcc.ir.builder import Builder
-from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.types import TensorType
 from nxcc.nxd.params import INIT_STD, ParamSpec, Segment
