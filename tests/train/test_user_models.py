@@ -13,7 +13,7 @@ import pytest
 
 from nxcc.driver.train.config import load_config
 from nxcc.driver.train.run import run_training
-from tests.cli_helpers import assert_one_line_error, neuronx_cc
+from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
 
 MIXER = '''
 """An MLP-Mixer classifier: token mixing across patches, channel mixing across features."""
@@ -195,3 +195,46 @@ def test_mistakes_end_in_one_line(mixer: Path, tmp_path: Path, edit: str | None,
     assert_one_line_error(r, *fragments)
     assert r.returncode == 2
 
+
+
+TOKEN_LM = '''
+from nxcc import nxd
+
+
+def build(m, seq=16, vocab=256, hidden=32):
+    tokens = m.input("tokens", (seq,), "int32")
+    labels = m.input("labels", (seq,), "int32")
+    x = nxd.ParallelEmbedding(m, "embed", vocab, hidden, sequence_parallel_enabled=True)(tokens)
+    nxd.pipeline_cut(m, "embed")
+    h = nxd.RMSNorm(m, "norm", hidden)(x)
+    up = nxd.ColumnParallelLinear(m, "up", hidden, 4 * hidden, gather_output=False,
+                                  sequence_parallel_enabled=True)
+    down = nxd.RowParallelLinear(m, "down", 4 * hidden, hidden, input_is_parallel=True,
+                                 sequence_parallel_enabled=True)
+    x = m.b.add(x, down(nxd.silu(m, up(h))))
+    head = nxd.ColumnParallelLinear(m, "head", hidden, vocab, bias=False, gather_output=False,
+                                    sequence_parallel_enabled=True)
+    return nxd.parallel_cross_entropy(m, head(x), labels)
+'''
+
+
+@pytest.mark.parametrize("vocab", [256, 64])
+def test_a_token_model_reads_the_token_data(tmp_path: Path, vocab: int) -> None:
+    """A model whose inputs are `tokens` and `labels` trains on the decoder's token data
+    (the example corpus), its ids checked against its embedding."""
+    (tmp_path / "lm.py").write_text(TOKEN_LM)
+    corpus = REPO / "examples" / "train" / "data"
+    yaml = YAML.replace("mixer.py:build", "lm.py:build").replace(
+        "module_args: {layers: 2, classes: 4}", f"module_args: {{vocab: {vocab}}}").replace(
+        "train_dir: data}", f"train_dir: {corpus}, seq_length: 16}}")
+    (tmp_path / "lm.yaml").write_text(yaml)
+    common = (f"exp_manager.exp_dir={tmp_path / 'exp'}", "trainer.max_steps=2")
+    if vocab == 64:  # the corpus holds letters, ids beyond 64
+        r = neuronx_cc("train", str(tmp_path / "lm.yaml"), "--dry-run", *common)
+        assert_one_line_error(r, "outside [0, 64)")
+        return
+    one = run_training(load_config(str(tmp_path / "lm.yaml"), (*common, *ONE_RANK)),
+                       lambda _: None)
+    eight = run_training(load_config(str(tmp_path / "lm.yaml"), (
+        f"exp_manager.exp_dir={tmp_path / 'eight'}", "trainer.max_steps=2")), lambda _: None)
+    np.testing.assert_allclose(eight["losses"], one["losses"], rtol=1e-5)
