@@ -14,8 +14,8 @@ the command line prints (docs/error-codes.md). The names are imported on first u
 `import nxcc` stays cheap and `import nxcc.ir` loads no more than the IR.
 
 The installed distribution has this one top-level package. Its layers keep their folders at the
-top of the repository (``compiler/``, ``ir/``, ``passes/``, ``backend/``, ``cli/``,
-``driver/``) and have one import name each, ``nxcc.<layer>``:
+top of the repository (``compiler/``, ``ir/``, ``passes/``, ``nxd/``, ``backend/``,
+``cli/``, ``driver/``) and have one import name each, ``nxcc.<layer>``:
 
 - installed (a wheel, ``pip install .``), ``setup.py`` maps each folder into the package, so
   site-packages holds ``nxcc/ir/...`` and nothing else;

@@ -27,6 +27,7 @@ from nxcc.driver.train.config_model import (
     architecture_of,
     family_of,
     model_values,
+    module_model,
     resolve_path,
 )
 from nxcc.driver.train.config_types import (
@@ -115,9 +116,11 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         v.get(f"distributed_strategy.{k}") for k in ("zero1", "sequence_parallel",
                                                      "kv_replicator")))
     name = str(v.get("name"))
-    data = _data(v)
+    data = _data(v, v.get("model.module") is None)
     vocabulary = read_vocabulary(data.tokenizer) if data.tokenizer is not None else None
-    model, onnx = _model(v, pp, data.seq_length, _vocab_size(v, vocabulary, tp))
+    module = module_model(v.get, v.raw, v.base_dir)
+    model, onnx = (None, None) if module is not None else \
+        _model(v, pp, data.seq_length, _vocab_size(v, vocabulary, tp))
     config = TrainConfig(
         name=name, seed=v.get("seed"), trainer=trainer, exp_manager=_exp_manager(v, name),
         distributed=distributed, data=data, model=model, onnx=onnx, optim=_optim(v, trainer),
@@ -126,7 +129,7 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         ignored_keys=_ignored(v, onnx), recipe=precision_of(
             str(v.get("precision.type")),
             {k: v.get(f"precision.{k}") for k in MANUAL_KEYS}),  # type: ignore[misc]
-        vocabulary=vocabulary)
+        vocabulary=vocabulary, module=module)
     check_sizes(config)
     return config
 
@@ -162,15 +165,18 @@ def _vocab_size(v: _Values, vocabulary: Vocabulary | None, tp: int) -> int | Non
     return padded_vocab_size(vocabulary.size, divisible, tp)
 
 
-def _data(v: _Values) -> DataConfig:
+def _data(v: _Values, needs_seq: bool = True) -> DataConfig:
+    """The `data` block; a user model (`needs_seq` False) may leave the sequence length out
+    (0): its inputs say their shapes."""
     seq = v.get("data.seq_length")
     encoder = v.get("model.encoder_seq_length")
     if seq is not None and encoder is not None and seq != encoder:
         raise TrainConfigError("data.seq_length", f"{seq} differs from "
                                                   f"model.encoder_seq_length {encoder}")
     seq = seq if seq is not None else encoder
-    if seq is None:
+    if seq is None and needs_seq:
         raise TrainConfigError("data.seq_length", "is required (or model.encoder_seq_length)")
+    seq = 0 if seq is None else seq
     return data_config(v.get, v.base_dir, seq)
 
 

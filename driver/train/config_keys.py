@@ -18,8 +18,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Spec:
     """What a key's value must be. `kind`: int, float, bool, str, path, enum, floats2
-    (two numbers), strs (a list of strings), batches (a count or a fraction), any (checked
-    by the key's own reader). `minimum` bounds numbers from below;
+    (two numbers), strs (a list of strings), batches (a count or a fraction), mapping (a
+    block of keys taken whole: a user model's arguments), any (checked by the key's own
+    reader). `minimum` bounds numbers from below;
     `nullable` lets YAML's null stand for "not given"."""
 
     kind: str
@@ -111,6 +112,8 @@ ACTED: dict[str, Spec] = {
                                                      nullable=True),
     "model.pipeline_cuts": Spec("strs", nullable=True),
     "model.onnx_path": PATH,
+    "model.module": Spec("str", nullable=True),
+    "model.module_args": Spec("mapping", nullable=True),
     "model.onnx_loss_input": Spec("str", nullable=True),
     "model.onnx_label_input": Spec("str", nullable=True),
     "model.optim.name": Spec("enum", choices=OPTIMIZER_NAMES),

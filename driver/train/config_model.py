@@ -15,12 +15,13 @@ the YAML, so a file needs no `config.json`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nxcc.backend.userfiles import UserFileError
 from nxcc.backend.userfiles.structured import load_json_file
-from nxcc.compiler.decoder.config import FAMILY_PARTS
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.nxd.models.decoder.config import FAMILY_PARTS
 
 #: Hugging Face config.json name -> the `model.` key it fills.
 HF_KEYS = {
@@ -79,6 +80,28 @@ class OnnxModelConfig:
     activations_checkpoint_granularity: str | None = None
 
 
+@dataclass(frozen=True)
+class ModuleModelConfig:
+    """A model the user writes with `nxcc.nxd`'s primitives (`model.module: FILE:FUNCTION`):
+    `function` of the Python file `path`, called as `function(m, **args)` with
+    `model.module_args` for each rank, trained with every parallelism as the decoder is.
+    `pipeline_cuts` name the model's cut points (`nxd.pipeline_cut`) that end stages."""
+
+    path: str
+    function: str
+    args: tuple[tuple[str, object], ...] = ()
+    activations_checkpoint_granularity: str | None = None
+    pipeline_cuts: tuple[str, ...] = ()
+
+    @property
+    def kwargs(self) -> dict[str, object]:
+        return dict(self.args)
+
+    @property
+    def spec(self) -> str:
+        return f"{self.path}:{self.function}"
+
+
 def model_values(acted: dict[str, object], base_dir: str) -> dict[str, object]:
     """The `model.` keys (without the prefix) after the HF config.json, if any, is read
     under them: the YAML's values win."""
@@ -129,3 +152,40 @@ def family_of(architecture: tuple[str, str, str]) -> str:
     gpt with learned positions, llama with rotary ones; the other two parts may be the
     other family's (NxD builds each part as its key says)."""
     return "llama" if architecture[0] == "rope" else "gpt"
+
+
+#: The `model.` keys a user model (`model.module`) takes besides `model.optim`; the others
+#: describe the built-in decoder.
+MODULE_KEYS = ("model.module", "model.module_args", "model.activations_checkpoint_granularity",
+               "model.pipeline_cuts", "model.encoder_seq_length")
+
+
+def module_model(get: Callable[[str], object], raw: dict[str, object], base_dir: str
+                 ) -> ModuleModelConfig | None:
+    """The user model `model.module` names (None when the key is absent); TrainConfigError
+    for a malformed name, a missing file, or a key of the built-in decoder beside it."""
+    text = get("model.module")
+    if text is None:
+        return None
+    if raw.get("model.onnx_path") is not None:
+        raise TrainConfigError("model.module", "and model.onnx_path name two models: keep one")
+    decoder_keys = sorted(k for k, v in raw.items() if k.startswith("model.") and v is not None
+                          and not k.startswith("model.optim.") and k not in MODULE_KEYS)
+    if decoder_keys:
+        raise TrainConfigError(decoder_keys[0], "is a key of the built-in decoder; a "
+                                                "model.module takes its sizes from "
+                                                "model.module_args")
+    path, sep, function = str(text).rpartition(":")
+    if not sep or not path or not function.isidentifier():
+        raise TrainConfigError("model.module", f"{text!r} is not FILE.py:FUNCTION (the "
+                                               "function that builds the model)")
+    full = resolve_path(path, base_dir)
+    if not os.path.isfile(full):
+        raise TrainConfigError("model.module", f"no such file: {full}")
+    args = get("model.module_args") or {}
+    assert isinstance(args, dict)
+    recompute = get("model.activations_checkpoint_granularity")
+    cuts = get("model.pipeline_cuts") or ()
+    return ModuleModelConfig(full, function, tuple(args.items()),
+                             recompute if isinstance(recompute, str) else None,
+                             tuple(cuts))  # type: ignore[arg-type]

@@ -2,11 +2,11 @@
 
 Without `model.pipeline_cuts` the model is split so that the stages' compute per
 micro-batch (forward + backward FLOPs of their programs, `ir.flops`) is as even as the
-model's pieces allow. A layer has ten pieces (`compiler.decoder.config.PIECES`: the q/k/v
+model's pieces allow. A layer has ten pieces (`nxd.models.decoder.config.PIECES`: the q/k/v
 projection in four column chunks, the attention core, the output projection, the MLP in
 four column chunks), so a cut may fall inside a layer, at any piece; a head that weighs a
 large part of a layer is balanced that way where whole layers could not be. A cut inside
-a layer hands the next stage more than the residual stream (`compiler.decoder.handoff`)
+a layer hands the next stage more than the residual stream (`nxd.models.decoder.handoff`)
 and may split a projection's weight by columns; that costs bytes on the link, not FLOPs,
 and the split is chosen by FLOPs alone.
 
@@ -27,10 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from nxcc.compiler.decoder import DecoderConfig, build_stage, program
-from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 from nxcc.ir.flops import module_flops
+from nxcc.nxd.models.decoder import DecoderConfig, build_stage, program
+from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
+from nxcc.nxd.models.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 
 FIRST, MIDDLE, LAST = 0, 1, 2
 
@@ -102,11 +102,6 @@ def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
     the earliest. Without `inside_projections` no cut falls between the chunks of a
     projection (a rank holds too few of its columns)."""
     n = PIECES_PER_LAYER
-    units = n * num_layers
-    if not 1 <= stages <= units:
-        raise ValueError(f"{num_layers} layers cannot make {stages} non-empty stages")
-    if stages == 1:
-        return ()
     inner = {QKV_FIRST + c for c in range(1, CHUNKS)} | {MLP_FIRST + c for c in range(1, CHUNKS)}
 
     def cost(s: int, m: int, e: int) -> int:
@@ -115,6 +110,20 @@ def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
     def may_start(m: int) -> bool:
         return inside_projections or m % n not in inner
 
+    return best_split(cost, n * num_layers, stages, may_start, lambda m: m % n != 0)
+
+
+def best_split(cost: StageCost, units: int, stages: int, may_start: Callable[[int], bool],
+               inside: Callable[[int], bool] = lambda m: False) -> tuple[int, ...]:
+    """The first unit of each stage but the first, for the split of `units` pieces into
+    `stages` runs (each stage at least one; a stage may start at unit m when `may_start(m)`)
+    whose largest `cost(stage, first, end)` is least; among those, the one whose lightest
+    stage is heaviest, then the one with fewest stages starting `inside` (a layer), then
+    the earliest."""
+    if not 1 <= stages <= units:
+        raise ValueError(f"{units} pieces cannot make {stages} non-empty stages")
+    if stages == 1:
+        return ()
     cap = _least_cap(cost, may_start, units, stages)
 
     def lightest(prev: object, s: int, m: int, e: int) -> object:
@@ -124,12 +133,12 @@ def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
     floor = _best_split(cost, may_start, units, stages, cap, lightest,
                         lambda a, b: a[0] > b[0])[0]
 
-    def inside(prev: object, s: int, m: int, e: int) -> object:
+    def fewest_inside(prev: object, s: int, m: int, e: int) -> object:
         if cost(s, m, e) < floor:  # type: ignore[operator]
             return None
-        return (0 if prev is None else prev) + (s > 0 and m % n != 0)  # type: ignore[operator]
+        return (0 if prev is None else prev) + (s > 0 and inside(m))  # type: ignore[operator]
 
-    return _best_split(cost, may_start, units, stages, cap, inside,
+    return _best_split(cost, may_start, units, stages, cap, fewest_inside,
                        lambda a, b: (a[0], a[1]) < (b[0], b[1]))[1]  # type: ignore[operator]
 
 

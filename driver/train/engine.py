@@ -5,13 +5,15 @@ ordinary pipeline, `stage_program`) and binds their collectives to its TP group;
 `step(k, batch)` then
 
 1. takes its DP rank's micro-batches of the global batch (`data.micro_batches`: DP rank d
-   takes rows d*M*mb .. (d+1)*M*mb - 1, M micro-batches of mb rows each);
+   takes rows d*M*mb .. (d+1)*M*mb - 1 of every array of the batch, M micro-batches of mb
+   rows each);
 2. runs its stage's 1F1B order (`schedule.stage_ops`): a forward receives the stage input
-   from the previous stage (or takes the tokens), runs the forward program, keeps the input
-   and the stash it returns (what the backward reads; see `passes.autodiff.stash`) and
-   sends its output on; a backward receives the output gradient, runs the backward program
-   on the stash and sends the input gradient back. The last stage runs `forward_backward`
-   at each forward;
+   from the previous stage (the first stage has none), takes the batch arrays its programs
+   read (`StageBuild.data`: the tokens on the first stage, the labels on the last),
+   runs the forward program, keeps its inputs and the stash it returns (what the backward
+   reads; see `passes.autodiff.stash`) and sends its output on; a backward receives the
+   output gradient, runs the backward program on the stash and sends the input gradient
+   back. The last stage runs `forward_backward` at each forward;
 3. sums the gradients over the micro-batches (in micro-batch order) into the flat gradient
    vector; during the last micro-batch's backward each gradient is added as soon as the
    program has computed it and each DP bucket whose gradients are all final starts its
@@ -42,7 +44,7 @@ import numpy as np
 from nxcc.backend.runtime.channel_comm import Channels
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train.checkpoint_io import CheckpointError, Expected, check_arrays
-from nxcc.driver.train.data import micro_batches
+from nxcc.driver.train.data import micro_batch_rows
 from nxcc.driver.train.flat import FlatLayout
 from nxcc.driver.train.grad_sync import GradSync, norm_contribution
 from nxcc.driver.train.groups import (
@@ -148,13 +150,20 @@ class RankTrainer:
         self.next_rank = lay.stage_peer(rank, 1)
         self.prev_rank = lay.stage_peer(rank, -1)
 
+    @property
+    def shared_stages(self) -> tuple[int, ...]:
+        """The stages holding copies of the `pipeline_shared` parameters (by default the
+        first and the last)."""
+        return self.build.pipeline_shared_stages or (0, self.settings.layout.pp - 1)
+
     def _embedding_group(self, rank: int) -> Group:
-        """The first and the last stage's ranks of this rank's (TP, DP) position, which
-        hold copies of a `pipeline_shared` parameter (Megatron's embedding group)."""
+        """The ranks of this rank's (TP, DP) position in the stages that hold copies of
+        the `pipeline_shared` parameters (Megatron's embedding group: the first and the
+        last stage)."""
         lay = self.settings.layout
         c = lay.coords(rank)
-        pair = [lay.rank(c.tp, 0, c.dp), lay.rank(c.tp, lay.pp - 1, c.dp)]
-        return Group(self.channels, pair, rank, EMBED_STREAMS, "embed")
+        ranks = [lay.rank(c.tp, p, c.dp) for p in self.shared_stages]
+        return Group(self.channels, ranks, rank, EMBED_STREAMS, "embed")
 
     def _compile(self) -> None:
         module, opts = self.build.module, self.settings.options
@@ -166,12 +175,21 @@ class RankTrainer:
 
     # one step
 
-    def _micro_batches(self, inputs: np.ndarray, labels: np.ndarray
-                       ) -> list[tuple[np.ndarray, np.ndarray]]:
-        cut = micro_batches(inputs, labels, self.dp_rank, self.settings.layout.dp,
-                            self.settings.micro_batch)
-        return [(np.ascontiguousarray(x, np.int32), np.ascontiguousarray(y, np.int32))
-                for x, y in cut]
+    def _micro_batches(self, arrays: tuple[np.ndarray, ...]) -> list[tuple[np.ndarray, ...]]:
+        """This rank's micro-batches of the global batch `arrays`, each array as the
+        model's input takes it (int32 token ids unless the model says otherwise)."""
+        cut = micro_batch_rows(arrays, self.dp_rank, self.settings.layout.dp,
+                               self.settings.micro_batch)
+        dtypes = self.build.input_dtypes or (np.int32,) * len(arrays)
+        return [tuple(np.ascontiguousarray(a, t) for a, t in zip(mb, dtypes, strict=True))
+                for mb in cut]
+
+    def _data(self, batch: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        """The arrays of one micro-batch this rank's stage programs read, in their order."""
+        index = self.build.data
+        if index is None:  # the tokens on the first stage, the labels on the last
+            index = (() if not self.plan.first else (0,)) + ((1,) if self.plan.last else ())
+        return [batch[i] for i in index]
 
     def _accumulate(self, grads: list[np.ndarray], acc: list[np.ndarray], first: bool) -> None:
         for view, g in zip(acc, grads, strict=True):
@@ -207,7 +225,7 @@ class RankTrainer:
 
         return on_result
 
-    def _run_pipeline(self, micro: list[tuple[np.ndarray, np.ndarray]],
+    def _run_pipeline(self, micro: list[tuple[np.ndarray, ...]],
                       grads_flat: np.ndarray) -> tuple[float, float]:
         """The stage's 1F1B order; (loss sum, token count) on the last stage, else zeros."""
         plan, ch = self.plan, self.channels
@@ -217,15 +235,15 @@ class RankTrainer:
         loss_sum = count = 0.0
         done = 0
         for kind, m in stage_ops(plan.stage, plan.stages, len(micro)):
-            tokens, labels = micro[m]
+            data = self._data(micro[m])
             hook = self._gradients_hook(grads_flat, acc, (0 if plan.first else 1) + (
                 2 if plan.last else 0), done == 0) if done == len(micro) - 1 else None
             if kind == "F":
-                x_in = tokens if plan.first else ch.recv(self.prev_rank, self.rank,
-                                                         PIPE_STREAMS)
+                inputs = data if plan.first else \
+                    [ch.recv(self.prev_rank, self.rank, PIPE_STREAMS), *data]
                 if plan.last:
                     out = self.executors["forward_backward"].run(
-                        [*self.params, x_in, labels], on_result=hook)
+                        [*self.params, *inputs], on_result=hook)
                     loss_sum += float(out[0])
                     count += float(out[1])
                     rest = out[2:]
@@ -235,8 +253,8 @@ class RankTrainer:
                         self._accumulate(rest, acc, done == 0)
                     done += 1
                     continue
-                x_out, *kept = self.executors["forward"].run([*self.params, x_in])
-                stash[m] = [x_in, *kept]
+                x_out, *kept = self.executors["forward"].run([*self.params, *inputs])
+                stash[m] = [*inputs, *kept]
                 ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
                 continue
             if plan.last:
@@ -254,32 +272,35 @@ class RankTrainer:
             done += 1
         return loss_sum, count
 
-    def evaluate(self, inputs: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    def evaluate(self, *arrays: np.ndarray) -> tuple[float, float]:
         """(loss sum, token count) of one global batch over the whole job, the parameters
         left as they are: each micro-batch's forward through the stages (the last stage's
         one program computes its loss; its gradients are not used)."""
         plan, ch = self.plan, self.channels
         loss_sum = count = 0.0
-        for tokens, target in self._micro_batches(inputs, labels):
-            x_in = tokens if plan.first else ch.recv(self.prev_rank, self.rank, PIPE_STREAMS)
+        for batch in self._micro_batches(arrays):
+            data = self._data(batch)
+            inputs = data if plan.first else \
+                [ch.recv(self.prev_rank, self.rank, PIPE_STREAMS), *data]
             if plan.last:
-                out = self.executors["forward_backward"].run([*self.params, x_in, target])
+                out = self.executors["forward_backward"].run([*self.params, *inputs])
                 loss_sum += float(out[0])
                 count += float(out[1])
             else:
-                x_out = self.executors["forward"].run([*self.params, x_in])[0]
+                x_out = self.executors["forward"].run([*self.params, *inputs])[0]
                 ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
         counts = plan.last and self.tp_rank == 0
         total = self.world_group.all_reduce(np.array(
             [loss_sum if counts else 0.0, count if counts else 0.0], np.float64))
         return float(total[0]), float(total[1])
 
-    def step(self, k: int, inputs: np.ndarray, labels: np.ndarray) -> StepStats:
+    def step(self, k: int, *arrays: np.ndarray) -> StepStats:
         """Train step k (0-based: the optimizer steps taken before it) on the global batch
-        (`inputs`, `labels`: [global_batch, seq_length] token ids)."""
+        `arrays` (each [global_batch, ...], in the model's input order: for a language
+        model the inputs and the labels, [global_batch, seq_length] token ids)."""
         start = time.perf_counter()
         grads_flat = np.zeros(self.layout.size, self.settings.precision.grad_dtype)
-        loss_sum, count = self._run_pipeline(self._micro_batches(inputs, labels), grads_flat)
+        loss_sum, count = self._run_pipeline(self._micro_batches(arrays), grads_flat)
         grads_flat = grads_flat.astype(np.float32, copy=False)  # reduced in f32
         acc = self.layout.views(grads_flat)
         for i in self.partial:
@@ -309,9 +330,12 @@ class RankTrainer:
         parameter 0 there)."""
         ids = np.zeros(self.layout.size, np.uint64)
         shared = np.zeros(self.layout.size, bool)
+        names = [n for n, _ in self.build.params]
+        owner = self.stage == self.shared_stages[0]
         for i, view in enumerate(self.layout.views(ids)):
-            copy = i in self.shared and self.stage > 0
-            view.reshape(-1)[...] = element_ids(0 if copy else i, view.size)
+            copy = i in self.shared and not owner
+            index = self.build.pipeline_shared_index.get(names[i], 0) if copy else i
+            view.reshape(-1)[...] = element_ids(index, view.size)
         for i, view in enumerate(self.layout.views(shared)):
             view[...] = i in self.shared
         self._shared_mask = self.layout.shard(shared, self.dp_group.index, self.sync.zero1)
@@ -334,11 +358,13 @@ class RankTrainer:
         if not p.bf16_weights:
             return new_shard
         ids = self.element_ids
-        if ids is not None and self.embed_group is not None and self.stage:
-            # the last stage's tied copy rounds with the first stage's noise, so the two
-            # copies stay equal: its ids undo this stage's key and apply stage 0's
+        first = self.shared_stages[0]
+        if ids is not None and self.embed_group is not None and self.stage != first:
+            # a later stage's copy of a shared weight rounds with the first holder's
+            # noise, so the copies stay equal: its ids undo this stage's key and apply that
+            # stage's
             seed = self.settings.seed
-            ids = ids ^ np.where(self._shared_mask, rounding_key(seed, k, 0) ^
+            ids = ids ^ np.where(self._shared_mask, rounding_key(seed, k, first) ^
                                  rounding_key(seed, k, self.stage), np.uint64(0))
         low = to_bf16(new_shard, p.stochastic_rounding, ids, self.settings.seed, k, self.stage)
         return low.astype(np.float32)
@@ -362,10 +388,11 @@ class RankTrainer:
                 "activation_bytes": (arenas if peak is None else peak) + stash}
 
     def _stash_bytes(self) -> int:
-        """Bytes 1F1B keeps per micro-batch in flight: the stage input and what the forward
-        program hands its backward."""
+        """Bytes 1F1B keeps per micro-batch in flight: the stage's inputs and what the
+        forward program hands its backward."""
         fn = self.build.module.functions["forward"]
-        kept = [fn.params[len(self.params)].type, *(v.type for v in fn.results[1:])]
+        kept = [*(v.type for v in fn.params[len(self.params):]),
+                *(v.type for v in fn.results[1:])]
         return sum(int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype.numpy).itemsize
                    for t in kept)
 

@@ -33,12 +33,10 @@ from typing import TypeAlias
 
 import numpy as np
 
-from nxcc.compiler.decoder import DecoderError, check_plan
-from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.weights import model_specs
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train import checkpoint_io as ckpt
 from nxcc.driver.train import reshard
+from nxcc.driver.train.arrays import ArrayBatches
 from nxcc.driver.train.batches import MegatronRows, SampleBatches
 from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.data import Batches, load_tokens
@@ -56,11 +54,23 @@ from nxcc.driver.train.model_stage import (
     decoder_unshard,
     recompute_mode,
 )
+from nxcc.driver.train.module_model import (
+    TOKEN_INPUTS,
+    check_module_ranks,
+    module_builder,
+    module_unshard,
+    module_vocab,
+)
 from nxcc.driver.train.onnx_stage import onnx_builder
 from nxcc.driver.train.resume import check_saves, is_step_folder, resume_point, saved_steps
 from nxcc.driver.train.stage import StageBuilder
 from nxcc.driver.train.tensorboard_log import MISSING as TENSORBOARD_MISSING
 from nxcc.driver.train.tensorboard_log import available as tensorboard_available
+from nxcc.nxd.model import InputSpec
+from nxcc.nxd.models.decoder import DecoderError, check_plan
+from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
+from nxcc.nxd.models.decoder.weights import model_specs
+from nxcc.nxd.params import ParamSpec
 
 
 def engine_settings(config: TrainConfig) -> EngineSettings:
@@ -80,13 +90,13 @@ class Job:
 
     config: TrainConfig
     settings: EngineSettings
-    batches: Batches | SampleBatches
+    batches: Batches | SampleBatches | ArrayBatches
     build: StageBuilder
     emit: Callable[[str], None]
     resume: ckpt.Checkpoint | None
     pipeline: Pipeline
     vocab: int = 0
-    validation: Batches | SampleBatches | None = None
+    validation: Batches | SampleBatches | ArrayBatches | None = None
     validation_batches: int = 0
     tensorboard: bool = False
     warnings: list[str] = field(default_factory=list)
@@ -97,6 +107,7 @@ class Job:
     speeds: list[float] = field(default_factory=list)
     logged: bool = False
     unshard: reshard.Unshard | None = None
+    inputs: list[InputSpec] = field(default_factory=list)  # a user model's data inputs
     _whole: list = field(default_factory=list)
     _whole_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -133,17 +144,26 @@ def physical_memory() -> int:
         return 0
 
 
-def check_model_size(config: TrainConfig) -> None:
-    """The built-in decoder's whole weights are drawn in this process: refuse a model
-    whose float32 weights alone exceed the host's memory (or numpy's sizes), naming it."""
+def check_model_size(config: TrainConfig, specs: list[ParamSpec] | None = None) -> None:
+    """The whole model's weights are drawn in this process: refuse a model whose float32
+    weights alone exceed the host's memory (or numpy's sizes), naming it (the built-in
+    decoder's parameters, or `specs`)."""
     m = config.model
-    assert m is not None
-    cfg = decoder_config(m)
-    count = sum(math.prod(s.shape) for s in model_specs(cfg))
+    huge, vocab, least = False, "", ""
+    if specs is None:
+        assert m is not None
+        vocab = f", vocab_size {m.vocab_size:,}"
+        huge = max(m.vocab_size, m.hidden_size) > 1 << 40
+        # beyond numpy's sizes the embedding alone says enough (the model is not built)
+        specs = [ParamSpec("embed", (m.vocab_size, m.hidden_size))] if huge else \
+            model_specs(decoder_config(m))
+        least = "at least " if huge else ""
+    count = sum(math.prod(s.shape) for s in specs)
     limit = physical_memory()
-    if count * 4 > (limit or 1 << 62) or max(m.vocab_size, m.hidden_size) > 1 << 40:
-        raise TrainConfigError("model", f"{count:,} parameters ({count * 4 / 2**30:,.1f} GiB "
-                               f"in float32, vocab_size {m.vocab_size:,}) do not fit this "
+    if count * 4 > (limit or 1 << 62) or huge:
+        raise TrainConfigError("model", f"{least}{count:,} parameters "
+                               f"({count * 4 / 2**30:,.1f} GiB "
+                               f"in float32{vocab}) do not fit this "
                                f"host's {limit / 2**30:,.1f} GiB: nxcc draws the whole "
                                "model's weights in memory")
 
@@ -315,6 +335,8 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
         check_model_size(config)
     initial = load_hf_weights(config, hf_folder) if hf_folder is not None and found is None \
         else None
+    if config.module is not None:
+        return _module_job(config, settings, emit, found, write_cache)
     if config.model is not None:
         build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
                                           config.data, initial)
@@ -329,11 +351,58 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
     batches, validation, count = data_sources(config, vocab, write_cache)
     job = Job(config, settings, batches, build, emit, found, pipeline, vocab, validation,
               count, unshard=join)
+    return _with_tensorboard(config, job)
+
+
+def _with_tensorboard(config: TrainConfig, job: Job) -> Job:
     if config.exp_manager.tensorboard:
         job.tensorboard = tensorboard_available()
         if not job.tensorboard:
             job.warnings.append(TENSORBOARD_MISSING)
     return job
+
+
+def _module_job(config: TrainConfig, settings: EngineSettings, emit: Callable[[str], None],
+                found: ckpt.Checkpoint | None, write_cache: bool) -> Job:
+    """The job of a user model (`model.module`): its every stage on every TP rank built
+    once (as the run will), its data (token sources for a model whose inputs are `tokens`
+    and `labels`, else one array per input, `arrays.py`) checked against its inputs."""
+    cfg = config.module
+    assert cfg is not None
+    if config.exp_manager.resume_from_checkpoint is not None:
+        raise TrainConfigError("exp_manager.resume_from_checkpoint", "Hugging Face weights "
+                               "start the built-in decoder, not a model.module")
+    build, pipeline, whole = module_builder(cfg, config.seed, config.distributed, config.data)
+    check_model_size(config, whole.model.specs)
+    check_module_ranks(cfg, config.distributed, config.data, pipeline)
+    inputs = whole.model.inputs
+    if [i.name for i in inputs] == list(TOKEN_INPUTS):
+        vocab = module_vocab(inputs, config.data)
+        _check_vocabularies(config, vocab)
+        batches, validation, count = data_sources(config, vocab, write_cache)
+    else:
+        batches, validation, count = array_sources(config, inputs)
+    job = Job(config, settings, batches, build, emit, found, pipeline, 0, validation, count,
+              unshard=module_unshard(cfg), inputs=list(inputs))
+    return _with_tensorboard(config, job)
+
+
+def array_sources(config: TrainConfig, inputs: list[InputSpec]
+                  ) -> tuple[ArrayBatches, ArrayBatches | None, int]:
+    """The arrays of `data.train_dir` (and `data.val_dir`) for a model's named inputs."""
+    data = config.data
+    if data.megatron is not None or data.train_dir is None:
+        raise TrainConfigError("data.train_dir", "a model whose inputs are not tokens and "
+                               "labels reads one .npy per input from data.train_dir")
+    train = ArrayBatches(data.train_dir, inputs, data.global_batch_size)
+    if not data.validation.runs(config.trainer.max_steps):
+        return train, None, 0
+    if data.val_dir is None:
+        raise TrainConfigError("data.val_dir", f"validation every {data.validation.interval} "
+                               "steps needs validation data (or set "
+                               "trainer.limit_val_batches to 0)")
+    val = ArrayBatches(data.val_dir, inputs, data.global_batch_size, "data.val_dir")
+    return train, val, validation_batches(config, val)
 
 
 def _only_slice(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:

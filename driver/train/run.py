@@ -164,8 +164,8 @@ def _rank_main(job: Job, rank: int, channels: LocalChannels) -> None:
             job.memory = table
             for line in memory_lines(table, job):
                 job.emit(line)
-            if job.pipeline.flops and job.config.model is not None:
-                job.emit(job.pipeline.describe(job.config.model.num_layers))
+            if job.pipeline.flops:
+                job.emit(job.pipeline.describe())
             writer = MetricsWriter(job.config.exp_manager.exp_dir,
                                    job.start if job.resume is not None else None)
         board = TensorBoardLog(job.config.exp_manager.exp_dir) \
@@ -199,8 +199,7 @@ def _steps(job: Job, trainer: RankTrainer, writer: MetricsWriter | None,
     every = job.config.exp_manager.every_n_train_steps
     saving = job.config.exp_manager.create_checkpoint_callback and every
     for k in range(job.start, job.config.trainer.max_steps):
-        inputs, labels = job.batches.global_batch(k)
-        stats = trainer.step(k, inputs, labels)
+        stats = trainer.step(k, *job.batches.global_batch(k))
         val_loss = _validate(job, trainer, k + 1)
         if writer is not None:
             _log_step(job, writer, k + 1, stats, val_loss, board)

@@ -8,7 +8,7 @@ import sys
 import nxcc
 from tests.cli_helpers import REPO
 
-LAYERS = "{'backend','compiler','cli','driver','ir','passes'}"
+LAYERS = "{'backend','compiler','cli','driver','ir','nxd','passes'}"
 
 
 def python(code: str) -> str:

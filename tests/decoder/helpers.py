@@ -9,7 +9,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from nxcc.backend.runtime.multicore import Communicator, Endpoint, run_cores
-from nxcc.compiler.decoder import (
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.core import Module
+from nxcc.ir.interpreter import IRContext
+from nxcc.nxd.models.decoder import (
     DecoderConfig,
     StagePlan,
     build_stage,
@@ -17,10 +20,7 @@ from nxcc.compiler.decoder import (
     shard_weights,
     stage_specs,
 )
-from nxcc.compiler.decoder.weights import ParamSpec, join_parts, unshard
-from nxcc.ir.attributes import AttrValue
-from nxcc.ir.core import Module
-from nxcc.ir.interpreter import IRContext
+from nxcc.nxd.models.decoder.weights import ParamSpec, join_parts, unshard
 
 
 def llama(layers: int = 2, dtype: str = "float32", **kw) -> DecoderConfig:
@@ -75,7 +75,7 @@ MIX_IDS = ["rope_layernorm_gelu", "learned_rmsnorm_swiglu", "gpt_without_biases"
 def random_weights(cfg: DecoderConfig, seed: int) -> dict[str, np.ndarray]:
     """Every parameter drawn at random (norm weights near 1, biases nonzero), so that no
     gradient is trivially zero."""
-    from nxcc.compiler.decoder import model_specs
+    from nxcc.nxd.models.decoder import model_specs
 
     rng = np.random.default_rng(seed)
     out = {}

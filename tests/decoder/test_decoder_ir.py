@@ -10,10 +10,10 @@ from collections import Counter
 
 import pytest
 
-from nxcc.compiler.decoder import DecoderError, StagePlan, build_stage, program
 from nxcc.ir.parser import parse_module
 from nxcc.ir.printer import print_module
 from nxcc.ir.verifier import verify_module
+from nxcc.nxd.models.decoder import DecoderError, StagePlan, build_stage, program
 from tests.decoder.helpers import gpt, llama
 
 KINDS = ("tp_copy", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",

@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nxcc.compiler.decoder import StagePlan
-from nxcc.compiler.decoder.config import PIECES, PIECES_PER_LAYER
+from nxcc.nxd.models.decoder import StagePlan
+from nxcc.nxd.models.decoder.config import PIECES, PIECES_PER_LAYER
 from tests.decoder.helpers import (
     MIX_IDS,
     MIXES,

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from nxcc.backend.program.memory_plan import peak_activation_bytes
-from nxcc.compiler.decoder import DecoderConfig, StagePlan, build_stage, program
 from nxcc.ir.interpreter import IRContext
+from nxcc.nxd.models.decoder import DecoderConfig, StagePlan, build_stage, program
 from nxcc.passes.manager import PassManager
 from nxcc.passes.registry import pipeline
 from tests.decoder.helpers import batch, gpt, random_weights, shards, single_stage

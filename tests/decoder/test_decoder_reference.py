@@ -8,7 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from nxcc.compiler.decoder import init_full_weights
+from nxcc.nxd.models.decoder import init_full_weights
 from tests.decoder.helpers import (
     MIX_IDS,
     MIXES,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from nxcc.compiler.decoder import (
+from nxcc.nxd.models.decoder import (
     StagePlan,
     init_full_weights,
     model_specs,

@@ -10,9 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from nxcc.compiler.decoder import DecoderConfig
-from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 from nxcc.driver.train.config import load_config
 from nxcc.driver.train.cuts import (
     _flops,
@@ -23,6 +20,9 @@ from nxcc.driver.train.cuts import (
 )
 from nxcc.driver.train.model_stage import pieces_text
 from nxcc.driver.train.run import run_training
+from nxcc.nxd.models.decoder import DecoderConfig
+from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
+from nxcc.nxd.models.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 from tests.cli_helpers import REPO
 
 EXAMPLE = REPO / "examples" / "train" / "hf_llama_tiny_gqa.yaml"

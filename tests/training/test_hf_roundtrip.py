@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from nxcc.compiler.decoder import DecoderConfig, init_full_weights
 from nxcc.driver.train.hf_checkpoint import decoder_logits
 from nxcc.driver.train.hf_weights import from_hf, to_hf
 from nxcc.driver.train.safetensors_io import read_folder, read_safetensors, write_folder
+from nxcc.nxd.models.decoder import DecoderConfig, init_full_weights
 from tests.cli_helpers import assert_one_line_error, neuronx_cc
 from tests.training.hf_pipeline import HF_INPUT, PROBE, REFERENCE, SEQ, VOCAB, train_and_export
 

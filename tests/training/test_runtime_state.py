@@ -12,8 +12,8 @@ from nxcc.backend.runtime.nrt import Runtime
 from nxcc.backend.runtime.status import NrtError
 from nxcc.backend.runtime.steps import run_steps
 from nxcc.driver.options import CompileOptions
-from nxcc.driver.training import compile_training
-from nxcc.driver.training_options import training_options
+from nxcc.driver.train.compile_step import compile_training
+from nxcc.driver.train.step_options import training_options
 from tests.cli_helpers import REPO
 
 

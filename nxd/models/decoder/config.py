@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from nxcc.nxd.model import ModelError
+
 #: each family's (position embedding, normalization, MLP activation): NxD Megatron's
 #: `position_embedding_type`, `normalization` and `activation`, which a config may also mix
 FAMILY_PARTS = {"gpt": ("learned_absolute", "layernorm", "gelu"),
@@ -26,7 +28,7 @@ ACTIVATIONS = ("gelu", "swiglu")
 RECOMPUTE = ("none", "selective", "full")
 
 
-class DecoderError(ValueError):
+class DecoderError(ModelError):
     """The model or plan cannot be built (the message names the setting)."""
 
 
@@ -142,12 +144,6 @@ def chunks_in(pieces: range, first: int) -> range:
     `first`."""
     return range(min(max(pieces.start - first, 0), CHUNKS),
                  max(min(pieces.stop - first, CHUNKS), 0))
-
-
-def chunk_columns(width: int, first: int, stop: int) -> tuple[int, int]:
-    """The columns [lo, hi) of chunks [first, stop) of a projection `width` columns wide on
-    a rank."""
-    return first * width // CHUNKS, stop * width // CHUNKS
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,11 @@
-"""What crosses a pipeline cut: the values one piece hands the next, as one tensor.
+"""What crosses a pipeline cut: the values one stage hands the next, as one tensor.
 
-At a cut between layers, or between a layer's attention and its MLP, the next piece reads
-only the residual stream x [micro_batch, seq, hidden], which crosses as it is. At a cut
-inside the attention or the MLP it reads several values (x with the normed input and a
-projection's columns or partial sum so far; x and q, k, v; x and the context:
-`model.Model.run`); `pack` joins them flattened, in order, into one vector and `unpack`
-cuts the vector back into values of the given types, so the engine sends one array per
-micro-batch whatever the cut. Both are reshapes, one concatenate or slices: no
-arithmetic, so the FLOP counts of the stages do not change.
+The values built before a cut and read after it (the residual stream alone at a cut between
+layers; at a cut inside a layer also a normed input, a projection's columns so far, q, k, v
+or a context) cross as one array: `pack` joins them flattened, in order, into one vector and
+`unpack` cuts the vector back into values of the given types, so the engine sends one array
+per micro-batch whatever the cut. A single value crosses as it is. Both are reshapes, one
+concatenate or slices: no arithmetic, so the FLOP counts of the stages do not change.
 """
 
 from __future__ import annotations

@@ -1,33 +1,14 @@
-"""The options of a training step (`neuronx-cc compile --training ...`), validated in one place."""
+"""The flags of `neuronx-cc compile --training ...` as the step's options (`nxd.step.program.
+StepOptions`), validated in one place."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from nxcc.driver.errors import CompileError
 from nxcc.errors import BAD_ARGUMENT
+from nxcc.nxd.step.program import StepOptions
 from nxcc.passes.autodiff.losses import LOSSES
 from nxcc.passes.autodiff.optimizers import OPTIMIZERS, OptimizerConfig
 from nxcc.passes.autodiff.schedules import DECAYS, Schedule
-
-
-@dataclass(frozen=True)
-class TrainingOptions:
-    """What the step computes: the loss on output `loss_input` against the new input
-    `label_input`, the gradients of `trainable` (empty: every floating-point initializer
-    the loss depends on differentiably), clipping, the optimizer and its schedule."""
-
-    loss: str
-    loss_input: str
-    label_input: str
-    optimizer: OptimizerConfig
-    schedule: Schedule
-    clip_grad_norm: float | None = None
-    trainable: tuple[str, ...] = ()
-    output_grad_norm: bool = False
-    mixed_precision: str | None = None
-    bf16_weights: bool = False
-    stochastic_rounding: bool = False
 
 
 def _bad(message: str) -> CompileError:
@@ -51,7 +32,7 @@ def training_options(*, loss: str | None, loss_input: str | None, label_input: s
                      max_steps: int | None = None, trainable: str | None = None,
                      output_grad_norm: bool = False, mixed_precision: str | None = None,
                      bf16_weights: bool = False, stochastic_rounding: bool = False
-                     ) -> TrainingOptions:
+                     ) -> StepOptions:
     """The options the flags give; CompileError NCC_EARG001 naming the first bad one."""
     for flag, value in (("--loss", loss), ("--loss-input", loss_input),
                         ("--label-input", label_input), ("--optimizer", optimizer),
@@ -84,6 +65,6 @@ def training_options(*, loss: str | None, loss_input: str | None, label_input: s
     except ValueError as exc:
         raise _bad(str(exc)) from None
     names = tuple(n.strip() for n in (trainable or "").split(",") if n.strip())
-    return TrainingOptions(loss, loss_input, label_input, cfg, schedule, clip_grad_norm,
+    return StepOptions(loss, loss_input, label_input, cfg, schedule, clip_grad_norm,
                            names, output_grad_norm, mixed_precision, bf16_weights,
                            stochastic_rounding)
