@@ -102,10 +102,15 @@ class ModelHandle:
             with replica.lock:
                 state.load(arrays)  # type: ignore[union-attr]
 
-    def execute(self, inputs: Mapping[str, np.ndarray], timeout: int) -> dict[str, np.ndarray]:
-        """Run once on the next replica; NrtError(TIMEOUT) past `timeout` s (0: no limit)."""
+    def execute(self, inputs: Mapping[str, np.ndarray], timeout: int,
+                where: list[int] | None = None) -> dict[str, np.ndarray]:
+        """Run once on the next replica; NrtError(TIMEOUT) past `timeout` s (0: no limit).
+        `where`, when given, receives the first core of the replica taken (even when the
+        execution then fails)."""
         with self._lock:
             replica = self.replicas[next(self._turn) % len(self.replicas)]
+        if where is not None:
+            where.append(replica.core)
         model = replica.model
         assert model is not None
         model.check_inputs(inputs)
