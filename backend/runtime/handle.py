@@ -1,9 +1,10 @@
 """A loaded model: its replicas on cores, round-robin execution, and the execution timeout.
 
 Each replica is a `LoadedModel` (its own executors and buffers) on the cores starting at
-`replica.core`; with NEURON_RT_MULTI_INSTANCE_SHARED_WEIGHTS the replicas share one weights
-dict, else each reads its own copy. `execute` picks the next replica in turn (thread-safe) and
-runs on it under that replica's lock, so concurrent callers use the replicas in parallel.
+`replica.core`; with NEURON_RT_MULTI_INSTANCE_SHARED_WEIGHTS the replicas (and other loads of
+the same NEFF) share one weights dict (`shared_weights`), else each reads its own copy.
+`execute` picks the next replica in turn (thread-safe) and runs on it under that replica's
+lock, so concurrent callers use the replicas in parallel.
 An execution still running `timeout` seconds after it started is stopped at its next
 instruction and raises NrtError(TIMEOUT); the replica is free again right after.
 """
