@@ -65,6 +65,7 @@ class TrainerConfig:
     max_steps: int
     log_every_n_steps: int
     gradient_clip_val: float | None  # None or 0: no clipping (PyTorch Lightning's rule)
+    lnc: int | None = None  # physical cores per logical core, when the file says
 
     @property
     def world_size(self) -> int:
@@ -178,7 +179,8 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
     takes them) applied; TrainConfigError for the first problem found."""
     v = _Values(path, overrides)
     trainer = TrainerConfig(*(v.get(f"trainer.{k}") for k in (
-        "devices", "num_nodes", "max_steps", "log_every_n_steps", "gradient_clip_val")))
+        "devices", "num_nodes", "max_steps", "log_every_n_steps", "gradient_clip_val",
+        "lnc")))
     tp = v.get("distributed_strategy.tensor_model_parallel_size")
     pp = v.get("distributed_strategy.pipeline_model_parallel_size")
     assert isinstance(tp, int) and isinstance(pp, int)

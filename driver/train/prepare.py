@@ -7,9 +7,11 @@ ONNX model's import, the tokenizer's vocabulary against the model's, the data (e
 source's files, every token id of every batch the run will read, the validation data a
 validation needs), the checkpoint a resume would load (its manifest, its precision), and a
 Hugging Face checkpoint the run starts from (`exp_manager.resume_from_checkpoint`: every
-tensor against the model; not read when a checkpoint of the run itself is resumed). Nothing is
-written under `exp_dir`; the Megatron index mappings are cached (beside the data or in
-`index_mapping_dir`) only when `write_cache` is set, which the dry run does not set.
+tensor against the model; not read when a checkpoint of the run itself is resumed), and the
+simulated instance the job runs on (`instance`: its type, target and LNC, the ranks per node
+against its cores and its collectives' rank sets). Nothing is written under `exp_dir`; the
+Megatron index mappings are cached (beside the data or in `index_mapping_dir`) only when
+`write_cache` is set, which the dry run does not set.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import TypeAlias
 
 import numpy as np
 
+from nxcc.backend.runtime.config import RuntimeConfig
+from nxcc.backend.runtime.job_cores import JobCores
 from nxcc.compiler.decoder import DecoderError, check_plan
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
 from nxcc.compiler.decoder.weights import model_specs
@@ -36,6 +40,7 @@ from nxcc.driver.train.engine import EngineSettings
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.hf_checkpoint import load_hf_weights
 from nxcc.driver.train.hf_dataset import HFRows, is_hf_dataset
+from nxcc.driver.train.instance import TrainingInstance, check_placement, training_instance
 from nxcc.driver.train.megatron_data import Request, megatron_samples
 from nxcc.driver.train.model_stage import (
     Pipeline,
@@ -50,15 +55,20 @@ from nxcc.driver.train.tensorboard_log import MISSING as TENSORBOARD_MISSING
 from nxcc.driver.train.tensorboard_log import available as tensorboard_available
 
 
-def engine_settings(config: TrainConfig) -> EngineSettings:
+def engine_settings(config: TrainConfig, where: TrainingInstance | None = None
+                    ) -> EngineSettings:
+    """The engine's settings; the stages compiled for `where`'s target and LNC (default:
+    trn1, LNC 1)."""
     opt, sched = config.optim, config.optim.sched
     clip = config.trainer.gradient_clip_val or None
+    options = CompileOptions(target=where.target, lnc=where.lnc) if where is not None else \
+        CompileOptions(target="trn1")
     return EngineSettings(
         config.distributed.layout, config.data.micro_batch_size,
         config.data.global_batch_size, config.data.seq_length, opt.optimizer_config(),
         lambda k: sched.lr_at(opt.lr, k), zero1=config.distributed.zero1,
         sequence_parallel=config.distributed.sequence_parallel, clip=clip,
-        options=CompileOptions(target="trn1"), precision=config.recipe, seed=config.seed)
+        options=options, precision=config.recipe, seed=config.seed)
 
 
 @dataclass
@@ -72,6 +82,7 @@ class Job:
     emit: Callable[[str], None]
     resume: ckpt.Checkpoint | None
     pipeline: Pipeline
+    where: TrainingInstance
     vocab: int = 0
     validation: Batches | SampleBatches | None = None
     validation_batches: int = 0
@@ -84,6 +95,8 @@ class Job:
     speeds: list[float] = field(default_factory=list)
     logged: bool = False
     unshard: reshard.Unshard | None = None
+    cores: JobCores | None = None  # where the ranks run, once reserved (`run`)
+    core_programs: dict[str, int] = field(default_factory=dict)  # rank 0's, per program
     _whole: list = field(default_factory=list)
     _whole_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -259,7 +272,9 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
                 write_cache: bool = True) -> Job:
     """The run's job with every check made (see the module docstring); nothing written
     under `exp_dir`."""
-    settings = engine_settings(config)
+    where = training_instance(config, RuntimeConfig.from_env())
+    check_placement(config, where)
+    settings = engine_settings(config, where)
     found = _resume(config, settings)
     if config.model is not None:
         check_model_size(config)
@@ -278,8 +293,8 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
         join = _only_slice
     _check_vocabularies(config, vocab)
     batches, validation, count = data_sources(config, vocab, write_cache)
-    job = Job(config, settings, batches, build, emit, found, pipeline, vocab, validation,
-              count, unshard=join)
+    job = Job(config, settings, batches, build, emit, found, pipeline, where, vocab,
+              validation, count, unshard=join)
     if config.exp_manager.tensorboard:
         job.tensorboard = tensorboard_available()
         if not job.tensorboard:
