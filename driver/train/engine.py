@@ -218,7 +218,8 @@ class RankTrainer:
         gradient (result `offset + i` is parameter i's) as soon as it is final and starts
         the DP reduction of each bucket whose gradients are all final, so the buckets
         overlap the rest of the backward pass. None where the reduction must wait for the
-        whole gradient (bf16 accumulation; TP-partial parameters' buckets wait anyway)."""
+        whole gradient (bf16 accumulation; programs split over a logical core's physical
+        cores, which report no result early; TP-partial parameters' buckets wait anyway)."""
         if grads_flat.dtype != np.float32 or not getattr(
                 self.executors["forward_backward" if self.plan.last else "backward"],
                 "reports_results", True):
