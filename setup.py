@@ -11,7 +11,7 @@ from setuptools import find_packages, setup
 
 LAYERS = ("backend", "cli", "compiler", "driver", "ir", "passes")
 
-packages = ["nxcc"]
+packages = ["nxcc", *(f"nxcc.{sub}" for sub in find_packages("nxcc"))]  # nxcc.torch, nxcc.jax
 package_dir = {"nxcc": "nxcc"}
 for layer in LAYERS:
     for name in [layer, *(f"{layer}.{sub}" for sub in find_packages(layer))]:

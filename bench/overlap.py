@@ -78,12 +78,12 @@ def program(ranks: int, layers: int, size: int, compute: bool, reduce: bool) -> 
 def compile_variant(text: str, out: Path, hide_latency: bool) -> Path:
     src = out.with_suffix(".hlo")
     src.write_text(text)
-    saved = {k: list(v) for k, v in registry.PIPELINES.items()}
+    saved = dict(registry.PIPELINES)
     try:
         if not hide_latency:
-            for names in registry.PIPELINES.values():
-                while "latency-hiding" in names:
-                    names.remove("latency-hiding")
+            for level, pipeline in saved.items():
+                registry.PIPELINES[level] = ",".join(
+                    p for p in pipeline.split(",") if p != "latency-hiding")
         compile_model(str(src), CompileOptions(target="inf2", output=str(out)),
                       emit=lambda s: None)
     finally:

@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import sys
 
+from nxcc.cli.closed_stdout import end_quietly, is_closed_stdout
 from nxcc.cli.replay import replay
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run `neuronx-cc` with `argv` (default: the process's arguments)."""
+    """Run `neuronx-cc` with `argv` (default: the process's arguments). A stdout closed by
+    its reader ends the command quietly (`cli.closed_stdout`)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    if replay(args):
-        return
-    from nxcc.cli.main import main as full_command_line
+    try:
+        if replay(args):
+            return
+        from nxcc.cli.main import main as full_command_line
 
-    full_command_line(args)
+        full_command_line(args)
+    except BrokenPipeError as exc:
+        if not is_closed_stdout(exc):
+            raise
+        end_quietly()
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ compiler built given to `run` or `benchmark`, 1 for everything else; docs/error-
 them) or an OSError: a write the disk refused is `NCC_EIO001`, any
 other OSError the code of the command's family (`NCC_EARG001` for the compiler's commands,
 `NRT_INVALID` for the runtime's). A bad command line that click finds is `NCC_EARG001`.
-Anything else is a bug and keeps its traceback.
+A stdout whose reader has gone (`neuronx-cc ... | head`) ends the command quietly with status
+141, as `cat` does (`cli.closed_stdout`). Anything else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TypeVar
 
 import click
 
+from nxcc.cli.closed_stdout import end_quietly, is_closed_stdout
 from nxcc.driver.errors import write_error
 from nxcc.errors import BAD_ARGUMENT, EXIT_FAILURE, EXIT_USAGE, Error, NrtStatus, exit_status
 
@@ -92,6 +94,8 @@ def user_errors(fn: F | None = None, *, family: str = "NCC") -> F:
         except KeyboardInterrupt:
             fail("interrupted", INTERRUPTED)
         except Exception as exc:
+            if is_closed_stdout(exc):  # `neuronx-cc ... | head`: no error, as with cat
+                end_quietly()
             if not _user_facing(exc):
                 raise
             logging.getLogger("nxcc").debug("traceback", exc_info=True)

@@ -26,6 +26,7 @@ import os
 import time
 from collections.abc import Sequence
 
+from nxcc.backend.userfiles.structured import load_json_file
 from nxcc.cli.log_handlers import configure_logging
 from nxcc.driver.cache.digest import canonical_json, file_sha256
 from nxcc.driver.cache.layout import (
@@ -93,8 +94,7 @@ def replay(argv: Sequence[str]) -> bool:
         path = _record_path(argv)
         if path is None or not os.path.isfile(path):
             return False
-        with open(path, encoding="utf-8") as f:
-            record = json.load(f)
+        record = load_json_file(path)  # regular, bounded (a FIFO would wait forever)
         if file_sha256(record["model"]) != record["module_sha256"]:
             return False
         entry = entry_name(record["module_sha256"], record["flags_sha256"])

@@ -15,7 +15,7 @@ import numpy as np
 
 from nxcc.backend.neff import NeffFile
 from nxcc.backend.neff.atomic import atomic_file
-from nxcc.backend.runtime.api import Model, load_model
+from nxcc.backend.runtime.api import Model, join_job, load_model
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.mpi_job import launched_processes
@@ -25,11 +25,12 @@ from nxcc.cli.errors import user_errors
 from nxcc.cli.rank_process import joined, run_rank, split_off_rank
 
 
-def load_inputs(path: str, names: list[str] | None = None) -> dict[str, np.ndarray]:
+def load_inputs(path: str, names: list[str] | None = None, what: str = "inputs"
+                ) -> dict[str, np.ndarray]:
     """The arrays of an .npz file (never unpickled), by name. Positional arrays
     (`arr_0`, `arr_1`... as `np.savez(f, a, b)` writes them) are taken as the inputs `names`
     in order when there are as many and none is named after an input."""
-    arrays = read_npz(path)  # sizes bounded before numpy allocates
+    arrays = read_npz(path, what)  # sizes bounded before numpy allocates
     positional = [f"arr_{i}" for i in range(len(arrays))]
     if names and sorted(arrays) == sorted(positional) and len(names) == len(arrays) \
             and not set(names) & set(arrays):
@@ -62,26 +63,41 @@ def show_bindings_of(model: Model) -> None:
         click.echo(f"  {b.describe()}")
 
 
-def run_job(neff_file: NeffFile, world_size: int | None, inputs_path: str | None,
+def run_job(neff: str, world_size: int | None, inputs_path: str | None,
             output_path: str | None, output_shardings: tuple[str, ...], repeat: int,
             quiet: bool, show_bindings: bool = False) -> None:
     """This process's part of a multi-process run (`mpiexec -n P neuronx-cc run ...`):
-    process 0 writes and prints the global outputs."""
-    if neff_file.manifest.get("spmd") is None:
-        raise click.UsageError(f"{neff_file.path} is not an SPMD program; mpiexec runs one "
-                               "program as ranks (compile XLA's partitioned HLO)")
-    inputs = load_inputs(inputs_path) if inputs_path else {}
-    model = load_model(neff_file, world_size=world_size, output_shardings=output_shardings,
-                       on_joined=joined)
+    process 0 writes and prints the global outputs.
+
+    A refusal in any process ends every process (`nxcc.backend.runtime.api.join_job`): the
+    NEFF and the inputs are read and checked before the job is joined, and after joining
+    every process takes the same steps, decided from the command line alone, so that a
+    failure in one is met by the others at the next step they take together."""
+    inputs: dict[str, np.ndarray] = {}
+
+    def prepare(config: RuntimeConfig) -> NeffFile:
+        nonlocal inputs
+        neff_file = read_source(neff, config.validate_hash)
+        if neff_file.manifest.get("spmd") is None:
+            raise click.UsageError(f"{neff} is not an SPMD program; mpiexec runs one program "
+                                   "as ranks (compile XLA's partitioned HLO)")
+        takes = [str(i.get("name")) for i in neff_file.manifest.get("inputs") or []]
+        if inputs_path is None and takes and not show_bindings:
+            raise click.UsageError(f"{neff} takes inputs ({', '.join(takes)}); give them "
+                                   "with --inputs FILE.npz")
+        inputs = load_inputs(inputs_path, takes) if inputs_path else {}
+        return neff_file
+
+    model = join_job(neff, prepare, world_size=world_size, output_shardings=output_shardings,
+                     on_joined=joined)
     if show_bindings and model.is_root:
         show_bindings_of(model)
-        if inputs_path is None:
-            model.close()
-            return
-    for _ in range(repeat):
-        outputs = model(**inputs)
+    outputs: dict[str, np.ndarray] = {}
+    if not (show_bindings and inputs_path is None):
+        for _ in range(repeat):
+            outputs = model(**inputs)
     model.close()
-    if not model.is_root:
+    if not model.is_root or not outputs:
         return
     if output_path:
         save_outputs(output_path, outputs)
@@ -146,16 +162,16 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
     The runtime honours every NEURON_RT_* variable; the instance simulated is
     NXCC_INSTANCE_TYPE, else the default instance of the NEFF's target family.
     """
-    neff_file = read_source(neff, RuntimeConfig.from_env().validate_hash)
-    spmd = neff_file.manifest.get("spmd")
     if launched_processes() > 1:
         if profile_path:
             raise click.UsageError("--profile traces the ranks of one process; run without "
                                    "mpiexec (--world-size N) to profile")
         split_off_rank()
-        run_rank(lambda: run_job(neff_file, world_size, inputs_path, output_path,
+        run_rank(lambda: run_job(neff, world_size, inputs_path, output_path,
                                  output_shardings, repeat, quiet, show_bindings))
         return
+    neff_file = read_source(neff, RuntimeConfig.from_env().validate_hash)
+    spmd = neff_file.manifest.get("spmd")
     check_world_size_args(neff, spmd, world_size, output_shardings)
     with load_model(neff_file, world_size=world_size, output_shardings=output_shardings
                     ) as model:
@@ -170,7 +186,7 @@ def run_cmd(neff: str, inputs_path: str | None, output_path: str | None, quiet: 
         inputs = load_inputs(inputs_path, [i.name for i in model.inputs]) if inputs_path else {}
         profiler = model.profile() if profile_path else None
         if load_state:
-            model.load_state(load_inputs(load_state))
+            model.load_state(load_inputs(load_state, what="state"))
         if steps is not None:
             outputs = model.run_steps(steps, **inputs)
         for _ in range(repeat if steps is None else 0):

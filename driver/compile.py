@@ -16,13 +16,14 @@ from nxcc.backend.neff import NeffError, NeffHeader
 from nxcc.backend.neff.constants import NXCC_VERSION
 from nxcc.backend.program.package import NeffSpec, write_program_neff
 from nxcc.backend.program.state import StateBuffer
+from nxcc.backend.runtime.loadable import UnloadableNeff
 from nxcc.driver.compile_gc import compile_gc
 from nxcc.driver.errors import CompileError, write_error
 from nxcc.driver.frontends import choose_framework, import_xla
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.save_temps import SavedTemps, make_workdir
 from nxcc.driver.sharding_stage import core_programs, mesh_passes
-from nxcc.errors import BAD_ARGUMENT, INVALID_MODEL, VERIFICATION_FAILED
+from nxcc.errors import BAD_ARGUMENT, INVALID_MODEL, RUNTIME_LIMIT, VERIFICATION_FAILED
 from nxcc.ir.core import Module
 from nxcc.passes.base import Pass
 from nxcc.passes.manager import PassFailure, PassManager
@@ -32,7 +33,6 @@ if TYPE_CHECKING:
     import onnx
 
 log = logging.getLogger("nxcc.compiler")
-
 
 @dataclass(frozen=True)
 class CompileResult:
@@ -168,6 +168,9 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
         progress("write")
     try:
         header = write_program_neff(options.output, cores, spec)
+    except UnloadableNeff as exc:
+        raise CompileError(RUNTIME_LIMIT, f"the compiled program would not load: "
+                           f"{exc.problem} (runtime code {exc.code}); no NEFF written") from None
     except OSError as exc:
         raise write_error(options.output, exc) from None
     except NeffError as exc:

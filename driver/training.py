@@ -37,6 +37,7 @@ from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions, framework_for
 from nxcc.driver.training_options import TrainingOptions
 from nxcc.errors import BAD_ARGUMENT, UNSUPPORTED_OPERATOR
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
@@ -162,7 +163,7 @@ def freeze_params(fn: Function, params: Sequence[Value],
     mapping: dict[Value, Value] = {}
     consts = []
     for p in params:
-        op = Op("constant", [], [p.type], {"value": Dense.of(initial[p.name or ""],
+        op = Op(ops.constant, [], [p.type], {"value": Dense.of(initial[p.name or ""],
                                                               p.type.dtype)})
         op.result.name = p.name
         consts.append(op)
@@ -176,10 +177,10 @@ def _key_random_by_step(fn: Function, step: Value) -> None:
     """Make every random_bits op of the entry draw at the step counter (so dropout masks
     change from step to step, reproducibly for a seed); ops of called functions keep
     their counters."""
-    users = [op for op in fn.body if op.opcode == "random_bits"]
+    users = [op for op in fn.body if op.opdef is ops.random_bits]
     if not users:
         return
-    counter = Op("convert", [step], [TensorType(DType.U64, ())], {"dtype": DType.U64})
+    counter = Op(ops.convert, [step], [TensorType(DType.U64, ())], {"dtype": DType.U64})
     fn.body.insert(0, counter)
     for op in users:
         op.operands[1] = counter.result
@@ -251,4 +252,4 @@ def _f32_of(fn: Function, stored: Value, original: Value) -> Value:
     if stored is original:
         return original
     return next(op.result for op in fn.body
-                if op.opcode == "convert" and op.operands[0] is stored)
+                if op.opdef is ops.convert and op.operands[0] is stored)

@@ -1,10 +1,10 @@
 """Builder: appends ops to a function, checking attributes and inferring result types.
 
     b = Builder(module, fn)
-    y = b.op("add", [x, x])                    # one result
-    v, i = b.ops("sort", [k, idx], {...})      # several results
+    y = b.op(ops.add, [x, x])                  # one result
+    v, i = b.ops(ops.sort, [k, idx], {...})    # several results
     r = b.add(x, x)                            # a typed method per op (builder_ops.py)
-    y = b.op(ops.add, [x, x])                  # the definition works wherever a name does
+    y = b.op("add", [x, x])                    # a text name is looked up (the parser's way)
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class Builder(BuilderOps):
         opdef = opcode if isinstance(opcode, OpDef) else get_opdef(opcode)
         checked = opdef.check_attrs(attrs or {})
         types = opdef.infer([v.type for v in operands], checked, self.module)
-        op = Op(opdef.name, operands, types, checked)
+        op = Op(opdef, operands, types, checked)
         self.function.body.append(op)
         return op
 

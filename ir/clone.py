@@ -21,7 +21,7 @@ def clone_function(fn: Function) -> Function:
         params.append(q)
     body = []
     for op in fn.body:
-        new = Op(op.opcode, [mapping[id(v)] for v in op.operands], [r.type for r in op.results],
+        new = Op(op.opdef, [mapping[id(v)] for v in op.operands], [r.type for r in op.results],
                  op.attrs, [r.name for r in op.results])
         for old, r in zip(op.results, new.results, strict=True):
             r.sharding = old.sharding

@@ -41,13 +41,18 @@ class Value:
 
 
 class Op:
-    """One operation: an opcode, operand values, result values and typed attributes.
+    """One operation: its definition, operand values, result values and typed attributes.
 
-    Build ops through `ir.builder.Builder` (or `Op.create`), which checks the attributes
-    against the op's definition and infers the result types.
+    `opdef` is the op's definition (a constant of `nxcc.ir.ops`); code that asks which op
+    this is compares it by identity (``op.opdef is ops.add``). `opcode`, the definition's
+    text name, is for printing and messages. An op may be made from a text name (the
+    parser's way); the name is looked up once, here.
+
+    Build ops through `ir.builder.Builder`, which checks the attributes against the op's
+    definition and infers the result types.
     """
 
-    __slots__ = ("opcode", "operands", "results", "attrs")
+    __slots__ = ("opdef", "operands", "results", "attrs")
 
     def __init__(
         self,
@@ -57,7 +62,7 @@ class Op:
         attrs: Mapping[str, AttrValue] | None = None,
         result_names: Sequence[str | None] | None = None,
     ) -> None:
-        self.opcode: str = opcode if isinstance(opcode, str) else opcode.name
+        self.opdef: OpDef = get_opdef(opcode) if isinstance(opcode, str) else opcode
         self.operands: list[Value] = list(operands)
         self.attrs: dict[str, AttrValue] = dict(attrs or {})
         names = list(result_names) if result_names else [None] * len(result_types)
@@ -66,9 +71,9 @@ class Op:
         ]
 
     @property
-    def opdef(self) -> OpDef:
-        """The op's definition (KeyError for an opcode no definition has)."""
-        return get_opdef(self.opcode)
+    def opcode(self) -> str:
+        """The op's text name (the IR text's and the NEFF program's), for printing."""
+        return self.opdef.name
 
     @property
     def result(self) -> Value:

@@ -94,7 +94,7 @@ def no_flops(op: Op) -> int:
 def _fused_elementwise(op: Op) -> int:
     """One FLOP per result element per step that is not a conversion."""
     from_program = parse_program(str(op.attrs["program"])).steps
-    return op.result.type.size * sum(s.opcode != "convert" for s in from_program)
+    return op.result.type.size * sum(s.opdef is not ops.convert for s in from_program)
 
 
 @flops(ops.softmax, ops.layer_norm)

@@ -17,7 +17,10 @@ import functools
 import re
 from dataclasses import dataclass
 
+from nxcc.ir.attributes import AttrKind
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef, get_opdef
+from nxcc.ir.types import TensorType
 
 _STEP = re.compile(r"t(\d+) = ([a-z_0-9]+)(?:\.([A-Za-z0-9_]+))?\(([^)]*)\)$")
 _OPERAND = re.compile(r"a(\d+)\[([0-9,]*)\]$")
@@ -29,20 +32,27 @@ class FusedProgramError(ValueError):
 
 @dataclass(frozen=True)
 class Step:
-    """One step: the op's text name, its qualifier (direction or dtype name, or ''), and its
+    """One step: the op's definition, its qualifier (direction or dtype name, or ''), and its
     arguments as (is_operand, index) pairs."""
 
-    opcode: str
+    opdef: OpDef
     qualifier: str
     args: tuple[tuple[bool, int], ...]
 
+    @property
+    def opcode(self) -> str:
+        """The op's text name (as the program text writes it)."""
+        return self.opdef.name
+
     def attrs(self) -> dict[str, object]:
-        """The step's op attributes (compare's direction, convert's dtype)."""
-        if self.opcode == "compare":
-            return {"direction": self.qualifier}
-        if self.opcode == "convert":
-            return {"dtype": DType.from_name(self.qualifier)}
-        return {}
+        """The step's op attributes: the qualifier is the value of the op's one attribute
+        (compare's direction, convert's dtype); an op without attributes has none."""
+        if not self.opdef.attrs:
+            return {}
+        ((key, spec),) = self.opdef.attrs.items()
+        if spec.kind is AttrKind.DTYPE:
+            return {key: DType.from_name(self.qualifier)}
+        return {key: self.qualifier}
 
 
 @dataclass(frozen=True)
@@ -53,18 +63,12 @@ class FusedProgram:
     steps: tuple[Step, ...]
 
     def step_dtypes(self, operand_dtypes: list[DType]) -> list[DType]:
-        """The element type of each step's result, given the operands' types."""
+        """The element type of each step's result, given the operands' types: what its op's
+        type rule gives on scalars of those types (TypeRuleError if it refuses them)."""
         out: list[DType] = []
         for s in self.steps:
-            arg = [operand_dtypes[i] if is_op else out[i] for is_op, i in s.args]
-            if s.opcode == "convert":
-                out.append(DType.from_name(s.qualifier))
-            elif s.opcode in ("compare", "is_finite"):
-                out.append(DType.PRED)
-            elif s.opcode in ("select", "clamp"):
-                out.append(arg[1])
-            else:
-                out.append(arg[0])
+            arg = tuple(operand_dtypes[i] if is_op else out[i] for is_op, i in s.args)
+            out.append(_result_dtype(s.opdef, s.qualifier, arg))
         return out
 
     def last_uses(self) -> list[int]:
@@ -75,6 +79,16 @@ class FusedProgram:
                 if not is_op:
                     last[i] = j
         return last
+
+
+@functools.lru_cache(maxsize=4096)
+def _result_dtype(opdef: OpDef, qualifier: str, arg_dtypes: tuple[DType, ...]) -> DType:
+    """The element type `opdef` (its attribute given by `qualifier`) gives on scalars of
+    `arg_dtypes`: what a step computes (ops, qualifiers and types are few: remembered)."""
+    step = Step(opdef, qualifier, ())
+    (result,) = opdef.infer([TensorType(d, ()) for d in arg_dtypes],
+                            opdef.check_attrs(step.attrs()), None)
+    return result.dtype
 
 
 def format_program(operand_dims: list[tuple[int, ...]],
@@ -120,4 +134,13 @@ def _parse_step(n: int, line: str, n_operands: int) -> Step:
         if (kind == "a" and i >= n_operands) or (kind == "t" and i >= n):
             raise FusedProgramError(f"step {line!r}: {ref!r} is not defined before it")
         args.append((kind == "a", i))
-    return Step(m.group(2), m.group(3) or "", tuple(args))
+    try:
+        opdef = get_opdef(m.group(2))
+    except KeyError:
+        raise FusedProgramError(f"step {line!r}: unknown op '{m.group(2)}'") from None
+    qualifier = m.group(3) or ""
+    if len(opdef.attrs) > 1 or bool(qualifier) != bool(opdef.attrs):
+        raise FusedProgramError(f"step {line!r}: a step names the value of its op's one "
+                                f"attribute (compare.LT, convert.f16) and {opdef.name} has "
+                                f"{len(opdef.attrs)}")
+    return Step(opdef, qualifier, tuple(args))

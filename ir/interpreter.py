@@ -14,7 +14,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.core import Module, Op
 from nxcc.ir.kernels import get_kernel
-from nxcc.ir.opdef import get_opdef
+from nxcc.ir.opdef import OpDef
 from nxcc.ir.types import TensorType
 
 
@@ -37,17 +37,17 @@ class IRContext:
                 env[id(r)] = o
         return [env[id(r)] for r in fn.results]
 
-    def binary_opcode(self, function: str) -> str | None:
-        return binary_opcode_of(self.module, function)
+    def binary_op(self, function: str) -> OpDef | None:
+        return binary_op_of(self.module, function)
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
         raise RuntimeError(f"{opcode} cannot be evaluated outside a multi-core execution")
 
 
-def binary_opcode_of(module: Module, function: str) -> str | None:
-    """The opcode when `function` returns one binary op of its two parameters, in order
-    (either order for commutative ops); None otherwise."""
+def binary_op_of(module: Module, function: str) -> OpDef | None:
+    """The op's definition when `function` returns one binary op of its two parameters, in
+    order (either order for commutative ops); None otherwise."""
     fn = module.functions.get(function)
     if fn is None or len(fn.params) != 2 or len(fn.body) != 1 or len(fn.results) != 1:
         return None
@@ -57,7 +57,7 @@ def binary_opcode_of(module: Module, function: str) -> str | None:
     in_order = [id(v) for v in op.operands] == [id(p) for p in fn.params]
     swapped = [id(v) for v in op.operands] == [id(p) for p in reversed(fn.params)]
     if in_order or (swapped and op.opdef in COMMUTATIVE):
-        return op.opcode
+        return op.opdef
     return None
 
 
@@ -68,26 +68,26 @@ COMMUTATIVE = frozenset({ops.add, ops.multiply, ops.maximum, ops.minimum, ops.an
 def evaluate_op(op: Op, args: Sequence[np.ndarray], ctx: IRContext) -> list[np.ndarray]:
     """The results of `op` on `args`, in freshly allocated arrays."""
     types = [r.type for r in op.results]
-    outs = allocate_results(op.opcode, types, args)
-    get_kernel(op.opcode)(args, outs, op.attrs, ctx)
+    outs = allocate_results(op.opdef, types, args)
+    get_kernel(op.opdef)(args, outs, op.attrs, ctx)
     return outs
 
 
-def allocate_results(opcode: str, types: Sequence[TensorType], args: Sequence[np.ndarray]
+def allocate_results(opdef: OpDef, types: Sequence[TensorType], args: Sequence[np.ndarray]
                      ) -> list[np.ndarray]:
     """Fresh result arrays for an op. Elementwise ops take the broadcast shape of their
     arguments, so a scalar computation (a reducer, a comparator) runs elementwise on whole
     arrays, as the kernel contract promises."""
-    if args and is_shape_polymorphic(opcode, types, args):
+    if args and is_shape_polymorphic(opdef, types, args):
         shape = np.broadcast_shapes(*(np.shape(a) for a in args))
         return [np.empty(shape, t.dtype.numpy) for t in types]
     return [np.empty(t.shape, t.dtype.numpy) for t in types]
 
 
-def is_shape_polymorphic(opcode: str, types: Sequence[TensorType], args: Sequence[np.ndarray]
+def is_shape_polymorphic(opdef: OpDef, types: Sequence[TensorType], args: Sequence[np.ndarray]
                          ) -> bool:
-    """Whether `opcode` maps elements one to one (so it may run on any common shape)."""
-    if get_opdef(opcode).elementwise:
+    """Whether `opdef` maps elements one to one (so it may run on any common shape)."""
+    if opdef.elementwise:
         return True
-    return (opcode == ops.bitcast_convert.name and len(types) == 1
+    return (opdef is ops.bitcast_convert and len(types) == 1
             and types[0].dtype.itemsize == np.asarray(args[0]).dtype.itemsize)

@@ -21,9 +21,11 @@ MAX_DIM: int = (1 << 31) - 1
 """One dimension (even of an empty tensor)."""
 
 
-def oversize(shape: tuple[int, ...] | list[int], itemsize: int) -> str | None:
+def oversize(shape: tuple[int, ...] | list[int], itemsize: int,
+             max_bytes: int | None = MAX_TENSOR_BYTES) -> str | None:
     """Why a tensor of `shape` and element size `itemsize` is refused, or None when it fits
-    (dimensions in [0, MAX_DIM]; rank and bytes within the limits)."""
+    (dimensions in [0, MAX_DIM]; rank and bytes within the limits). With `max_bytes` None
+    the bytes are not bounded here (a file whose own size bounds the tensor)."""
     if len(shape) > MAX_RANK:
         return f"rank {len(shape)} is over the limit of {MAX_RANK}"
     if any(d < 0 for d in shape):
@@ -31,6 +33,6 @@ def oversize(shape: tuple[int, ...] | list[int], itemsize: int) -> str | None:
     if any(d > MAX_DIM for d in shape):
         return f"shape {list(shape)} has a dimension over the limit of {MAX_DIM}"
     nbytes = math.prod(shape) * itemsize
-    if nbytes > MAX_TENSOR_BYTES:
-        return f"shape {list(shape)} takes {nbytes} bytes, over the limit of {MAX_TENSOR_BYTES}"
+    if max_bytes is not None and nbytes > max_bytes:
+        return f"shape {list(shape)} takes {nbytes} bytes, over the limit of {max_bytes}"
     return None

@@ -151,12 +151,9 @@ def define(opdef: D) -> D:
 
 
 def get_opdef(name: str) -> OpDef:
-    """The definition of op `name`; KeyError naming it if there is none."""
+    """The definition of op `name`; KeyError naming it if there is none. (Importing the IR
+    package, `nxcc.ir`, which every IR module does first, defines every op.)"""
     opdef = OP_DEFS.get(name)
-    if opdef is None:
-        from nxcc.ir import ops  # noqa: F401  (registers the core ops on first use)
-
-        opdef = OP_DEFS.get(name)
     if opdef is None:
         raise KeyError(f"unknown op '{name}'")
     return opdef
@@ -164,6 +161,4 @@ def get_opdef(name: str) -> OpDef:
 
 def all_opdefs() -> list[OpDef]:
     """Every core op definition, in definition order."""
-    from nxcc.ir import ops  # noqa: F401  (registers the core ops on first use)
-
     return list(OP_DEFS.values())

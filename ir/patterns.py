@@ -1,8 +1,8 @@
 """Rewrite patterns and the greedy driver that applies them (as MLIR's and xDSL's do).
 
-A `RewritePattern` names the ops it matches (`ops`: opcodes or their `OpDef`s; None for every
-op) and, shown one of them, returns the values that replace its results, or None to leave it.
-It may build new ops with the `Rewriter` it is given (`rewriter.b`, a `Builder`, or
+A `RewritePattern` names the ops it matches (`ops`: their definitions, `nxcc.ir.ops.x`; None
+for every op) and, shown one of them, returns the values that replace its results, or None to
+leave it. It may build new ops with the `Rewriter` it is given (`rewriter.b`, a `Builder`, or
 `rewriter.insert`); they go before the matched op and are themselves shown to the patterns.
 
 `apply_patterns` walks a function's ops in order, rewriting operands to the replacements found
@@ -10,11 +10,11 @@ so far, and sweeps again until a sweep changes nothing. A replaced op is dropped
 without uses stay (dead code elimination removes them). Patterns are tried in the order given;
 the first that returns values wins.
 
-    @pattern("negate")
+    @pattern(ops.negate)
     def double_negation(op: Op, rewriter: Rewriter) -> list[Value] | None:
         # negate(negate(x)) -> x
         inner = op.operands[0].owner
-        return [inner.operands[0]] if inner is not None and inner.opcode == "negate" else None
+        return [inner.operands[0]] if inner is not None and inner.opdef is ops.negate else None
 
     changed = apply_patterns(module, [double_negation])
 """
@@ -26,7 +26,7 @@ from typing import ClassVar
 
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
-from nxcc.ir.opdef import OpDef
+from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.rewrite import reachable_functions
 
 MAX_SWEEPS = 16
@@ -55,15 +55,14 @@ class Rewriter:
 
 
 class RewritePattern:
-    """One rewrite: `ops` says which ops it is shown (opcodes or op definitions; None: all);
-    `rewrite` returns the values replacing the op's results (same count and types), or None.
-    An op is never updated in place: a pattern builds new ops instead."""
+    """One rewrite: `ops` says which ops it is shown (op definitions; None: all); `rewrite`
+    returns the values replacing the op's results (same count and types), or None. An op is
+    never updated in place: a pattern builds new ops instead."""
 
-    ops: ClassVar[Collection[str | OpDef] | None] = None
+    ops: ClassVar[Collection[OpDef] | None] = None
 
-    def matches(self, opcode: str) -> bool:
-        return self.ops is None or any(
-            (o if isinstance(o, str) else o.name) == opcode for o in self.ops)
+    def matches(self, opdef: OpDef) -> bool:
+        return self.ops is None or opdef in self.ops
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
         raise NotImplementedError
@@ -79,12 +78,12 @@ RewriteFn = Callable[[Op, Rewriter], Sequence[Value] | None]
 class _FunctionPattern(RewritePattern):
     """A pattern made of a function by `pattern`."""
 
-    def __init__(self, fn: RewriteFn, ops: tuple[str | OpDef, ...]) -> None:
+    def __init__(self, fn: RewriteFn, ops: tuple[OpDef, ...]) -> None:
         self.fn = fn
-        self.op_names = frozenset(o if isinstance(o, str) else o.name for o in ops)
+        self.opdefs = frozenset(ops)
 
-    def matches(self, opcode: str) -> bool:
-        return opcode in self.op_names
+    def matches(self, opdef: OpDef) -> bool:
+        return opdef in self.opdefs
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
         return self.fn(op, rewriter)
@@ -94,25 +93,28 @@ class _FunctionPattern(RewritePattern):
         return self.fn.__name__
 
 
-def pattern(*ops: str | OpDef) -> Callable[[RewriteFn], RewritePattern]:
-    """Decorator: the function `(op, rewriter) -> values | None` as a pattern of `ops`."""
+def pattern(*ops: OpDef | str) -> Callable[[RewriteFn], RewritePattern]:
+    """Decorator: the function `(op, rewriter) -> values | None` as a pattern of `ops` (op
+    definitions; a text name is looked up now, KeyError if no op has it)."""
     if not ops:
         raise ValueError("a pattern names at least one op")
-    return lambda fn: _FunctionPattern(fn, ops)
+    opdefs = tuple(get_opdef(o) if isinstance(o, str) else o for o in ops)
+    return lambda fn: _FunctionPattern(fn, opdefs)
 
 
 class _PatternTable:
-    """The patterns shown each opcode, in the order given, computed once per opcode."""
+    """The patterns shown each op, in the order given, computed once per op definition."""
 
     def __init__(self, patterns: Sequence[RewritePattern]) -> None:
         self.patterns = list(patterns)
-        self.by_opcode: dict[str, list[RewritePattern]] = {}
+        self.by_opdef: dict[OpDef, list[RewritePattern]] = {}
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
-        found = self.by_opcode.get(op.opcode)
+        opdef = op.opdef
+        found = self.by_opdef.get(opdef)
         if found is None:
-            found = [p for p in self.patterns if p.matches(op.opcode)]
-            self.by_opcode[op.opcode] = found
+            found = [p for p in self.patterns if p.matches(opdef)]
+            self.by_opdef[opdef] = found
         for p in found:
             values = p.rewrite(op, rewriter)
             if values is not None:

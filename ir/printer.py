@@ -21,7 +21,6 @@ import numpy as np
 from nxcc.ir.attributes import AttrKind, AttrValue, Dense, Symbol
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
-from nxcc.ir.opdef import get_opdef
 
 _BARE_NAME = re.compile(r"[A-Za-z0-9_.$\-]+\Z")
 DENSE_INLINE_LIMIT = 16
@@ -132,7 +131,7 @@ class Printer:
         return text
 
     def attrs(self, op: Op) -> str:
-        spec = get_opdef(op.opcode).attrs
+        spec = op.opdef.attrs
         parts = []
         for key, value in op.attrs.items():
             if key in spec and spec[key].default is not None and value == spec[key].default:

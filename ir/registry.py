@@ -1,5 +1,6 @@
-"""One registry type for every per-op table: kernels, sharding rules, FLOP counts, and the
-frontends' converter tables.
+"""One registry type for every per-op table: kernels, step plans, sharding and mesh partition
+rules, FLOP counts, gradient rules, the runtime's collective algorithms, and the frontends'
+converter tables.
 
 A `Registry` holds one entry per key and refuses a second registration of the same key.
 An `OpTable` is a registry keyed by op definitions (`OpDef` objects, compared by identity):

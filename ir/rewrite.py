@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense, Symbol
 from nxcc.ir.core import Function, Module, Op, Value
 
 
 def constant_value(v: Value | None) -> Dense | None:
     """The value of `v` when a ``constant`` op defines it, else None."""
-    if v is None or v.owner is None or v.owner.opcode != "constant":
+    if v is None or v.owner is None or v.owner.opdef is not ops.constant:
         return None
     return v.owner.attrs["value"]  # type: ignore[return-value]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.core import Function, Module, Op, Value
-from nxcc.ir.opdef import TypeRuleError, get_opdef
+from nxcc.ir.opdef import TypeRuleError
 from nxcc.ir.printer import Printer
 
 CONTEXT_LINES = 3
@@ -50,8 +50,8 @@ def _check_op(op: Op, defined: set[int], module: Module) -> str | None:
     for i, r in enumerate(op.results):
         if r.owner is not op or r.index != i:
             return f"result {i} of {op.opcode} does not point back at its op"
+    opdef = op.opdef
     try:
-        opdef = get_opdef(op.opcode)
         attrs = opdef.check_attrs(op.attrs)
         inferred = opdef.infer([v.type for v in op.operands], attrs, module)
     except (TypeRuleError, KeyError) as exc:

@@ -81,6 +81,9 @@ VERIFICATION_FAILED = _define("NCC_EVRF064", """The program failed verification 
 compiler pass; the message names the pass and the op.""")
 WRITE_FAILED = _define("NCC_EIO001", """A result could not be written (a NEFF, a compile cache
 entry): the disk is full or read-only. Nothing half-written is left behind.""")
+RUNTIME_LIMIT = _define("NCC_ELIM001", """A compiled program the runtime would refuse to
+load: a tensor, weight, arena or payload over the runtime's limits. Refused before any NEFF is
+written; the message names what is over which limit and the runtime's own code.""")
 TRAIN_CONFIG = _define("NCC_ETRN001", """A training configuration that cannot be used: a YAML
 key, a value, a data file or the model it names; the message names the key.""", EXIT_USAGE)
 CHECKPOINT = _define("NCC_ETRN002", """A training checkpoint that cannot be used: missing,

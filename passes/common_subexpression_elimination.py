@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir.core import Function, Module, Value
-from nxcc.ir.opdef import get_opdef
 from nxcc.ir.rewrite import replace_uses
 
 
@@ -33,7 +32,7 @@ def _cse(fn: Function) -> bool:
     for op in fn.body:
         operands = [mapping.get(v, v) for v in op.operands]
         op.operands = operands
-        if get_opdef(op.opcode).side_effects:  # two sends are two transfers
+        if op.opdef.side_effects:  # two sends are two transfers
             kept.append(op)
             continue
         key = (op.opcode, tuple(id(v) for v in operands),

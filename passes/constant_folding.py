@@ -62,7 +62,7 @@ class FoldConstantOperands(RewritePattern):
         folded = fold_op(op, values, self.ctx)  # type: ignore[arg-type]
         if folded is None:
             return None
-        return [rewriter.insert(Op("constant", [], [r.type], {"value": d}, [r.name])).result
+        return [rewriter.insert(Op(ops.constant, [], [r.type], {"value": d}, [r.name])).result
                 for r, d in zip(op.results, folded, strict=True)]
 
 
@@ -108,4 +108,4 @@ def _scalar_twin(op: Op, ones: list[np.ndarray]) -> Op:
     """A copy of elementwise `op` on one-element operands of the same rank."""
     operands = [Value(v.type.with_shape(o.shape)) for v, o in zip(op.operands, ones, strict=True)]
     types = [r.type.with_shape((1,) * r.type.rank) for r in op.results]
-    return Op(op.opcode, operands, types, op.attrs)
+    return Op(op.opdef, operands, types, op.attrs)

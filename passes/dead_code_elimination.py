@@ -6,7 +6,6 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir.core import Function, Module
-from nxcc.ir.opdef import get_opdef
 from nxcc.ir.rewrite import reachable_functions
 
 
@@ -33,7 +32,7 @@ def _sweep(fn: Function) -> bool:
     live: set[int] = {id(v) for v in fn.results}
     kept = []
     for op in reversed(fn.body):
-        if get_opdef(op.opcode).side_effects or any(id(r) in live for r in op.results):
+        if op.opdef.side_effects or any(id(r) in live for r in op.results):
             kept.append(op)
             live.update(id(v) for v in op.operands)
     changed = len(kept) != len(fn.body)

@@ -15,6 +15,7 @@ Runs on each core's program before `fuse` (`passes/registry.py: CORE_PIPELINE`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir import ops
@@ -66,6 +67,7 @@ def _reads_a_transpose(op: Op) -> bool:
         v.owner is not None and v.owner.opcode == ops.transpose.name for v in op.operands)
 
 
+@dataclass(frozen=True)
 class FoldTranspose:
     """Folds transposes into the dot_generals that read them (see the module docstring)."""
 

@@ -10,24 +10,24 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
-from nxcc.ir.opdef import get_opdef
+from nxcc.ir.opdef import OpDef
 
 
-def make_op(module: Module, opcode: str, operands: Sequence[Value],
+def make_op(module: Module, opdef: OpDef, operands: Sequence[Value],
             attrs: Mapping[str, object] | None = None) -> Op:
     """A new op (not placed in any body), attributes checked and result types inferred."""
-    opdef = get_opdef(opcode)
     checked = opdef.check_attrs(attrs or {})
-    return Op(opcode, operands, opdef.infer([v.type for v in operands], checked, module),
+    return Op(opdef, operands, opdef.infer([v.type for v in operands], checked, module),
               checked)
 
 
 def scalar_constant(module: Module, value: float | int, dtype: DType) -> Op:
     """A rank-0 constant op holding `value` as `dtype`."""
-    return make_op(module, "constant", [], {"value": Dense.of(np.asarray(value), dtype)})
+    return make_op(module, ops.constant, [], {"value": Dense.of(np.asarray(value), dtype)})
 
 
 def substitute_results(fn: Function, subst: Mapping[int, Value]) -> None:

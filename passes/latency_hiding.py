@@ -33,8 +33,8 @@ from nxcc.ir.rewrite import replace_uses
 from nxcc.ir.types import TensorType
 
 CONTEXT = TensorType(DType.U32, ())
-STARTS = frozenset(start.name for start, _ in ASYNC_PAIRS.values())
-DONES = frozenset(done.name for _, done in ASYNC_PAIRS.values())
+STARTS = frozenset(start for start, _ in ASYNC_PAIRS.values())
+DONES = frozenset(done for _, done in ASYNC_PAIRS.values())
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,12 @@ class LatencyHiding:
 
 def splits(op: Op) -> bool:
     """Whether `op` is a collective with a start/done form."""
-    return op.opcode in ASYNC_PAIRS
+    return op.opdef in ASYNC_PAIRS
 
 
 def split(op: Op) -> tuple[Op, Op]:
     """The start and done of collective `op` (the done gives its results' values)."""
-    start_def, done_def = ASYNC_PAIRS[op.opcode]
+    start_def, done_def = ASYNC_PAIRS[op.opdef]
     start = Op(start_def, op.operands, [CONTEXT], start_def.check_attrs(op.attrs))
     done_attrs = done_def.check_attrs({k: v for k, v in op.attrs.items() if k in done_def.attrs})
     done = Op(done_def, [start.results[0], *op.operands],
@@ -64,7 +64,7 @@ def split(op: Op) -> tuple[Op, Op]:
 
 def schedule(fn: Function) -> bool:
     """Split and schedule `fn`'s collectives; whether anything changed."""
-    if not any(splits(op) or op.opcode in STARTS for op in fn.body):
+    if not any(splits(op) or op.opdef in STARTS for op in fn.body):
         return False
     before = [id(op) for op in fn.body]
     starts, dones = split_all(fn)
@@ -81,10 +81,10 @@ def split_all(fn: Function) -> tuple[deque[Op], dict[int, Op]]:
     done_of: dict[int, Op] = {}
     mapping: dict[Value, Value] = {}
     for op in fn.body:
-        if op.opcode in STARTS:
+        if op.opdef in STARTS:
             starts.append(op)
             continue
-        if op.opcode in DONES:
+        if op.opdef in DONES:
             done_of.update((id(r), op) for r in op.results)
             continue
         if not splits(op):

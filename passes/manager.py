@@ -4,16 +4,11 @@ If a pass leaves invalid IR, `PassFailure` names the pass and the passes that ra
 A pass that reports no change is not verified again: its contract is that the module is as
 it found it, which was verified (a pass that changes the IR and says it did not is a bug
 this lets through; on a 100,000-op chain each verification costs about 0.9 s).
-
-Test hook: ``NXCC_TEST_SLOW_PASS=SECONDS`` makes every pass take that much longer (and the
-NEFF write pause as long between its chunks), so fault tests can kill a compile in any
-phase. Unset (the default) it costs nothing.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -26,13 +21,6 @@ from nxcc.passes.base import Pass
 log = logging.getLogger("nxcc.passes")
 
 PRINT_ELIDE_OVER = 16
-
-
-def _test_pause() -> None:
-    """Sleep NXCC_TEST_SLOW_PASS seconds when set (a test hook, see the module docstring)."""
-    pause = os.environ.get("NXCC_TEST_SLOW_PASS")
-    if pause:
-        time.sleep(float(pause))
 
 
 class PassFailure(Exception):
@@ -72,7 +60,6 @@ class PassManager:
                 raise PassFailure(
                     f"pass '{p.name}' failed (after {', '.join(done) or 'no passes'}): {exc}"
                 ) from exc
-            _test_pause()
             seconds = time.perf_counter() - start
             self.timings.append((p.name, seconds, changed))
             log.debug("pass %-6s %8.2f ms  %s", p.name, seconds * 1e3,

@@ -21,11 +21,12 @@ from typing import ClassVar
 import ml_dtypes
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.passes.ir_edit import make_op, scalar_constant, substitute_results
 
-CLAMPED_RESULTS = frozenset({"dot_general", "convolution"})
+CLAMPED_RESULTS = frozenset({ops.dot_general, ops.convolution})
 
 
 def float_max(dtype: DType) -> float:
@@ -53,14 +54,14 @@ def _clamp(module: Module, body: list[Op], v: Value, limit: float) -> Value:
     dtype = v.type.dtype
     lo = scalar_constant(module, -limit, dtype)
     hi = scalar_constant(module, limit, dtype)
-    clamp = make_op(module, "clamp", [lo.result, v, hi.result])
+    clamp = make_op(module, ops.clamp, [lo.result, v, hi.result])
     body.extend((lo, hi, clamp))
     return clamp.result
 
 
 def _narrowing(op: Op) -> float | None:
     """The target's max when `op` converts a float to a float of smaller range."""
-    if op.opcode != "convert":
+    if op.opdef is not ops.convert:
         return None
     src, dst = op.operands[0].type.dtype, op.result.type.dtype
     if not (src.is_float and dst.is_float):
@@ -78,7 +79,7 @@ def _saturate(module: Module, fn: Function) -> bool:
         if limit is not None:
             op.operands = [_clamp(module, body, op.operands[0], limit)]
         body.append(op)
-        if op.opcode in CLAMPED_RESULTS and op.result.type.dtype.is_float:
+        if op.opdef in CLAMPED_RESULTS and op.result.type.dtype.is_float:
             out = _clamp(module, body, op.result, float_max(op.result.type.dtype))
             subst[id(op.result)] = out
     changed = len(body) != len(fn.body)

@@ -9,9 +9,6 @@ system calls back to back: only a SIGKILL between them can leave that name
 (`.TARGET.XXXXXXXX.tmp`) behind. A SIGKILL anywhere else leaves neither a partial `target`
 nor a temporary file. Elsewhere a named temporary file is used and removed on any exception
 (SIGINT, and SIGTERM once the CLI turns it into one).
-
-Test hook: ``NXCC_TEST_SLOW_PASS=SECONDS`` also sleeps that long between the chunks
-`write_chunks` writes, so a test can kill a compile in the middle of its write.
 """
 
 from __future__ import annotations
@@ -20,7 +17,6 @@ import contextlib
 import os
 import secrets
 import tempfile
-import time
 from collections.abc import Iterable, Iterator
 from typing import BinaryIO
 
@@ -55,13 +51,9 @@ def atomic_file(target: str) -> Iterator[BinaryIO]:
 
 
 def write_chunks(target: str, chunks: Iterable[bytes | memoryview]) -> None:
-    """`chunks` written, in order, as the new contents of `target` (atomically); the test
-    pause (NXCC_TEST_SLOW_PASS) comes once, after the first chunk (the header)."""
-    pause = float(os.environ.get("NXCC_TEST_SLOW_PASS", "0") or 0)
+    """`chunks` written, in order, as the new contents of `target` (atomically)."""
     with atomic_file(target) as out:
-        for i, chunk in enumerate(chunks):
-            if i == 1 and pause > 0:
-                time.sleep(pause)
+        for chunk in chunks:
             out.write(chunk)
 
 

@@ -5,7 +5,7 @@ What a single value can say is declared here (types, required keys, ranges, dtyp
 shape bounds). What needs two values at once (a slot index inside its function, a weight
 named by a slot that the manifest lists, output counts of manifest and program, buffer
 extents inside the arena, shape x dtype against the size limits) is checked by
-`backend.runtime.validate`, after these schemas pass.
+`backend.runtime.checked_neff`, after these schemas pass.
 
 Manifest (``neff.json``)::
 
@@ -38,8 +38,7 @@ Program (``sgNN/program.json``)::
 
 from __future__ import annotations
 
-from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_DIM, MAX_PROGRAMS, MAX_RANK
-from nxcc.backend.neff.schema import (
+from nxcc.backend.neff.json_schema import (
     AnyValue,
     Bool,
     Int,
@@ -52,6 +51,7 @@ from nxcc.backend.neff.schema import (
     Spec,
     Str,
 )
+from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_DIM, MAX_PROGRAMS, MAX_RANK
 from nxcc.ir.dtypes import DType
 
 COLLECTIVE_KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",

@@ -26,8 +26,8 @@ from typing import Any
 
 from nxcc.backend.neff.constants import MANIFEST_NAME
 from nxcc.backend.neff.errors import NeffError
+from nxcc.backend.neff.json_schema import load_json
 from nxcc.backend.neff.protowire import count_field
-from nxcc.backend.neff.schema import load_json
 from nxcc.backend.neff.survey import Survey
 
 PRODUCER = "neuronx-cc"

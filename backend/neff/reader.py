@@ -14,11 +14,11 @@ from nxcc.backend.neff.constants import BUILD_VERSION_PREFIX, HEADER_SIZE, MANIF
 from nxcc.backend.neff.digest import field_of, new_hasher
 from nxcc.backend.neff.errors import FOREIGN, SIZE, NeffError
 from nxcc.backend.neff.header import NeffHeader
+from nxcc.backend.neff.json_schema import load_json
 from nxcc.backend.neff.limits import MAX_PAYLOAD_BYTES
 from nxcc.backend.neff.mapped import MappedMembers
 from nxcc.backend.neff.neuronx_payload import describe, is_real_payload, summary
 from nxcc.backend.neff.payload import GZIP_MAGIC, is_gzip, read_payload, tar_spans
-from nxcc.backend.neff.schema import load_json
 from nxcc.backend.neff.survey import Survey, survey
 
 _HASH_PREFIX_CHARS: int = 12

@@ -19,19 +19,24 @@ is the same placeholder.
 
 from __future__ import annotations
 
+from nxcc.ir import ops
 from nxcc.ir.core import Module, Value
+from nxcc.ir.opdef import OpDef
 from nxcc.ir.ops.collective import ASYNC_PAIRS
 from nxcc.ir.rewrite import reachable_functions
 
-#: The kinds a manifest entry names (each the opcode of the synchronous op).
-KINDS = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "collective_permute",
-         "send", "recv_done")
-#: opcode of each collective's start -> its kind.
-START_KINDS = {start.name: kind for kind, (start, _) in ASYNC_PAIRS.items()}
+#: The ops a manifest entry names as its kind (each a synchronous op).
+KIND_OPS: tuple[OpDef, ...] = (ops.all_reduce, ops.all_gather, ops.reduce_scatter,
+                               ops.all_to_all, ops.collective_permute, ops.send, ops.recv_done)
+#: each collective's start -> the op its entry names.
+START_KINDS: dict[OpDef, OpDef] = {start: kind for kind, (start, _) in ASYNC_PAIRS.items()}
 #: The ops that make a manifest entry.
-COLLECTIVE_OPS = (*KINDS, *START_KINDS)
+COLLECTIVE_OPS: frozenset[OpDef] = frozenset((*KIND_OPS, *START_KINDS))
 #: Kinds that move data between (source, target) pairs rather than within replica groups.
-PAIRED_OPS = ("collective_permute", "send", "recv_done")
+PAIRED: tuple[OpDef, ...] = (ops.collective_permute, ops.send, ops.recv_done)
+#: The kinds as the manifest writes them (the ops' text names).
+KINDS = tuple(op.name for op in KIND_OPS)
+PAIRED_OPS = tuple(op.name for op in PAIRED)
 _EXTRA = ("reduction", "dimension", "split_dimension", "concat_dimension")
 
 
@@ -40,23 +45,24 @@ def collectives_of(module: Module) -> list[dict]:
     found = []
     for name in reachable_functions(module):
         for op in module.functions[name].body:
-            if op.opcode not in COLLECTIVE_OPS:
+            opdef = op.opdef
+            if opdef not in COLLECTIVE_OPS:
                 continue
             # the data moved: a send's operand, a receive's result
-            operand = op.results[0].type if op.opcode == "recv_done" else op.operands[0].type
-            kind = START_KINDS.get(op.opcode, op.opcode)
-            entry: dict = {"kind": kind}
-            if kind != op.opcode:
+            operand = op.results[0].type if opdef is ops.recv_done else op.operands[0].type
+            kind = START_KINDS.get(opdef, opdef)
+            entry: dict = {"kind": kind.name}
+            if kind is not opdef:
                 entry["async"] = True
             for key in _EXTRA:
                 if key in op.attrs:
                     entry[key] = op.attrs[key]
-            if kind in PAIRED_OPS:
+            if kind in PAIRED:
                 entry["source_target_pairs"] = [list(p) for p in op.attrs["source_target_pairs"]]
             else:
                 entry["replica_groups"] = [list(g) for g in op.attrs["replica_groups"]]
             entry.update(dtype=operand.dtype.value, shape=list(operand.shape),
-                         bytes=operand.nbytes if kind in PAIRED_OPS
+                         bytes=operand.nbytes if kind in PAIRED
                          else sum(v.type.nbytes for v in op.operands),
                          channel_id=op.attrs.get("channel_id", 0))
             found.append(entry)

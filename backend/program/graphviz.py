@@ -12,6 +12,7 @@ import json
 
 from nxcc.backend.neff import NeffFile
 from nxcc.backend.program.collectives import COLLECTIVE_OPS
+from nxcc.ir.opdef import OP_DEFS
 
 
 def _quote(text: str) -> str:
@@ -56,7 +57,7 @@ def neff_to_dot(neff: NeffFile) -> str:
         for k, ins in enumerate(fn["instructions"]):
             node = f"{prefix}_i{k}"
             outs = ", ".join(_shape(slots[o]) for o in ins["outs"])
-            if ins["op"] in COLLECTIVE_OPS:
+            if OP_DEFS.get(ins["op"]) in COLLECTIVE_OPS:
                 label = f"#{count} {ins['op']}\\n{outs}"
                 lines.append(f"    {node} [label=\"{label}\", style=\"filled,bold\", "
                              "fillcolor=\"#f4a6a6\", color=red, penwidth=2];")

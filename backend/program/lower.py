@@ -26,9 +26,11 @@ import numpy as np
 
 from nxcc.backend.program.attr_codec import encode_attr, encode_attrs
 from nxcc.backend.program.memory_plan import plan_memory
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Function, Module
-from nxcc.ir.interpreter import binary_opcode_of
+from nxcc.ir.interpreter import binary_op_of
+from nxcc.ir.opdef import OpDef
 from nxcc.ir.rewrite import reachable_functions
 
 
@@ -79,11 +81,11 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
 
     for i, p in enumerate(fn.params):
         add_slot(id(p), typed({"kind": "param", "index": i}, p.type))
-    planned = {id(r) for op in fn.body if op.opcode != "constant" for r in op.results}
+    planned = {id(r) for op in fn.body if op.opdef is not ops.constant for r in op.results}
     plan = plan_memory(fn, planned)
     instructions = []
     for op in fn.body:
-        if op.opcode == "constant":
+        if op.opdef is ops.constant:
             d: Dense = op.attrs["value"]  # type: ignore[assignment]
             if d.is_splat and d.type.size > 0:
                 entry = {"kind": "splat", "value": encode_attr(_python_scalar(d), _no_weights)}
@@ -111,9 +113,13 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
         "params": [slot_of[id(p)] for p in fn.params],
         "results": [slot_of[id(r)] for r in fn.results],
         "arena_bytes": plan.arena_bytes,
-        "binary_opcode": binary_opcode_of(module, fn.name),
+        "binary_opcode": _name(binary_op_of(module, fn.name)),
         "instructions": instructions,
     }
+
+
+def _name(opdef: OpDef | None) -> str | None:
+    return None if opdef is None else opdef.name
 
 
 def _no_weights(d: Dense) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from nxcc.backend.program.view_layout import Layout, contiguous_strides, reshaped, sliced
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
 
 ALIGNMENT = 64
@@ -103,7 +104,7 @@ def _views(fn: Function, planned: set[int]) -> tuple[dict[int, int], dict[int, L
     root: dict[int, int] = {}
     layout: dict[int, Layout] = {}
     for op in fn.body:
-        if op.opcode not in ("reshape", "slice") or not op.results:
+        if op.opdef not in (ops.reshape, ops.slice) or not op.results:
             continue
         source, result = op.operands[0], op.result
         if id(source) not in planned or id(result) not in planned or result.type.size == 0:
@@ -123,7 +124,7 @@ def _view_layout(op: Op, source: Layout | None) -> Layout | None:
         return None
     if source is None:
         source = (0, contiguous_strides(x.type.shape, x.type.dtype.itemsize))
-    if op.opcode == "reshape":
+    if op.opdef is ops.reshape:
         return reshaped(source, x.type.shape, op.result.type.shape)
     steps = tuple(op.attrs.get("strides") or (1,) * x.type.rank)  # type: ignore[arg-type]
     if any(k < 1 for k in steps):
@@ -139,6 +140,6 @@ def peak_activation_bytes(module: Module, fn: str) -> int:
     buffers of their own by whoever runs it) are not counted."""
     function = module.functions[fn]
     returned = {id(v) for v in function.results}
-    planned = {id(r) for op in function.body if op.opcode != "constant" for r in op.results
+    planned = {id(r) for op in function.body if op.opdef is not ops.constant for r in op.results
                if id(r) not in returned}
     return plan_memory(function, planned).arena_bytes

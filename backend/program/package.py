@@ -14,6 +14,7 @@ from nxcc.backend.program.collectives import block_entry, global_shape, manifest
 from nxcc.backend.program.lower import WeightTable, lower_module
 from nxcc.backend.program.spmd_manifest import spmd_section
 from nxcc.backend.program.state import StateBuffer, state_manifest
+from nxcc.backend.runtime.loadable import check_loadable
 from nxcc.ir.core import Module, Value
 from nxcc.ir.flops import module_flops
 from nxcc.ir.printer import print_module
@@ -96,7 +97,8 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
     (`program.state`). An SPMD module
     (`Module.spmd`) gets the manifest's ``spmd`` section (`spmd_manifest`). The header's
     COLLECTIVES bit is set when there are collectives, SPMD with the ``spmd`` section. The
-    write is atomic.
+    write is atomic, and only made when the runtime would load the result
+    (`runtime.loadable.check_loadable`, else UnloadableNeff and no file).
     """
     weights = WeightTable()
     files: dict[str, bytes] = {}
@@ -135,6 +137,7 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
     if spmd is not None:
         manifest["spmd"] = spmd
     logical_cores = max(1, len(core_modules) // spec.lnc)
+    check_loadable(path, manifest, files, weights.arrays)  # what run would refuse: not written
     return write_neff(path, manifest=manifest, files=files, name=spec.name,
                       num_tpb=logical_cores, lnc_size=spec.lnc,
                       compress=spec.compress and weights_compress(list(weights.arrays.values())))

@@ -30,7 +30,7 @@ from nxcc.backend.neff import NeffFile
 from nxcc.backend.neff.artifact import Neff
 from nxcc.backend.runtime.benchmark import BenchmarkResult, measure, random_inputs
 from nxcc.backend.runtime.collective_binding import CollectiveBinding
-from nxcc.backend.runtime.config import RuntimeConfig
+from nxcc.backend.runtime.config import ConfigError, RuntimeConfig, default_runtime_dir
 from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.load_plan import SpmdRun
 from nxcc.backend.runtime.model import TensorInfo
@@ -72,16 +72,8 @@ def load_model(neff: NeffSource, *, start_nc: int | None = None, nc_count: int |
     source = _source_name(neff, neff_file)
     spmd = neff_file.manifest.get("spmd")
     if spmd is not None and launched_processes() > 1:
-        job = MpiJob(config, world_size)
-        if on_joined is not None:
-            on_joined()
-        try:
-            job.load(neff_file, list(output_shardings or ()) or None)
-        except BaseException as exc:
-            job.abandon(str(exc))
-            raise
-        assert job.model is not None
-        return Model(source, job.runtime, job.model, time.perf_counter() - started, job=job)
+        return _joined(config, neff_file, None, source, started, world_size,
+                       output_shardings, on_joined)
     check_world_size(source, spmd, world_size, output_shardings)
     run = SpmdRun(world_size, output_shardings or None) if world_size is not None else None
     runtime = RUNTIMES.acquire(config, neff_file.manifest.get("target"))
@@ -91,6 +83,53 @@ def load_model(neff: NeffSource, *, start_nc: int | None = None, nc_count: int |
         RUNTIMES.release(runtime)
         raise
     return Model(source, runtime, handle, time.perf_counter() - started)
+
+
+def join_job(source: str, prepare: Callable[[RuntimeConfig], NeffFile], *,
+             world_size: int | None = None, output_shardings: Sequence[str] | None = None,
+             on_joined: Callable[[], None] | None = None) -> Model:
+    """Under an MPI launcher, load the SPMD program `prepare(config)` returns (`source` names
+    it) as the job's ranks, so that a refusal in any process ends every process.
+
+    A process whose settings (`NEURON_RT_*`) or `prepare` are refused still joins the job
+    and says so; every process then raises, the others with an NrtError naming it. (A
+    process that left before joining would leave the others waiting in MPI's first
+    exchange.) After this, the model's calls agree on failures the same way."""
+    started = time.perf_counter()
+    failure: Exception | None = None
+    try:
+        config = RuntimeConfig.from_env()
+    except ConfigError as exc:  # join with the defaults, to say so to the others
+        config = RuntimeConfig(runtime_dir=os.environ.get("NXCC_RUNTIME_DIR")
+                               or default_runtime_dir())
+        failure = exc
+    neff_file = None
+    if failure is None:
+        try:
+            neff_file = prepare(config)
+        except Exception as exc:  # said to every process, then raised here
+            failure = exc
+    return _joined(config, neff_file, failure, source, started, world_size, output_shardings,
+                   on_joined)
+
+
+def _joined(config: RuntimeConfig, neff_file: NeffFile | None, failure: Exception | None,
+            source: str, started: float, world_size: int | None,
+            output_shardings: Sequence[str] | None, on_joined: Callable[[], None] | None
+            ) -> Model:
+    """Join the MPI job, agree on `failure` (this process's, or None), load `neff_file`."""
+    job = MpiJob(config, world_size)
+    if on_joined is not None:
+        on_joined()
+    try:
+        job.agree_on(failure)
+        assert neff_file is not None
+        job.load(neff_file, list(output_shardings or ()) or None)
+    except BaseException as exc:
+        job.abandon(str(exc))
+        raise
+    assert job.model is not None
+    return Model(source, job.runtime, job.model, time.perf_counter() - started, job=job)
 
 
 def check_world_size(source: str, spmd: object, world_size: int | None,

@@ -31,11 +31,12 @@ import numpy as np
 
 from nxcc.backend.runtime.profile import COMMUNICATION, Profiler
 from nxcc.ir.attributes import AttrValue
+from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.ops.collective import ASYNC_PAIRS
 
-#: opcode of each start -> the collective it begins; the opcodes of the dones.
-STARTS = {start.name: kind for kind, (start, _) in ASYNC_PAIRS.items()}
-DONES = frozenset(done.name for _, done in ASYNC_PAIRS.values())
+#: each start -> the collective it begins; the dones.
+STARTS: dict[OpDef, OpDef] = {start: kind for kind, (start, _) in ASYNC_PAIRS.items()}
+DONES: frozenset[OpDef] = frozenset(done for _, done in ASYNC_PAIRS.values())
 
 
 class Endpoint(Protocol):
@@ -93,8 +94,10 @@ class AsyncEndpoint:
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
         inner = self.inner
-        kind = STARTS.get(opcode)
-        if kind is not None:
+        opdef = get_opdef(opcode)
+        start_of = STARTS.get(opdef)
+        if start_of is not None:
+            kind = start_of.name
             copies = [np.array(a, copy=True) for a in args]
             future = self._submit(self._timed(
                 kind, lambda: inner.collective(kind, copies, attrs)))
@@ -102,7 +105,7 @@ class AsyncEndpoint:
                 handle, self._next = self._next, (self._next + 1) % (1 << 32)
                 self._started[handle] = future
             return [np.array(handle, np.uint32)]
-        if opcode in DONES:
+        if opdef in DONES:
             with self._lock:
                 future = self._started.pop(int(args[0]))
             return future.result()

@@ -34,14 +34,16 @@ from nxcc.backend.runtime.collective_binding import (
     CollectiveBinding,
 )
 from nxcc.backend.runtime.executor import ExecutionError
-from nxcc.backend.runtime.p2p import P2P_OPS, point_to_point
+from nxcc.backend.runtime.p2p import is_point_to_point, point_to_point
 from nxcc.backend.runtime.ring_algorithms import (
     all_gather_steps,
     reduce_scatter_steps,
     run_ring,
 )
 from nxcc.backend.runtime.shared_memory import REDUCE, compute, members, reduce_all
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
+from nxcc.ir.opdef import OP_DEFS
 
 
 class Channels(Protocol):
@@ -79,7 +81,7 @@ class ChannelEndpoint:
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
-        if opcode in P2P_OPS:
+        if is_point_to_point(opcode):
             return point_to_point(self.comm.channels, self.rank, opcode, args, attrs)
         try:
             binding = self.comm.binder.binding(opcode, attrs,
@@ -91,7 +93,7 @@ class ChannelEndpoint:
             return self._ring(opcode, mine, attrs, binding)
         if binding.algorithm == HIERARCHICAL:
             return self._hierarchical(mine, attrs, binding)
-        if opcode == "collective_permute":
+        if OP_DEFS.get(opcode) is ops.collective_permute:
             return self._permute(mine, attrs)
         return self._gathered(opcode, mine, attrs)
 

@@ -37,9 +37,10 @@ from nxcc.backend.runtime.profile import COMPUTE
 from nxcc.ir.attributes import AttrValue, Dense
 from nxcc.ir.dtypes import DType
 from nxcc.ir.interpreter import allocate_results
-from nxcc.ir.kernels import get_kernel
+from nxcc.ir.kernels import KERNELS
 from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.kernels.scratch_pool import ScratchPool
+from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.types import TensorType
 
 if TYPE_CHECKING:
@@ -66,7 +67,8 @@ class _Function:
     def __init__(self, name: str, spec: dict, weights: Mapping[str, np.ndarray]) -> None:
         self.name = name
         self.spec = spec
-        self.binary_opcode: str | None = spec.get("binary_opcode")
+        binary = spec.get("binary_opcode")
+        self.binary_op: OpDef | None = get_opdef(binary) if binary else None
         self.arena_bytes = int(spec["arena_bytes"])
         self.types = [TensorType(DType.from_name(s["dtype"]), tuple(s["shape"]))
                       for s in spec["slots"]]
@@ -82,10 +84,11 @@ class _Function:
             arr = weights[name]
             return Dense(TensorType(DType.from_numpy(arr.dtype), arr.shape), arr)
 
+        opdefs = [get_opdef(ins["op"]) for ins in spec["instructions"]]
         self.instructions = [
-            (get_kernel(ins["op"]), ins["args"], ins["outs"],
-             decode_attrs(ins["attrs"], load_weight), ins["op"])
-            for ins in spec["instructions"]
+            (KERNELS[opdef], ins["args"], ins["outs"],
+             decode_attrs(ins["attrs"], load_weight), opdef)
+            for ins, opdef in zip(spec["instructions"], opdefs, strict=True)
         ]
         self.params: list[int] = spec["params"]
         self.results: list[int] = spec["results"]
@@ -122,12 +125,12 @@ class _Bound:
         self.results = [arrays[r] for r in fn.results]
         pool = ScratchPool()  # the steps run one at a time: they share their scratch
         self.steps = [
-            bind_step(opcode, kern, [arrays[i] for i in ins], [arrays[o] for o in outs],
+            bind_step(opdef, kern, [arrays[i] for i in ins], [arrays[o] for o in outs],
                       attrs, ctx, [i in fn.fixed for i in ins], pool)
-            for kern, ins, outs, attrs, opcode in fn.instructions
+            for kern, ins, outs, attrs, opdef in fn.instructions
         ]
         _join_adjacent_collectives(fn.instructions, arrays, self.steps, ctx)
-        self.names = [opcode for *_, opcode in fn.instructions]
+        self.names = [opdef.name for *_, opdef in fn.instructions]
 
 
 class ProgramExecutor:
@@ -227,10 +230,10 @@ class ProgramExecutor:
         env: dict[int, np.ndarray] = dict(fn.fixed)
         for slot, a in zip(fn.params, args, strict=True):
             env[slot] = a
-        for index, (kern, ins, outs, attrs, opcode) in enumerate(fn.instructions):
+        for index, (kern, ins, outs, attrs, opdef) in enumerate(fn.instructions):
             try:
                 in_arrays = [env[i] for i in ins]
-                fresh = allocate_results(opcode, [fn.types[o] for o in outs], in_arrays)
+                fresh = allocate_results(opdef, [fn.types[o] for o in outs], in_arrays)
                 env.update(zip(outs, fresh, strict=True))
                 kern(in_arrays, fresh, attrs, self)
             except ExecutionError:
@@ -239,8 +242,8 @@ class ProgramExecutor:
                 raise _failure(fn, index, exc) from exc
         return [np.array(env[r], copy=True) for r in fn.results]
 
-    def binary_opcode(self, function: str) -> str | None:
-        return self.functions[function].binary_opcode
+    def binary_op(self, function: str) -> OpDef | None:
+        return self.functions[function].binary_op
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
@@ -255,15 +258,16 @@ def _join_adjacent_collectives(instructions: list, arrays: dict[int, np.ndarray]
     pair as one synchronous `<kind>` at the done (the start does nothing), which the
     communicator can run without handing it to its communication thread."""
     for i in range(len(instructions) - 1):
-        _, ins, outs, attrs, opcode = instructions[i]
-        _, done_ins, done_outs, _, done_opcode = instructions[i + 1]
-        kind = STARTS.get(opcode)
-        if kind is None or done_opcode not in DONES or done_ins[:1] != outs[:1]:
+        _, ins, outs, attrs, opdef = instructions[i]
+        _, done_ins, done_outs, _, done_opdef = instructions[i + 1]
+        kind = STARTS.get(opdef)
+        if kind is None or done_opdef not in DONES or done_ins[:1] != outs[:1]:
             continue
         args = [arrays[k] for k in ins]
         results = [arrays[k] for k in done_outs]
         steps[i] = _nothing
-        steps[i + 1] = functools.partial(_collective_into, ctx, kind, args, attrs, results)
+        steps[i + 1] = functools.partial(_collective_into, ctx, kind.name, args, attrs,
+                                         results)
 
 
 def _nothing() -> None:
@@ -277,8 +281,8 @@ def _collective_into(ctx: KernelContext, kind: str, args: list[np.ndarray],
 
 
 def _failure(fn: _Function, index: int, exc: Exception) -> ExecutionError:
-    opcode = fn.instructions[index][4]
-    return ExecutionError(f"while executing instruction {index} ({opcode}) of @{fn.name}: "
+    opdef = fn.instructions[index][4]
+    return ExecutionError(f"while executing instruction {index} ({opdef}) of @{fn.name}: "
                           f"{type(exc).__name__}: {exc}")
 
 

@@ -16,11 +16,11 @@ from typing import Any
 from nxcc.backend.neff import NeffFile
 from nxcc.backend.runtime.collective_binding import Binder, Placement
 from nxcc.backend.runtime.collective_groups import check_rank_set
+from nxcc.backend.runtime.compatibility import needed_cores
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle, Replica
 from nxcc.backend.runtime.model import LoadedModel
-from nxcc.backend.runtime.neff_check import needed_cores
 from nxcc.backend.runtime.placement import AUTO, PlacementRequest, current_request
 from nxcc.backend.runtime.shared_weights import SHARED_WEIGHTS
 from nxcc.backend.runtime.spmd import SpmdModel

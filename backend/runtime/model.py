@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nxcc.backend.neff import NeffError, NeffFile
+from nxcc.backend.runtime.checked_neff import check_manifest, check_neff, read_checked_weights
 from nxcc.backend.runtime.collective_binding import (
     Binder,
     CollectiveBinding,
@@ -18,7 +19,6 @@ from nxcc.backend.runtime.executor import ExecutionError, ProgramExecutor
 from nxcc.backend.runtime.multicore import Communicator, CoreBlocks, run_cores
 from nxcc.backend.runtime.state import ModelState
 from nxcc.backend.runtime.status import NrtError, NrtStatus
-from nxcc.backend.runtime.validate import check_manifest, check_neff, read_checked_weights
 from nxcc.ir.dtypes import DType
 
 

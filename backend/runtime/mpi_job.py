@@ -180,8 +180,21 @@ class MpiJob:
             value, error = step(), None
         except NrtError as exc:
             value, error = None, exc
+        self.agree_on(error)
+        return value  # type: ignore[return-value]
+
+    def agree_on(self, error: BaseException | None) -> None:
+        """Tell every process whether this one failed (`error`), and learn the same of them:
+        if any failed, raise here too. A process that failed raises its own `error`; the
+        others an NrtError naming the first process that failed and its one line."""
+        mine = None
+        if error is not None:
+            if isinstance(error, NrtError):  # its message, without the status str() adds
+                mine = (error.status, " ".join(str(error.args[0]).split()))
+            else:
+                mine = (NrtStatus.INVALID, " ".join(str(error).split()))
         try:
-            failures = self.allgather(None if error is None else (error.status, str(error)))
+            failures = self.allgather(mine)
         except RankLost as lost:  # this process's own error says more, if it has one
             raise error or NrtError(NrtStatus.FAILURE, str(lost)) from None
         for process, failure in enumerate(failures):
@@ -190,7 +203,6 @@ class MpiJob:
                     raise error
                 status, message = failure
                 raise NrtError(status, f"process {process} of the job failed: {message}")
-        return value  # type: ignore[return-value]
 
     def load(self, neff: NeffFile, output_shardings: Sequence[str] | None) -> None:
         """Init the runtime, place every rank, load this process's ranks, check the others

@@ -46,7 +46,7 @@ from nxcc.backend.runtime.channels import LocalChannels
 from nxcc.backend.runtime.collective_binding import RING, Binder, CollectiveBinding, Placement
 from nxcc.backend.runtime.core_threads import run_on_threads
 from nxcc.backend.runtime.executor import ExecutionError, ExecutionStopped
-from nxcc.backend.runtime.p2p import P2P_OPS, point_to_point
+from nxcc.backend.runtime.p2p import is_point_to_point, point_to_point
 from nxcc.backend.runtime.ring_algorithms import run_ring
 from nxcc.backend.runtime.shared_memory import compute, members
 from nxcc.ir.attributes import AttrValue
@@ -102,7 +102,7 @@ class Endpoint:
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
         g = self.group
-        if opcode in P2P_OPS:
+        if is_point_to_point(opcode):
             return point_to_point(g.p2p, self.rank, opcode, args, attrs)
         g.calls[self.rank] += 1
         try:

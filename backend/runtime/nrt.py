@@ -42,8 +42,10 @@ import numpy as np
 
 from nxcc.backend.neff import NeffError, NeffFile, read_neff
 from nxcc.backend.neff.artifact import Neff
+from nxcc.backend.runtime.checked_neff import check_manifest
 from nxcc.backend.runtime.collective_binding import Binder
 from nxcc.backend.runtime.collective_groups import GroupRegistry, check_rank_count
+from nxcc.backend.runtime.compatibility import check_architecture, check_lnc
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import CoreAllocation, allocate, format_cores, resolve_lnc
 from nxcc.backend.runtime.handle import ModelHandle
@@ -57,13 +59,11 @@ from nxcc.backend.runtime.load_plan import (
 )
 from nxcc.backend.runtime.log import configure_logging, logger, warn_deprecated
 from nxcc.backend.runtime.model import TensorInfo
-from nxcc.backend.runtime.neff_check import check_architecture, check_lnc
 from nxcc.backend.runtime.placement import AUTO, Placer
 from nxcc.backend.runtime.status import NrtError, NrtStatus
 from nxcc.backend.runtime.topology import Instance, choose_instance
 
 __all__ = ["GroupMember", "NeffSource", "Runtime", "SpmdRun"]
-from nxcc.backend.runtime.validate import check_manifest
 
 NeffSource = str | os.PathLike[str] | bytes | NeffFile | Neff
 #: libnrt's NRT_ASYNC_EXEC_STATUS_CALLBACK: (params, model_id, vnc, job_id, status) -> None.

@@ -14,10 +14,17 @@ from typing import Protocol
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OP_DEFS
 
-P2P_OPS = frozenset({"send", "send_done", "recv", "recv_done"})
+P2P_OPS = frozenset({ops.send, ops.send_done, ops.recv, ops.recv_done})
+
+
+def is_point_to_point(opcode: str) -> bool:
+    """Whether the op named `opcode` is a transfer (one of `P2P_OPS`)."""
+    return OP_DEFS.get(opcode) in P2P_OPS
 
 
 class PairChannels(Protocol):
@@ -27,13 +34,14 @@ class PairChannels(Protocol):
 
 def point_to_point(channels: PairChannels, rank: int, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
-    """Rank `rank`'s side of `opcode` (one of `P2P_OPS`); its results."""
+    """Rank `rank`'s side of the transfer named `opcode` (one of `P2P_OPS`); its results."""
+    op = OP_DEFS[opcode]
     context = np.zeros((), np.uint32)
-    if opcode in ("send_done", "recv"):
+    if op in (ops.send_done, ops.recv):
         return [context]
     stream = 1 + int(attrs.get("channel_id", 0) or 0)  # type: ignore[arg-type]
     pairs = attrs["source_target_pairs"]
-    if opcode == "send":
+    if op is ops.send:
         for src, dst in pairs:  # type: ignore[union-attr]
             if src == rank:
                 channels.send(rank, dst, np.array(args[0], copy=True), stream)

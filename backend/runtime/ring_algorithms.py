@@ -28,9 +28,16 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from nxcc.backend.runtime.shared_memory import REDUCE
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
+from nxcc.ir.registry import OpTable
 
 Exchange = Callable[[object], object]
+#: algorithm(args, attrs, label, p, exchange): rank `p` of the ring's results (see `run_ring`)
+RingAlgorithm = Callable[[Sequence[np.ndarray], Mapping[str, AttrValue], Sequence[int], int,
+                          Exchange], list[np.ndarray]]
+#: collective -> its ring algorithm
+RING: OpTable[RingAlgorithm] = OpTable("ring algorithm")
 
 
 def _combine(fn, received: np.ndarray, own: np.ndarray) -> np.ndarray:
@@ -78,29 +85,48 @@ def all_to_all_steps(parts: list[np.ndarray], label: Sequence[int], p: int,
 def run_ring(opcode: str, args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
              group: Sequence[int], ring: Sequence[int], rank: int, exchange: Exchange
              ) -> list[np.ndarray]:
-    """Rank `rank`'s result of `opcode` by the ring algorithm (see the module docstring)."""
-    k = len(ring)
-    p = list(ring).index(rank)
+    """Rank `rank`'s result of the collective named `opcode` by its ring algorithm (see the
+    module docstring); ValueError for a collective that has none."""
+    algorithm = RING.get(opcode)
+    if algorithm is None:
+        raise ValueError(f"{opcode} has no ring algorithm")
     label = [list(group).index(r) for r in ring]
-    if opcode == "all_reduce":
-        fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
-        flat = [np.array_split(np.ascontiguousarray(x).reshape(-1), k) for x in args]
-        chunks = list(range(k))
-        own = {c: [f[c] for f in flat] for c in chunks}
-        done = reduce_scatter_steps(own, chunks, p, exchange, fn)
-        have = all_gather_steps(done, chunks, p, exchange)
-        return [np.concatenate([have[c][i] for c in chunks]).reshape(x.shape)  # type: ignore[index]
-                for i, x in enumerate(args)]
-    if opcode == "all_gather":
-        have = all_gather_steps(args[0], label, p, exchange)
-        return [np.concatenate([have[q] for q in range(k)], axis=attrs["dimension"])]  # type: ignore[arg-type,misc]
-    if opcode == "reduce_scatter":
-        fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
-        blocks = np.split(args[0], k, axis=attrs["dimension"])  # type: ignore[call-overload]
-        own = {q: [b] for q, b in enumerate(blocks)}
-        return [np.ascontiguousarray(reduce_scatter_steps(own, label, p, exchange, fn)[0])]
-    if opcode == "all_to_all":
-        parts = np.split(args[0], k, axis=attrs["split_dimension"])  # type: ignore[call-overload]
-        got = all_to_all_steps(parts, label, p, exchange)
-        return [np.concatenate([got[q] for q in range(k)], axis=attrs["concat_dimension"])]  # type: ignore[arg-type]
-    raise ValueError(f"{opcode} has no ring algorithm")
+    return algorithm(args, attrs, label, list(ring).index(rank), exchange)
+
+
+@RING.register(ops.all_reduce)
+def _all_reduce(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
+                label: Sequence[int], p: int, exchange: Exchange) -> list[np.ndarray]:
+    k = len(label)
+    fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
+    flat = [np.array_split(np.ascontiguousarray(x).reshape(-1), k) for x in args]
+    chunks = list(range(k))
+    own = {c: [f[c] for f in flat] for c in chunks}
+    done = reduce_scatter_steps(own, chunks, p, exchange, fn)
+    have = all_gather_steps(done, chunks, p, exchange)
+    return [np.concatenate([have[c][i] for c in chunks]).reshape(x.shape)  # type: ignore[index]
+            for i, x in enumerate(args)]
+
+
+@RING.register(ops.all_gather)
+def _all_gather(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
+                label: Sequence[int], p: int, exchange: Exchange) -> list[np.ndarray]:
+    have = all_gather_steps(args[0], label, p, exchange)
+    return [np.concatenate([have[q] for q in range(len(label))], axis=attrs["dimension"])]  # type: ignore[arg-type,misc]
+
+
+@RING.register(ops.reduce_scatter)
+def _reduce_scatter(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
+                    label: Sequence[int], p: int, exchange: Exchange) -> list[np.ndarray]:
+    fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
+    blocks = np.split(args[0], len(label), axis=attrs["dimension"])  # type: ignore[call-overload]
+    own = {q: [b] for q, b in enumerate(blocks)}
+    return [np.ascontiguousarray(reduce_scatter_steps(own, label, p, exchange, fn)[0])]
+
+
+@RING.register(ops.all_to_all)
+def _all_to_all(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
+                label: Sequence[int], p: int, exchange: Exchange) -> list[np.ndarray]:
+    parts = np.split(args[0], len(label), axis=attrs["split_dimension"])  # type: ignore[call-overload]
+    got = all_to_all_steps(parts, label, p, exchange)
+    return [np.concatenate([got[q] for q in range(len(label))], axis=attrs["concat_dimension"])]  # type: ignore[arg-type]

@@ -8,12 +8,14 @@ group order so every rank computes the same bits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from nxcc.backend.runtime.executor import ExecutionError
+from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
+from nxcc.ir.registry import OpTable
 
 REDUCE = {
     "sum": np.add, "prod": np.multiply, "max": np.maximum, "min": np.minimum,
@@ -39,27 +41,61 @@ def reduce_all(fn, arrays: Sequence[np.ndarray]) -> np.ndarray:
     return np.asarray(out).astype(dtype, copy=False)
 
 
+#: compute(slots, group, rank, attrs): rank's results given every rank's operands
+OneStep = Callable[[Sequence, list[int], int, Mapping[str, AttrValue]], list[np.ndarray]]
+#: collective -> how a rank computes its results from every member's operands
+ONE_STEP: OpTable[OneStep] = OpTable("one-step collective")
+
+
 def compute(opcode: str, slots: Sequence, group: list[int], rank: int,
             attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
-    """Rank's result of `opcode` given every rank's operands (`slots[r]`)."""
+    """Rank's result of the collective named `opcode` given every rank's operands
+    (`slots[r]`)."""
+    step = ONE_STEP.get(opcode)
+    if step is None:
+        raise ExecutionError(f"{opcode} is not a collective this communicator performs")
+    return step(slots, group, rank, attrs)
+
+
+def _position(group: list[int], rank: int) -> int:
+    return group.index(rank) if rank in group else 0
+
+
+@ONE_STEP.register(ops.all_reduce)
+def _all_reduce(slots: Sequence, group: list[int], rank: int,
+                attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
     inputs = [slots[m] for m in group]
-    size, pos = len(group), group.index(rank) if rank in group else 0
-    if opcode == "all_reduce":
-        fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
-        return [reduce_all(fn, [x[i] for x in inputs]) for i in range(len(inputs[0]))]
-    if opcode == "all_gather":
-        return [np.concatenate([x[0] for x in inputs], axis=attrs["dimension"])]  # type: ignore[arg-type]
-    if opcode == "reduce_scatter":
-        full = reduce_all(REDUCE[attrs["reduction"]], [x[0] for x in inputs])  # type: ignore[index]
-        return [np.split(full, size, axis=attrs["dimension"])[pos].copy()]  # type: ignore[call-overload]
-    if opcode == "all_to_all":
-        split, concat = attrs["split_dimension"], attrs["concat_dimension"]
-        parts = [np.split(x[0], size, axis=split)[pos] for x in inputs]  # type: ignore[call-overload]
-        return [np.concatenate(parts, axis=concat)]  # type: ignore[arg-type]
-    if opcode == "collective_permute":
-        mine = slots[rank][0]
-        for src, dst in attrs["source_target_pairs"]:  # type: ignore[union-attr]
-            if dst == rank:
-                return [np.array(slots[src][0], copy=True)]
-        return [np.zeros_like(mine)]
-    raise ExecutionError(f"{opcode} is not a collective this communicator performs")
+    fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
+    return [reduce_all(fn, [x[i] for x in inputs]) for i in range(len(inputs[0]))]
+
+
+@ONE_STEP.register(ops.all_gather)
+def _all_gather(slots: Sequence, group: list[int], rank: int,
+                attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
+    return [np.concatenate([slots[m][0] for m in group], axis=attrs["dimension"])]  # type: ignore[arg-type]
+
+
+@ONE_STEP.register(ops.reduce_scatter)
+def _reduce_scatter(slots: Sequence, group: list[int], rank: int,
+                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
+    full = reduce_all(REDUCE[attrs["reduction"]], [slots[m][0] for m in group])  # type: ignore[index]
+    return [np.split(full, len(group), axis=attrs["dimension"])[_position(group, rank)].copy()]  # type: ignore[call-overload]
+
+
+@ONE_STEP.register(ops.all_to_all)
+def _all_to_all(slots: Sequence, group: list[int], rank: int,
+                attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
+    split, concat = attrs["split_dimension"], attrs["concat_dimension"]
+    pos = _position(group, rank)
+    parts = [np.split(slots[m][0], len(group), axis=split)[pos] for m in group]  # type: ignore[call-overload]
+    return [np.concatenate(parts, axis=concat)]  # type: ignore[arg-type]
+
+
+@ONE_STEP.register(ops.collective_permute)
+def _collective_permute(slots: Sequence, group: list[int], rank: int,
+                        attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
+    mine = slots[rank][0]
+    for src, dst in attrs["source_target_pairs"]:  # type: ignore[union-attr]
+        if dst == rank:
+            return [np.array(slots[src][0], copy=True)]
+    return [np.zeros_like(mine)]

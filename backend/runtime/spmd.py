@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from nxcc.backend.neff import NeffError, NeffFile
+from nxcc.backend.runtime.checked_neff import check_neff
 from nxcc.backend.runtime.collective_binding import (
     Binder,
     CollectiveBinding,
@@ -37,7 +38,6 @@ from nxcc.backend.runtime.multicore import Communicator, run_cores
 from nxcc.backend.runtime.spmd_layout import LayoutError, OutputsDisagree, assemble, split
 from nxcc.backend.runtime.spmd_spec import check_layouts, output_layouts, read_spec
 from nxcc.backend.runtime.status import NrtError, NrtStatus
-from nxcc.backend.runtime.validate import check_neff
 from nxcc.ir.dtypes import DType
 
 

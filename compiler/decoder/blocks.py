@@ -21,6 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from nxcc.compiler.decoder.config import DecoderConfig, StagePlan
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Op, Value
 from nxcc.ir.dtypes import DType
@@ -99,9 +100,9 @@ class Blocks:
         h = float(shape[-1])
         last = (len(shape) - 1,)
         if self.cfg.layer_norm:
-            total = reduce_all(b, x, "add", last)
+            total = reduce_all(b, x, ops.add, last)
             x = b.subtract(x, self.last(b.divide(total, b.splat(h, total.type)), shape))
-        square = reduce_all(b, b.multiply(x, x), "add", last)
+        square = reduce_all(b, b.multiply(x, x), ops.add, last)
         var = b.divide(square, b.splat(h, square.type))
         inv = b.rsqrt(b.add(var, b.splat(self.cfg.norm_eps, var.type)))
         y = b.multiply(b.multiply(x, self.last(inv, shape)), self.feature(weight, shape))
@@ -189,10 +190,10 @@ class Blocks:
         shape = scores.type.shape
         scores = b.select(self.causal_mask(shape), scores, self.scalar(NEG, scores))
         last = (len(shape) - 1,)
-        top = reduce_all(b, scores, "maximum", last)
+        top = reduce_all(b, scores, ops.maximum, last)
         self.stop.append(top)
         e = b.exp(b.subtract(scores, self.last(top, shape)))
-        probs = b.divide(e, self.last(reduce_all(b, e, "add", last), shape))
+        probs = b.divide(e, self.last(reduce_all(b, e, ops.add, last), shape))
         ctx = b.dot_general(probs, v, lhs_batch_dims=(0, 1), rhs_batch_dims=(0, 1),
                             lhs_contracting_dims=(4,), rhs_contracting_dims=(2,))
         self.core_attention.append(b.function.body[start:])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from nxcc.compiler.decoder.blocks import Blocks
 from nxcc.compiler.decoder.config import CHUNKS, CORE, MLP_FIRST, OUT, QKV_FIRST, chunks_in
+from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.passes.autodiff.losses import IGNORE_INDEX, reduce_all
 
@@ -151,17 +152,17 @@ class Model:
         logits = self.logits(x)
         shape = logits.type.shape
         last = (len(shape) - 1,)
-        top = reduce_all(b, logits, "maximum", last)
+        top = reduce_all(b, logits, ops.maximum, last)
         if k.tp > 1:
             top = b.all_reduce(top, reduction="max", replica_groups=k.groups)
         k.stop.append(top)
         shifted = b.subtract(logits, k.last(top, shape))
-        total = reduce_all(b, b.exp(shifted), "add", last)
+        total = reduce_all(b, b.exp(shifted), ops.add, last)
         classes = b.iota(dtype=labels.type.dtype, shape=shape, dimension=len(shape) - 1)
         if k.plan.tp_rank:
             classes = b.add(classes, b.splat(k.plan.tp_rank * shape[-1], classes.type))
         is_label = b.compare(classes, k.last(labels, shape), direction="EQ")
-        picked = reduce_all(b, b.select(is_label, shifted, k.scalar(0.0, shifted)), "add",
+        picked = reduce_all(b, b.select(is_label, shifted, k.scalar(0.0, shifted)), ops.add,
                             last)
         if k.tp > 1:
             total, picked = b.ops("all_reduce", [total, picked], {

@@ -23,9 +23,9 @@ from nxcc.ir.core import Module
 
 def _supported() -> tuple[str, ...]:
     from nxcc.compiler.hlo import handlers  # noqa: F401
-    from nxcc.compiler.hlo.registry import HANDLERS
+    from nxcc.compiler.hlo.registry import CONVERTERS
 
-    return tuple(sorted({*HANDLERS, "parameter"}))
+    return tuple(sorted({*CONVERTERS, "parameter"}))
 
 
 SUPPORTED_OPCODES: tuple[str, ...] = _supported()

@@ -33,7 +33,7 @@ from nxcc.compiler.hlo.nodes import (
     Instruction,
     Shape,
 )
-from nxcc.compiler.hlo.registry import HANDLERS
+from nxcc.compiler.hlo.registry import CONVERTERS
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Value
@@ -237,7 +237,7 @@ class FunctionLowering:
         return out
 
     def lower(self, instr: Instruction) -> Tree:
-        handler = HANDLERS.get(instr.opcode)
+        handler = CONVERTERS.get(instr.opcode)
         if handler is None:
             raise self.lowering.error(
                 f"expected an opcode the compiler supports, found '{instr.opcode}' "

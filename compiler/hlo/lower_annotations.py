@@ -28,6 +28,7 @@ import logging
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.hlo.nodes import Attribute, HloModule, Instruction
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.sharding_notation.hlo_sharding import Sharding as HloSharding
 from nxcc.ir.sharding_notation.tile_layout import per_leaf, to_ir_sharding, to_layout
@@ -35,8 +36,8 @@ from nxcc.ir.spmd import MeshLayouts, SpmdInfo, SpmdValue, TileLayout
 
 log = logging.getLogger("nxcc.compiler.hlo")
 
-SPMD_OPS = frozenset({"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
-                      "collective_permute", "partition_id", "replica_id"})
+SPMD_OPS = frozenset({ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
+                      ops.collective_permute, ops.partition_id, ops.replica_id})
 
 
 def header_int(hlo: HloModule, name: str) -> int:
@@ -52,7 +53,7 @@ def is_spmd(hlo: HloModule, module: Module) -> bool:
     """True for a program already partitioned over ranks (see the module docstring)."""
     if header_int(hlo, "num_partitions") > 1 or header_int(hlo, "replica_count") > 1:
         return True
-    return any(op.opcode in SPMD_OPS for fn in module.functions.values() for op in fn.body)
+    return any(op.opdef in SPMD_OPS for fn in module.functions.values() for op in fn.body)
 
 
 def _leaf_shardings(instr: Instruction, hlo: HloModule, values: list[Value]

@@ -16,7 +16,7 @@ from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree, leaves
 from nxcc.compiler.hlo.lower_control import zeros
 from nxcc.compiler.hlo.nodes import Shape
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.opdef import OpDef
@@ -74,7 +74,7 @@ def sync_emit(cx: InstrContext) -> Emit:
 def async_emit(cx: InstrContext) -> Emit:
     """Emits `<kind>_start` for collective `op`; gives values standing for its done's results."""
     def emit(op: OpDef, xs: Sequence[Value], attrs: dict) -> list[Value]:
-        start_def, done_def = ASYNC_PAIRS[op.name]
+        start_def, done_def = ASYNC_PAIRS[op]
         context = cx.emit1(start_def, xs, attrs)
         checked = context.owner.attrs  # type: ignore[union-attr]
         types = op.infer([x.type for x in xs], checked, cx.b.module)
@@ -181,7 +181,7 @@ _KINDS = {"all-reduce": all_reduce, "all-gather": all_gather,
           "collective-permute": collective_permute}
 
 
-@handles(*_KINDS)
+@converts(*_KINDS)
 def lower_collective(cx: InstrContext) -> Tree:
     return _KINDS[cx.instr.opcode](cx, cx.instr.shape)
 
@@ -201,12 +201,12 @@ def _emit_for_start(cx: InstrContext) -> Emit:
     return async_emit(cx) if _only_done_reads(cx) else sync_emit(cx)
 
 
-@handles("all-reduce-start")
+@converts("all-reduce-start")
 def lower_all_reduce_start(cx: InstrContext) -> Tree:
     return all_reduce(cx, cx.instr.shape, _emit_for_start(cx))
 
 
-@handles("all-gather-start", "collective-permute-start")
+@converts("all-gather-start", "collective-permute-start")
 def lower_start(cx: InstrContext) -> Tree:
     """An (operand, result, context...) tuple, or the result alone."""
     kind = _KINDS[cx.instr.opcode.removesuffix("-start")]
@@ -233,7 +233,7 @@ def _finish(cx: InstrContext, tree: Tree) -> Tree:
     return pending.results[pending.stand_ins.index(tree)]  # type: ignore[arg-type]
 
 
-@handles("all-reduce-done", "all-gather-done", "collective-permute-done")
+@converts("all-reduce-done", "all-gather-done", "collective-permute-done")
 def lower_done(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     arg = cx.args[0]

@@ -7,7 +7,7 @@ import numpy as np
 
 from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild, value_count
 from nxcc.compiler.hlo.nodes import ArrayShape, Shape
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.attributes import Dense, Symbol
 from nxcc.ir.builder import Builder
@@ -23,12 +23,12 @@ def relike(tree: Tree, values: list[Value]) -> Tree:
     return tree
 
 
-@handles("tuple")
+@converts("tuple")
 def lower_tuple(cx: InstrContext) -> Tree:
     return tuple(cx.args)
 
 
-@handles("get-tuple-element")
+@converts("get-tuple-element")
 def lower_get_tuple_element(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     arg = cx.args[0]
@@ -40,7 +40,7 @@ def lower_get_tuple_element(cx: InstrContext) -> Tree:
     return arg[index]  # type: ignore[index]
 
 
-@handles("call")
+@converts("call")
 def lower_call(cx: InstrContext) -> Tree:
     fn = cx.computation("to_apply")
     args = [v for a in cx.args for v in leaves(a)]
@@ -52,13 +52,13 @@ def lower_call(cx: InstrContext) -> Tree:
     return rebuild(cx.instr.shape, results)
 
 
-@handles("fusion")
+@converts("fusion")
 def lower_fusion(cx: InstrContext) -> Tree:
     comp = cx.hlo_computation("calls")
     return cx.lowering.inline(comp, cx.b, cx.args, cx)
 
 
-@handles("while")
+@converts("while")
 def lower_while(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     state = leaves(cx.args[0])
@@ -68,7 +68,7 @@ def lower_while(cx: InstrContext) -> Tree:
     return relike(cx.args[0], list(results))
 
 
-@handles("conditional")
+@converts("conditional")
 def lower_conditional(cx: InstrContext) -> Tree:
     """Every branch function takes the union of the branch operands (the IR's conditional
     passes the same arguments to each branch) and uses its own part."""
@@ -110,7 +110,7 @@ def zeros(cx: InstrContext, shape: Shape) -> Tree:
     return tuple(zeros(cx, s) for s in shape.elements)
 
 
-@handles("async-start")
+@converts("async-start")
 def lower_async_start(cx: InstrContext) -> Tree:
     """((operands), result, context...): the wrapped computation runs here."""
     comp = cx.hlo_computation("calls")
@@ -120,20 +120,20 @@ def lower_async_start(cx: InstrContext) -> Tree:
     return (tuple(cx.args), result, *(zeros(cx, s) for s in rest))
 
 
-@handles("async-update")
+@converts("async-update")
 def lower_async_update(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     return cx.args[0]
 
 
-@handles("async-done")
+@converts("async-done")
 def lower_async_done(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     arg = cx.args[0]
     return arg[1] if isinstance(arg, tuple) else arg
 
 
-@handles("copy-start")
+@converts("copy-start")
 def lower_copy_start(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     shape = cx.instr.shape
@@ -141,37 +141,37 @@ def lower_copy_start(cx: InstrContext) -> Tree:
     return (cx.args[0], cx.args[0], *(zeros(cx, s) for s in rest))
 
 
-@handles("copy-done")
+@converts("copy-done")
 def lower_copy_done(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     arg = cx.args[0]
     return arg[0] if isinstance(arg, tuple) else arg
 
 
-@handles("opt-barrier", "optimization-barrier", "domain")
+@converts("opt-barrier", "optimization-barrier", "domain")
 def lower_identity(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     return cx.args[0]
 
 
-@handles("add-dependency")
+@converts("add-dependency")
 def lower_add_dependency(cx: InstrContext) -> Tree:
     cx.operand_count(2)
     return cx.args[0]
 
 
-@handles("after-all")
+@converts("after-all")
 def lower_after_all(cx: InstrContext) -> Tree:
     return TOKEN
 
 
-@handles("partition-id")
+@converts("partition-id")
 def lower_partition_id(cx: InstrContext) -> Tree:
     cx.operand_count(0)
     return cx.emit1(ops.partition_id, [])
 
 
-@handles("replica-id")
+@converts("replica-id")
 def lower_replica_id(cx: InstrContext) -> Tree:
     cx.operand_count(0)
     return cx.emit1(ops.replica_id, [])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.computations import compare_computation
 from nxcc.ir.core import Value
@@ -25,7 +25,7 @@ IDENTITY_TARGETS = frozenset({
 KNOWN_TARGETS = IDENTITY_TARGETS | {"TopK"}
 
 
-@handles("custom-call")
+@converts("custom-call")
 def lower_custom_call(cx: InstrContext) -> Tree:
     target = cx.attr("custom_call_target")
     if target in IDENTITY_TARGETS:
@@ -50,7 +50,7 @@ def _k_of(cx: InstrContext) -> int:
     return cx.ir_type(first).shape[-1]
 
 
-@handles("topk")
+@converts("topk")
 def lower_topk(cx: InstrContext) -> Tree:
     return top_k(cx, int(cx.attr("k")), bool(cx.attr("largest", True)))  # type: ignore
 

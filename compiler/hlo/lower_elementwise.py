@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -49,19 +49,19 @@ BINARY: dict[str, OpDef] = {
 }
 
 
-@handles(*UNARY)
+@converts(*UNARY)
 def lower_unary(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     return cx.emit1(UNARY[cx.instr.opcode], [cx.value(0)])
 
 
-@handles(*BINARY)
+@converts(*BINARY)
 def lower_binary(cx: InstrContext) -> Tree:
     cx.operand_count(2)
     return cx.emit1(BINARY[cx.instr.opcode], [cx.value(0), cx.value(1)])
 
 
-@handles("copy")
+@converts("copy")
 def lower_copy(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     return cx.args[0]
@@ -83,7 +83,7 @@ def total_order_key(cx: InstrContext, x: Value) -> Value:
     return cx.emit1(ops.select, [negative, flipped, bits])
 
 
-@handles("compare")
+@converts("compare")
 def lower_compare(cx: InstrContext) -> Tree:
     cx.operand_count(2)
     a, b = cx.value(0), cx.value(1)
@@ -101,19 +101,19 @@ def lower_compare(cx: InstrContext) -> Tree:
     return cx.emit1(ops.compare, [a, b], {"direction": direction})
 
 
-@handles("select")
+@converts("select")
 def lower_select(cx: InstrContext) -> Tree:
     cx.operand_count(3)
     return cx.emit1(ops.select, cx.values())
 
 
-@handles("clamp")
+@converts("clamp")
 def lower_clamp(cx: InstrContext) -> Tree:
     cx.operand_count(3)
     return cx.emit1(ops.clamp, cx.values())
 
 
-@handles("convert")
+@converts("convert")
 def lower_convert(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)
@@ -121,7 +121,7 @@ def lower_convert(cx: InstrContext) -> Tree:
     return x if x.type.dtype is dt else cx.emit1(ops.convert, [x], {"dtype": dt})
 
 
-@handles("bitcast-convert")
+@converts("bitcast-convert")
 def lower_bitcast_convert(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)
@@ -134,7 +134,7 @@ _PRECISIONS = {(5, 10): DType.F16, (8, 7): DType.BF16, (8, 23): DType.F32,
                (11, 52): DType.F64}
 
 
-@handles("reduce-precision")
+@converts("reduce-precision")
 def lower_reduce_precision(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)

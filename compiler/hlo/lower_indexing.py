@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nxcc.compiler.hlo.context import InstrContext, Tree
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 
 
@@ -13,7 +13,7 @@ def _ints(cx: InstrContext, name: str, default: tuple[int, ...] | None = None
     return tuple(value)  # type: ignore[arg-type]
 
 
-@handles("gather")
+@converts("gather")
 def lower_gather(cx: InstrContext) -> Tree:
     cx.operand_count(2)
     return cx.emit1(ops.gather, [cx.value(0), cx.value(1)], {
@@ -28,7 +28,7 @@ def lower_gather(cx: InstrContext) -> Tree:
     })
 
 
-@handles("scatter")
+@converts("scatter")
 def lower_scatter(cx: InstrContext) -> Tree:
     values = cx.values()
     if len(values) % 2 == 0:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from nxcc.compiler.hlo.attributes import ConvDims, Window
 from nxcc.compiler.hlo.context import InstrContext, Tree
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 
@@ -18,7 +18,7 @@ def _common_dtype(cx: InstrContext, a: Value, b: Value) -> tuple[Value, Value]:
             cx.emit1(ops.convert, [b], {"dtype": wide}) if b.type.dtype is not wide else b)
 
 
-@handles("dot")
+@converts("dot")
 def lower_dot(cx: InstrContext) -> Tree:
     cx.operand_count(2)
     lhs, rhs = _common_dtype(cx, cx.value(0), cx.value(1))
@@ -32,7 +32,7 @@ def lower_dot(cx: InstrContext) -> Tree:
     })
 
 
-@handles("convolution")
+@converts("convolution")
 def lower_convolution(cx: InstrContext) -> Tree:
     cx.operand_count(2)
     lhs, rhs = _common_dtype(cx, cx.value(0), cx.value(1))

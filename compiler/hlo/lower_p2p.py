@@ -18,7 +18,7 @@ import re
 from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree
 from nxcc.compiler.hlo.lower_control import zeros
 from nxcc.compiler.hlo.nodes import TupleShape
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 
 PAIRS_ATTRIBUTE = "_xla_send_recv_source_target_pairs"
@@ -45,21 +45,21 @@ def _p2p_attrs(cx: InstrContext) -> dict[str, object]:
     return {"source_target_pairs": pairs(cx), "channel_id": cx.attr("channel_id", 0)}
 
 
-@handles("send")
+@converts("send")
 def lower_send(cx: InstrContext) -> Tree:
     data = cx.value(0)
     context = cx.emit1(ops.send, [data], _p2p_attrs(cx))
     return (data, context, TOKEN)
 
 
-@handles("send-done")
+@converts("send-done")
 def lower_send_done(cx: InstrContext) -> Tree:
     send = cx.args[0]
     cx.emit1(ops.send_done, [send[1]])  # type: ignore[index]
     return TOKEN
 
 
-@handles("recv")
+@converts("recv")
 def lower_recv(cx: InstrContext) -> Tree:
     shape = cx.instr.shape
     if not isinstance(shape, TupleShape) or len(shape.elements) != 3:
@@ -68,11 +68,11 @@ def lower_recv(cx: InstrContext) -> Tree:
     return (zeros(cx, shape.elements[0]), context, TOKEN)
 
 
-@handles("recv-done")
+@converts("recv-done")
 def lower_recv_done(cx: InstrContext) -> Tree:
     recv = cx.args[0]
     if not isinstance(recv, tuple) or len(recv) != 3 or recv[1].owner is None \
-            or recv[1].owner.opcode != "recv":
+            or recv[1].owner.opdef is not ops.recv:
         raise cx.error("expected the operand of recv-done to be a recv")
     buffer, context = recv[0], recv[1]
     started = context.owner.attrs

@@ -7,7 +7,7 @@ from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.attributes import Window
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.lower_elementwise import BINARY, UNARY
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Value
@@ -26,7 +26,7 @@ def _results(cx: InstrContext, results: list[Value]) -> Tree:
     return tuple(results) if cx.instr.shape.is_tuple else results[0]
 
 
-@handles("reduce")
+@converts("reduce")
 def lower_reduce(cx: InstrContext) -> Tree:
     inputs, inits = _split(cx)
     fn = cx.computation("to_apply")
@@ -46,7 +46,7 @@ def _window(cx: InstrContext, rank: int) -> Window:
     return window
 
 
-@handles("reduce-window")
+@converts("reduce-window")
 def lower_reduce_window(cx: InstrContext) -> Tree:
     inputs, inits = _split(cx)
     window = _window(cx, inputs[0].type.rank)
@@ -60,7 +60,7 @@ def lower_reduce_window(cx: InstrContext) -> Tree:
     }))
 
 
-@handles("select-and-scatter")
+@converts("select-and-scatter")
 def lower_select_and_scatter(cx: InstrContext) -> Tree:
     cx.operand_count(3)
     operand = cx.value(0)
@@ -76,7 +76,7 @@ def lower_select_and_scatter(cx: InstrContext) -> Tree:
     })
 
 
-@handles("sort")
+@converts("sort")
 def lower_sort(cx: InstrContext) -> Tree:
     values = cx.values()
     dims = cx.attr("dimensions")
@@ -93,7 +93,7 @@ _ELEMENTWISE = {**UNARY, **BINARY, "compare": ops.compare, "select": ops.select,
                 "clamp": ops.clamp}
 
 
-@handles("map")
+@converts("map")
 def lower_map(cx: InstrContext) -> Tree:
     """map(x...) applies its scalar computation to every element: each scalar instruction of
     the computation is emitted once on whole arrays (constants broadcast)."""

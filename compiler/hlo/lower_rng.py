@@ -12,7 +12,7 @@ import math
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -173,7 +173,7 @@ def _philox_bits(o: _Ops, key: Value, low: Value, high: Value, shape: tuple[int,
     return bits, new_low, new_high
 
 
-@handles("rng-bit-generator")
+@converts("rng-bit-generator")
 def lower_rng_bit_generator(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     state = cx.value(0)

@@ -8,14 +8,14 @@ import numpy as np
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.compiler.hlo.nodes import ArrayShape
-from nxcc.compiler.hlo.registry import handles
+from nxcc.compiler.hlo.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
 
-@handles("broadcast")
+@converts("broadcast")
 def lower_broadcast(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)
@@ -33,7 +33,7 @@ def lower_broadcast(cx: InstrContext) -> Tree:
     return cx.emit1(ops.broadcast_in_dim, [x], {"shape": out.shape, "broadcast_dimensions": dims})
 
 
-@handles("reshape")
+@converts("reshape")
 def lower_reshape(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)
@@ -48,7 +48,7 @@ def _major_to_minor(shape: ArrayShape) -> list[int]:
     return list(reversed(shape.layout))
 
 
-@handles("bitcast")
+@converts("bitcast")
 def lower_bitcast(cx: InstrContext) -> Tree:
     """A bitcast reinterprets the buffer: logical order follows both layouts."""
     cx.operand_count(1)
@@ -80,7 +80,7 @@ def lower_bitcast(cx: InstrContext) -> Tree:
     return x
 
 
-@handles("transpose")
+@converts("transpose")
 def lower_transpose(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     perm = tuple(cx.attr("dimensions"))  # type: ignore[arg-type]
@@ -90,7 +90,7 @@ def lower_transpose(cx: InstrContext) -> Tree:
     return cx.emit1(ops.transpose, [x], {"permutation": perm})
 
 
-@handles("slice")
+@converts("slice")
 def lower_slice(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     ranges = cx.attr("slice")
@@ -116,7 +116,7 @@ def start_indices(cx: InstrContext, first: int, rank: int) -> list[Value]:
     return starts
 
 
-@handles("dynamic-slice")
+@converts("dynamic-slice")
 def lower_dynamic_slice(cx: InstrContext) -> Tree:
     x = cx.value(0)
     sizes = cx.attr("dynamic_slice_sizes")
@@ -124,13 +124,13 @@ def lower_dynamic_slice(cx: InstrContext) -> Tree:
                     {"slice_sizes": tuple(sizes)})  # type: ignore[arg-type]
 
 
-@handles("dynamic-update-slice")
+@converts("dynamic-update-slice")
 def lower_dynamic_update_slice(cx: InstrContext) -> Tree:
     x, update = cx.value(0), cx.value(1)
     return cx.emit1(ops.dynamic_update_slice, [x, update, *start_indices(cx, 2, x.type.rank)])
 
 
-@handles("pad")
+@converts("pad")
 def lower_pad(cx: InstrContext) -> Tree:
     cx.operand_count(2)
     x, value = cx.value(0), cx.value(1)
@@ -145,7 +145,7 @@ def lower_pad(cx: InstrContext) -> Tree:
     })
 
 
-@handles("concatenate")
+@converts("concatenate")
 def lower_concatenate(cx: InstrContext) -> Tree:
     dims = cx.attr("dimensions")
     if len(dims) != 1:  # type: ignore[arg-type]
@@ -157,7 +157,7 @@ def lower_concatenate(cx: InstrContext) -> Tree:
     return cx.emit1(ops.concatenate, values, {"dimension": dims[0]})  # type: ignore[index]
 
 
-@handles("reverse")
+@converts("reverse")
 def lower_reverse(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     dims = tuple(cx.attr("dimensions"))  # type: ignore[arg-type]
@@ -165,7 +165,7 @@ def lower_reverse(cx: InstrContext) -> Tree:
     return cx.emit1(ops.reverse, [x], {"dimensions": dims}) if dims else x
 
 
-@handles("iota")
+@converts("iota")
 def lower_iota(cx: InstrContext) -> Tree:
     cx.operand_count(0)
     out = cx.out_type
@@ -173,7 +173,7 @@ def lower_iota(cx: InstrContext) -> Tree:
                                  "dimension": cx.attr("iota_dimension")})
 
 
-@handles("constant")
+@converts("constant")
 def lower_constant(cx: InstrContext) -> Tree:
     instr = cx.instr
     if instr.literal_elided:
@@ -193,7 +193,7 @@ def _tuple_constant(cx: InstrContext, shape, value) -> Tree:
     return cx.emit1(ops.constant, [], {"value": Dense.of(value, cx.ir_type(shape).dtype)})
 
 
-@handles("get-dimension-size")
+@converts("get-dimension-size")
 def lower_get_dimension_size(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)

@@ -1,4 +1,5 @@
-"""Opcode -> lowering handler. Each `lower_*` module registers the opcodes it lowers."""
+"""HLO opcode -> the function converting one instruction to core ops. Each `lower_*` module
+registers the opcodes it converts with ``@converts("add", ...)``."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from collections.abc import Callable
 from nxcc.compiler.hlo.context import InstrContext, Tree
 from nxcc.ir.registry import Registry
 
-Handler = Callable[[InstrContext], Tree]
+Converter = Callable[[InstrContext], Tree]
 
-#: HLO opcode -> its lowering.
-HANDLERS: Registry[str, Handler] = Registry("HLO lowering")
+#: HLO opcode -> its converter.
+CONVERTERS: Registry[str, Converter] = Registry("HLO converter")
 
-#: ``@handles("add", ...)`` registers the decorated function as the lowering of those opcodes.
-handles = HANDLERS.register
+#: ``@converts("add", ...)`` registers the decorated function as the converter of those
+#: opcodes.
+converts = CONVERTERS.register

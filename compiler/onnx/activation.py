@@ -5,7 +5,8 @@ from __future__ import annotations
 import math
 
 from nxcc.compiler.onnx.context import NodeContext, binary, reduce, splat_like
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.reduce import arg_extreme
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -23,20 +24,20 @@ def _scale(b: Builder, x: Value, k: float) -> Value:
     return x if k == 1.0 else b.multiply(x, splat_like(b, k, x))
 
 
-@converter("Relu")
+@converts("Relu")
 def convert_relu(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     return [ctx.b.maximum(x, splat_like(ctx.b, 0, x))]
 
 
-@converter("LeakyRelu")
+@converts("LeakyRelu")
 def convert_leaky_relu(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     alpha = float(ctx.attr("alpha", 0.01))
     return [b.select(_positive(b, x), x, _scale(b, x, alpha))]
 
 
-@converter("PRelu")
+@converts("PRelu")
 def convert_prelu(ctx: NodeContext) -> list[Value]:
     """PRelu: the slope broadcasts (unidirectionally) to x."""
     b, x = ctx.b, ctx.input(0)
@@ -44,7 +45,7 @@ def convert_prelu(ctx: NodeContext) -> list[Value]:
     return [b.select(_positive(b, x), x, b.multiply(x, slope))]
 
 
-@converter("ThresholdedRelu")
+@converts("ThresholdedRelu")
 def convert_thresholded_relu(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     above = b.compare(x, splat_like(b, float(ctx.attr("alpha", 1.0)), x), direction="GT")
@@ -56,12 +57,12 @@ def _elu(b: Builder, x: Value, alpha: float) -> Value:
     return b.select(_positive(b, x), x, _scale(b, b.expm1(x), alpha))
 
 
-@converter("Elu")
+@converts("Elu")
 def convert_elu(ctx: NodeContext) -> list[Value]:
     return [_elu(ctx.b, ctx.input(0), float(ctx.attr("alpha", 1.0)))]
 
 
-@converter("Selu")
+@converts("Selu")
 def convert_selu(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     alpha = float(ctx.attr("alpha", SELU_ALPHA))
@@ -69,7 +70,7 @@ def convert_selu(ctx: NodeContext) -> list[Value]:
     return [_scale(b, _elu(b, ctx.input(0), alpha), gamma)]
 
 
-@converter("Celu")
+@converts("Celu")
 def convert_celu(ctx: NodeContext) -> list[Value]:
     """max(0, x) + min(0, alpha * (exp(x / alpha) - 1))."""
     b, x = ctx.b, ctx.input(0)
@@ -79,7 +80,7 @@ def convert_celu(ctx: NodeContext) -> list[Value]:
     return [b.add(b.maximum(x, zero), b.minimum(neg, zero))]
 
 
-@converter("Gelu")
+@converts("Gelu")
 def convert_gelu(ctx: NodeContext) -> list[Value]:
     """approximate='none': 0.5 x (1 + erf(x / sqrt 2));
     'tanh': 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))."""
@@ -97,7 +98,7 @@ def convert_gelu(ctx: NodeContext) -> list[Value]:
     return [b.multiply(_scale(b, x, 0.5), one_plus)]
 
 
-@converter("HardSigmoid")
+@converts("HardSigmoid")
 def convert_hard_sigmoid(ctx: NodeContext) -> list[Value]:
     return [_hard_sigmoid(ctx.b, ctx.input(0), float(ctx.attr("alpha", 0.2)),
                           float(ctx.attr("beta", 0.5)))]
@@ -109,7 +110,7 @@ def _hard_sigmoid(b: Builder, x: Value, alpha: float, beta: float) -> Value:
     return b.clamp(splat_like(b, 0, x), y, splat_like(b, 1, x))
 
 
-@converter("HardSwish")
+@converts("HardSwish")
 def convert_hard_swish(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     return [b.multiply(x, _hard_sigmoid(b, x, 1.0 / 6.0, 0.5))]
@@ -121,18 +122,18 @@ def _softplus(b: Builder, x: Value) -> Value:
     return b.add(b.maximum(x, splat_like(b, 0, x)), tail)
 
 
-@converter("Softplus")
+@converts("Softplus")
 def convert_softplus(ctx: NodeContext) -> list[Value]:
     return [_softplus(ctx.b, ctx.input(0))]
 
 
-@converter("Softsign")
+@converts("Softsign")
 def convert_softsign(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     return [b.divide(x, b.add(b.abs(x), splat_like(b, 1, x)))]
 
 
-@converter("Mish")
+@converts("Mish")
 def convert_mish(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     return [b.multiply(x, b.tanh(_softplus(b, x)))]
@@ -161,7 +162,7 @@ def _shifted(ctx: NodeContext) -> tuple[Value, list[int]]:
     return binary(b, ops.subtract, x, peak, ctx), dims
 
 
-@converter("Softmax")
+@converts("Softmax")
 def convert_softmax(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     shifted, dims = _shifted(ctx)
@@ -170,7 +171,7 @@ def convert_softmax(ctx: NodeContext) -> list[Value]:
     return [binary(b, ops.divide, e, total, ctx)]
 
 
-@converter("LogSoftmax")
+@converts("LogSoftmax")
 def convert_log_softmax(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     shifted, dims = _shifted(ctx)
@@ -178,10 +179,9 @@ def convert_log_softmax(ctx: NodeContext) -> list[Value]:
     return [binary(b, ops.subtract, shifted, b.log(total), ctx)]
 
 
-@converter("Hardmax")
+@converts("Hardmax")
 def convert_hardmax(ctx: NodeContext) -> list[Value]:
     """1 at the first maximum over the softmax dims (row-major order), 0 elsewhere."""
-    from nxcc.compiler.onnx.reduce import arg_extreme
 
     b, x = ctx.b, ctx.input(0)
     shape = x.type.shape

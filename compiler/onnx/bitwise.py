@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, binary
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 
 
-@converter("BitShift")
+@converts("BitShift")
 def convert_bitshift(ctx: NodeContext) -> list[Value]:
     """BitShift on unsigned integers: LEFT is shift_left, RIGHT shift_right_logical (a
     shift by the bit width or more gives 0, as HLO and ONNX agree)."""
@@ -24,7 +24,7 @@ def convert_bitshift(ctx: NodeContext) -> list[Value]:
     return [binary(ctx.b, opcode, x, y, ctx)]
 
 
-@converter("BitCast")
+@converts("BitCast")
 def convert_bitcast(ctx: NodeContext) -> list[Value]:
     """BitCast to a type of the same width: the bits reinterpreted (bitcast_convert)."""
     x = ctx.input(0)

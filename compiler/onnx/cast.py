@@ -16,7 +16,7 @@ import ml_dtypes
 
 from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -25,13 +25,13 @@ from nxcc.ir.dtypes import DType
 SATURATING_F8 = frozenset({DType.F8E4M3FN, DType.F8E4M3FNUZ, DType.F8E5M2, DType.F8E5M2FNUZ})
 
 
-@converter("Cast")
+@converts("Cast")
 def convert_cast(ctx: NodeContext) -> list[Value]:
     to = to_ir_dtype(int(ctx.attr("to")), f"output '{ctx.node.output[0]}' of Cast")
     return [cast(ctx, ctx.input(0), to)]
 
 
-@converter("CastLike")
+@converts("CastLike")
 def convert_cast_like(ctx: NodeContext) -> list[Value]:
     return [cast(ctx, ctx.input(0), ctx.input(1).type.dtype)]
 

@@ -23,7 +23,7 @@ import onnx
 
 from nxcc.compiler.onnx.context import NodeContext
 from nxcc.compiler.onnx.errors import DYNAMIC, FrontendError
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
@@ -58,7 +58,7 @@ def _scalar(b: Builder, v: Value, dtype: DType) -> Value:
 
 # -- If ---------------------------------------------------------------------------------
 
-@converter("If")
+@converts("If")
 def convert_if(ctx: NodeContext) -> list[Value]:
     b, graphs = ctx.b, _graphs(ctx)
     then_g, else_g = ctx.attr("then_branch"), ctx.attr("else_branch")
@@ -94,7 +94,7 @@ def _stops_early(body: onnx.GraphProto) -> bool:
     return True
 
 
-@converter("Loop")
+@converts("Loop")
 def convert_loop(ctx: NodeContext) -> list[Value]:
     body: onnx.GraphProto = ctx.attr("body")
     carried = [ctx.input(i) for i in range(2, len(ctx.inputs))]
@@ -180,7 +180,7 @@ def _loop_unrolled(ctx: NodeContext, body: onnx.GraphProto, carried: list[Value]
 
 # -- Scan -------------------------------------------------------------------------------
 
-@converter("Scan")
+@converts("Scan")
 def convert_scan(ctx: NodeContext) -> list[Value]:
     if ctx.opset < 9:
         return _scan8(ctx)
@@ -199,6 +199,9 @@ def _scan(ctx: NodeContext, inputs: list[Value]) -> list[Value]:
     b, graphs = ctx.b, _graphs(ctx)
     body: onnx.GraphProto = ctx.attr("body")
     m = int(ctx.attr("num_scan_inputs"))
+    if not 0 < m <= len(inputs):
+        raise ctx.fail(f"attribute 'num_scan_inputs' is {m}, but the node has "
+                       f"{len(inputs)} inputs")
     states, xs = inputs[:len(inputs) - m], inputs[len(inputs) - m:]
     n = len(states)
     k = len(body.output) - n

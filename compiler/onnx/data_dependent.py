@@ -12,11 +12,11 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext
 from nxcc.compiler.onnx.indexing import take
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir.core import Value
 
 
-@converter("Compress")
+@converts("Compress")
 def convert_compress(ctx: NodeContext) -> list[Value]:
     """x's slices along `axis` (x flattened when there is none) where condition is true
     (a condition shorter than the axis keeps nothing past its end)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, float_type_of, splat_like
 from nxcc.compiler.onnx.indexing import take
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -32,7 +32,7 @@ def _per_channel(b: Builder, v: Value, shape: tuple[int, ...], groups: int) -> V
     return b.reshape(v, shape)
 
 
-@converter("DeformConv")
+@converts("DeformConv")
 def convert_deform_conv(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     x, w, offset = ctx.input(0, "X"), ctx.input(1, "W"), ctx.input(2, "offset")

@@ -9,7 +9,7 @@ by an iota equality and summed).
 from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, reduce, splat_like
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -74,7 +74,7 @@ def _diagonal(ctx: NodeContext, v: Value, labels: str) -> tuple[Value, str]:
     return v, labels
 
 
-@converter("Einsum")
+@converts("Einsum")
 def convert_einsum(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     values = [ctx.input(i) for i in range(len(ctx.inputs))]

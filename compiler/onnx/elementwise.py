@@ -13,7 +13,7 @@ from nxcc.compiler.onnx.context import (
     lowest,
     splat_like,
 )
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -50,28 +50,28 @@ COMPARE = {"Equal": "EQ", "Less": "LT", "Greater": "GT", "LessOrEqual": "LE",
            "GreaterOrEqual": "GE"}
 
 
-@converter(*BINARY)
+@converts(*BINARY)
 def convert_binary(ctx: NodeContext) -> list[Value]:
     return [binary(ctx.b, BINARY[ctx.op_type], ctx.input(0), ctx.input(1), ctx)]
 
 
-@converter(*UNARY)
+@converts(*UNARY)
 def convert_unary(ctx: NodeContext) -> list[Value]:
     return [ctx.b.op(UNARY[ctx.op_type], [ctx.input(0)])]
 
 
-@converter(*COMPARE)
+@converts(*COMPARE)
 def convert_compare(ctx: NodeContext) -> list[Value]:
     return [compare(ctx.b, COMPARE[ctx.op_type], ctx.input(0), ctx.input(1), ctx)]
 
 
-@converter("Abs")
+@converts("Abs")
 def convert_abs(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     return [x if x.type.dtype.is_unsigned_int else ctx.b.abs(x)]
 
 
-@converter("Sign")
+@converts("Sign")
 def convert_sign(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     if x.type.dtype.is_unsigned_int:  # 1 where x > 0, else 0
@@ -81,13 +81,13 @@ def convert_sign(ctx: NodeContext) -> list[Value]:
     return [ctx.b.sign(x)]
 
 
-@converter("Reciprocal")
+@converts("Reciprocal")
 def convert_reciprocal(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     return [ctx.b.divide(splat_like(ctx.b, 1, x), x)]
 
 
-@converter("Pow")
+@converts("Pow")
 def convert_pow(ctx: NodeContext) -> list[Value]:
     """Pow(x, y): y may have another numeric type. An integer x with a float y is computed
     in floating point and truncated back (as onnxruntime); otherwise y converts to x's type."""
@@ -100,7 +100,7 @@ def convert_pow(ctx: NodeContext) -> list[Value]:
     return [binary(b, ops.power, x, b.convert(y, x.type.dtype), ctx)]
 
 
-@converter("Mod")
+@converts("Mod")
 def convert_mod(ctx: NodeContext) -> list[Value]:
     """fmod=1: C fmod (sign of the dividend) = HLO remainder; fmod=0 (integers only): the
     sign of the divisor, as Python's %."""
@@ -117,13 +117,13 @@ def convert_mod(ctx: NodeContext) -> list[Value]:
     return [b.select(fix, b.add(r, y), r)]
 
 
-@converter("IsNaN")
+@converts("IsNaN")
 def convert_isnan(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     return [ctx.b.compare(x, x, direction="NE")]
 
 
-@converter("IsInf")
+@converts("IsInf")
 def convert_isinf(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     pos = b.compare(x, splat_like(b, float("inf"), x), direction="EQ")
@@ -147,34 +147,34 @@ def _variadic(ctx: NodeContext, opcode: OpDef) -> Value:
     return acc
 
 
-@converter("Max")
+@converts("Max")
 def convert_max(ctx: NodeContext) -> list[Value]:
     return [_variadic(ctx, ops.maximum)]
 
 
-@converter("Min")
+@converts("Min")
 def convert_min(ctx: NodeContext) -> list[Value]:
     return [_variadic(ctx, ops.minimum)]
 
 
-@converter("Sum")
+@converts("Sum")
 def convert_sum(ctx: NodeContext) -> list[Value]:
     return [_variadic(ctx, ops.add)]
 
 
-@converter("Mean")
+@converts("Mean")
 def convert_mean(ctx: NodeContext) -> list[Value]:
     total = _variadic(ctx, ops.add)
     return [ctx.b.divide(total, splat_like(ctx.b, len(ctx.inputs), total))]
 
 
-@converter("Where")
+@converts("Where")
 def convert_where(ctx: NodeContext) -> list[Value]:
     cond, x, y = broadcast_all(ctx.b, [ctx.input(0), ctx.input(1), ctx.input(2)], ctx)
     return [ctx.b.select(cond, x, y)]
 
 
-@converter("Clip")
+@converts("Clip")
 def convert_clip(ctx: NodeContext) -> list[Value]:
     """Clip: bounds are attributes before opset 11, optional scalar inputs since."""
     b, x = ctx.b, ctx.input(0)

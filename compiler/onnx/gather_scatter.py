@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, splat_like
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
@@ -47,7 +47,7 @@ def _coordinates(b: Builder, idx: Value, axis: int) -> Value:
     return b.concatenate(*coords, dimension=r) if r > 1 else coords[0]
 
 
-@converter("GatherElements")
+@converts("GatherElements")
 def convert_gather_elements(ctx: NodeContext) -> list[Value]:
     """out[i...] = data[i...] with dim `axis` replaced by indices[i...]."""
     b, data, indices = ctx.b, ctx.input(0), ctx.input(1)
@@ -89,7 +89,7 @@ def _nd_dims(ctx: NodeContext, data: Value, indices: Value) -> tuple[int, int]:
     return bd, k
 
 
-@converter("GatherND")
+@converts("GatherND")
 def convert_gather_nd(ctx: NodeContext) -> list[Value]:
     """out = indices.shape[:-1] + data.shape[batch_dims + k:], k = indices.shape[-1]."""
     b, data, indices = ctx.b, ctx.input(0), ctx.input(1)
@@ -125,7 +125,7 @@ def replace_computation(b: Builder, dtype: DType) -> Symbol:
     return Symbol(name)
 
 
-@converter("ScatterElements", "Scatter")
+@converts("ScatterElements", "Scatter")
 def convert_scatter_elements(ctx: NodeContext) -> list[Value]:
     """out = data with out[i... (axis: indices[i...])] = updates[i...] (or combined)."""
     b, data, indices, updates = ctx.b, ctx.input(0), ctx.input(1), ctx.input(2)
@@ -141,7 +141,7 @@ def convert_scatter_elements(ctx: NodeContext) -> list[Value]:
                       computation=_combiner(ctx, data.type.dtype))]
 
 
-@converter("ScatterND")
+@converts("ScatterND")
 def convert_scatter_nd(ctx: NodeContext) -> list[Value]:
     """out = data with out[indices[i...]] = updates[i...] (slices of the trailing dims)."""
     b, data, indices, updates = ctx.b, ctx.input(0), ctx.input(1), ctx.input(2)
@@ -157,7 +157,7 @@ def convert_scatter_nd(ctx: NodeContext) -> list[Value]:
                       computation=_combiner(ctx, data.type.dtype))]
 
 
-@converter("OneHot")
+@converts("OneHot")
 def convert_one_hot(ctx: NodeContext) -> list[Value]:
     """values[1] where iota == indices (negatives count from depth), values[0] elsewhere."""
     b, indices, values = ctx.b, ctx.input(0), ctx.input(2)

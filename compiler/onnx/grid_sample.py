@@ -15,7 +15,8 @@ import itertools
 
 from nxcc.compiler.onnx.context import NodeContext, float_type_of, splat_like
 from nxcc.compiler.onnx.indexing import take
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -64,7 +65,7 @@ def _cubic_weights(b: Builder, t: Value) -> list[Value]:
     return [far(b.add(t, one)), near(t), near(b.subtract(one, t)), far(b.subtract(two, t))]
 
 
-@converter("GridSample")
+@converts("GridSample")
 def convert_grid_sample(ctx: NodeContext) -> list[Value]:
     b, x, grid = ctx.b, ctx.input(0, "X"), ctx.input(1, "grid")
     dtype = float_type_of(ctx, x)
@@ -109,7 +110,7 @@ def _grid_position(b: Builder, g: Value, k: int, d: int, out_shape: tuple[int, .
     n, out_spatial = out_shape[0], out_shape[2:]
     comp = b.slice(g, start_indices=(0, *(0,) * len(out_spatial), k),
                    limit_indices=(n, *out_spatial, k + 1), strides=(1,) * g.type.rank)
-    comp = b.op("broadcast_in_dim", [b.reshape(comp, (n, *out_spatial))], {
+    comp = b.op(ops.broadcast_in_dim, [b.reshape(comp, (n, *out_spatial))], {
         "shape": out_shape, "broadcast_dimensions": (0, *range(2, 2 + len(out_spatial)))})
     if align:
         return b.multiply(b.add(comp, _k(b, 1, comp)), _k(b, (d - 1) / 2.0, comp))
@@ -153,7 +154,7 @@ def _tap_value(b: Builder, flat_x: Value, nc: Value, combo: tuple[tuple[Value, V
         idx, ok = _tap_index(b, pos, d, padding, align)
         flat = b.add(b.multiply(flat, b.splat(d, flat.type)), idx)
         if ok is not None:
-            valid = ok if valid is None else b.op("and", [valid, ok])
+            valid = ok if valid is None else b.op(ops.and_, [valid, ok])
         if w is not None:
             weight = w if weight is None else b.multiply(weight, w)
     val = b.convert(take(b, flat_x, flat, 0), DType.F32)
@@ -178,7 +179,7 @@ def _tap_index(b: Builder, pos: Value, d: int, padding: str, align: bool
     low, high = b.splat(0, idx.type), b.splat(d - 1, idx.type)
     clamped = b.clamp(low, idx, high)
     if padding == "zeros":
-        ok = b.op("and", [b.compare(pos, _k(b, 0, pos), direction="GE"),
+        ok = b.op(ops.and_, [b.compare(pos, _k(b, 0, pos), direction="GE"),
                           b.compare(pos, _k(b, d, pos), direction="LT")])
         return clamped, ok
     return clamped, None

@@ -28,11 +28,11 @@ from nxcc.compiler.onnx.loader import (
     input_types,
     load_model,
     model_opsets,
-    node_inputs,
     upgrade_opset,
     value_sources,
 )
 from nxcc.compiler.onnx.registry import CONVERTERS
+from nxcc.compiler.onnx.validate import node_inputs
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.dtypes import DType
@@ -69,13 +69,18 @@ def attribute_values(node: onnx.NodeProto) -> dict[str, Any]:
     """The node's attributes as Python values: strings decoded, tensors as numpy arrays."""
     out: dict[str, Any] = {}
     for attr in node.attribute:
-        value = onnx.helper.get_attribute_value(attr)
-        if isinstance(value, bytes):
-            value = value.decode()
-        elif isinstance(value, onnx.TensorProto):
-            value = numpy_helper.to_array(value)
-        elif isinstance(value, list) and value and isinstance(value[0], bytes):
-            value = [v.decode() for v in value]
+        try:
+            value = onnx.helper.get_attribute_value(attr)
+            if isinstance(value, bytes):
+                value = value.decode()
+            elif isinstance(value, onnx.TensorProto):
+                value = numpy_helper.to_array(value)
+            elif isinstance(value, list) and value and isinstance(value[0], bytes):
+                value = [v.decode() for v in value]
+        except (ValueError, TypeError, KeyError, UnicodeDecodeError) as exc:
+            raise FrontendError(f"node '{node.name or node.op_type}' ({node.op_type}) "
+                                f"attribute '{attr.name}' cannot be read: "
+                                f"{str(exc).splitlines()[0][:160]}", MALFORMED) from None
         out[attr.name] = value
     return out
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, splat_like
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.computations import binary_computation
@@ -48,7 +48,7 @@ def strided_slice(b: Builder, x: Value, starts: list[int], counts: list[int],
                    strides=tuple(stride))
 
 
-@converter("Slice")
+@converts("Slice")
 def convert_slice(ctx: NodeContext) -> list[Value]:
     """starts/ends/axes are attributes before opset 10, inputs (with steps) since."""
     x = ctx.input(0)
@@ -72,7 +72,7 @@ def convert_slice(ctx: NodeContext) -> list[Value]:
     return [strided_slice(ctx.b, x, first, counts, strides)]
 
 
-@converter("Split")
+@converts("Split")
 def convert_split(ctx: NodeContext) -> list[Value]:
     """Sizes from the 'split' input (opset 13+) or attribute; else num_outputs (opset 18)
     chunks of ceil(n / num_outputs), or equal parts, one per output."""
@@ -118,7 +118,7 @@ def normalized_indices(ctx: NodeContext, indices: Value, n: int) -> Value:
     return b.select(negative, b.add(indices, splat_like(b, n, indices)), indices)
 
 
-@converter("Gather")
+@converts("Gather")
 def convert_gather(ctx: NodeContext) -> list[Value]:
     """out = data.shape[:axis] + indices.shape + data.shape[axis+1:] (jnp.take) as a core
     gather; a constant scalar index is a slice."""
@@ -168,7 +168,7 @@ def _pads(ctx: NodeContext, rank: int) -> tuple[list[int], list[int]]:
     return low, high
 
 
-@converter("Pad")
+@converts("Pad")
 def convert_pad(ctx: NodeContext) -> list[Value]:
     """constant mode as a core pad; edge, reflect and wrap by slicing and concatenating."""
     b, x = ctx.b, ctx.input(0)
@@ -227,7 +227,7 @@ def _along(b: Builder, x: Value, d: int, start: int, count: int, step: int) -> V
     return strided_slice(b, x, starts, counts, [step if i == d else 1 for i in range(rank)])
 
 
-@converter("Tile")
+@converts("Tile")
 def convert_tile(ctx: NodeContext) -> list[Value]:
     """Broadcast x [d0, d1, ...] to [r0, d0, r1, d1, ...] and merge each pair."""
     b, x = ctx.b, ctx.input(0)
@@ -242,7 +242,7 @@ def convert_tile(ctx: NodeContext) -> list[Value]:
     return [b.reshape(y, [r * d for r, d in zip(repeats, x.type.shape, strict=True)])]
 
 
-@converter("Trilu")
+@converts("Trilu")
 def convert_trilu(ctx: NodeContext) -> list[Value]:
     """Keep the upper (j - i >= k) or lower (j - i <= k) triangle of the last two dims."""
     b, x = ctx.b, ctx.input(0)
@@ -257,7 +257,7 @@ def convert_trilu(ctx: NodeContext) -> list[Value]:
     return [b.select(keep, x, splat_like(b, 0, x))]
 
 
-@converter("CumSum", "CumProd")
+@converts("CumSum", "CumProd")
 def convert_cumulative(ctx: NodeContext) -> list[Value]:
     """A reduce_window sum (product) whose window covers everything before (and at) each
     position."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, broadcast_shapes, reduce, splat_like
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -45,7 +45,7 @@ def matmul(ctx: NodeContext, a: Value, w: Value) -> Value:
     return b.reshape(out, shape)
 
 
-@converter("MatMul")
+@converts("MatMul")
 def convert_matmul(ctx: NodeContext) -> list[Value]:
     return [matmul(ctx, ctx.input(0), ctx.input(1))]
 
@@ -54,7 +54,7 @@ def _scaled(b: Builder, x: Value, k: float) -> Value:
     return x if k == 1.0 else b.multiply(x, splat_like(b, k, x))
 
 
-@converter("Gemm")
+@converts("Gemm")
 def convert_gemm(ctx: NodeContext) -> list[Value]:
     """alpha * A' B' + beta * C, A' = A or A^T (transA), B' likewise; C broadcasts to
     [M, N] and is optional since opset 11."""
@@ -80,7 +80,7 @@ def convert_gemm(ctx: NodeContext) -> list[Value]:
     return [out]
 
 
-@converter("Det")
+@converts("Det")
 def convert_det(ctx: NodeContext) -> list[Value]:
     """Determinant of [..., n, n] by Gaussian elimination with partial pivoting, unrolled
     over the n columns (each step whole-array ops on every matrix of the batch): the pivot

@@ -27,6 +27,7 @@ from nxcc.compiler.onnx.errors import (
 )
 from nxcc.compiler.onnx.functions import has_function
 from nxcc.compiler.onnx.registry import CONVERTERS
+from nxcc.compiler.onnx.validate import node_inputs, validate_graph
 from nxcc.ir.limits import oversize
 from nxcc.ir.types import TensorType
 
@@ -87,8 +88,6 @@ def load_model(model: onnx.ModelProto | str | Path) -> tuple[onnx.ModelProto, st
             raise FrontendError(
                 f"'{source}' is not a valid ONNX model: cannot parse it as an ONNX protobuf "
                 f"({_first_line(exc)})", MALFORMED) from None
-    from nxcc.compiler.onnx.validate import validate_graph
-
     try:
         order = validate_graph(proto.graph)
     except FrontendError as exc:
@@ -159,21 +158,6 @@ def check_operators(proto: onnx.ModelProto) -> int:
 
 # Operators whose outputs depend only on their inputs' (static) shapes, not their values.
 SHAPE_ONLY = frozenset({"Shape", "Size"})
-
-
-def node_inputs(node: onnx.NodeProto) -> list[str]:
-    """The values `node` reads: its inputs, and the outer values its subgraphs use."""
-    names = list(node.input)
-    for attr in node.attribute:
-        graphs = [attr.g] if attr.type == onnx.AttributeProto.GRAPH else (
-            list(attr.graphs) if attr.type == onnx.AttributeProto.GRAPHS else [])
-        for g in graphs:
-            local = {v.name for v in g.input} | {t.name for t in g.initializer}
-            local |= {o for n in g.node for o in n.output}
-            inner = [n for sub in g.node for n in node_inputs(sub)]
-            inner += [o.name for o in g.output]
-            names += [n for n in inner if n and n not in local]
-    return names
 
 
 def value_sources(nodes: Sequence[onnx.NodeProto], value: str, sources: Iterable[str]

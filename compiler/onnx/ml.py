@@ -7,13 +7,13 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.indexing import take
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
 
-@converter("ai.onnx.ml.Binarizer")
+@converts("ai.onnx.ml.Binarizer")
 def convert_binarizer(ctx: NodeContext) -> list[Value]:
     """1 where x > threshold, else 0, in x's type."""
     b, x = ctx.b, ctx.input(0)
@@ -21,7 +21,7 @@ def convert_binarizer(ctx: NodeContext) -> list[Value]:
     return [b.convert(above, x.type.dtype)]
 
 
-@converter("ai.onnx.ml.ArrayFeatureExtractor")
+@converts("ai.onnx.ml.ArrayFeatureExtractor")
 def convert_array_feature_extractor(ctx: NodeContext) -> list[Value]:
     """X[..., indices] (indices flattened); a 1-D X gives a [1, k] result, as onnxruntime."""
     b, x, idx = ctx.b, ctx.input(0, "X"), ctx.input(1, "Y")
@@ -35,7 +35,7 @@ def convert_array_feature_extractor(ctx: NodeContext) -> list[Value]:
 TREE_MODES = ("LE", "LT", "GE", "GT", "EQ", "NE", "MEMBER")
 
 
-@converter("ai.onnx.ml.TreeEnsemble")
+@converts("ai.onnx.ml.TreeEnsemble")
 def convert_tree_ensemble(ctx: NodeContext) -> list[Value]:
     """TreeEnsemble (ai.onnx.ml 5) unrolled at compile time: every leaf becomes the mask
     of samples whose path reaches it (the AND of its ancestors' decisions, each a compare

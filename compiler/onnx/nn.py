@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nxcc.compiler.onnx.context import NodeContext, broadcast_along
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 
@@ -90,7 +90,7 @@ def _add_bias(ctx: NodeContext, out: Value, index: int) -> Value:
     return ctx.b.add(out, broadcast_along(ctx.b, bias, out.type.shape, 1))
 
 
-@converter("Conv")
+@converts("Conv")
 def convert_conv(ctx: NodeContext) -> list[Value]:
     """Conv(X [N, C, D...], W [M, C/group, k...], B [M]) -> convolution (+ bias)."""
     return [_add_bias(ctx, conv(ctx, ctx.input(0, "X"), ctx.input(1, "W")), 2)]
@@ -113,7 +113,7 @@ def conv(ctx: NodeContext, x: Value, w: Value) -> Value:
     return out
 
 
-@converter("ConvTranspose")
+@converts("ConvTranspose")
 def convert_conv_transpose(ctx: NodeContext) -> list[Value]:
     """ConvTranspose(X [N, C, D...], W [C, M/group, k...], B [M]) as a convolution of the
     input dilated by the strides with the spatially reversed kernel, padded by

@@ -15,9 +15,10 @@ from nxcc.compiler.onnx.context import (
     reduce,
     splat_like,
 )
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
+from nxcc.ir.computations import binary_computation
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
@@ -31,7 +32,7 @@ def _channel_param(ctx: NodeContext, v: Value, shape: tuple[int, ...]) -> Value:
         "shape": shape, "broadcast_dimensions": tuple(range(1, 1 + v.type.rank))})
 
 
-@converter("BatchNormalization")
+@converts("BatchNormalization")
 def convert_batch_norm(ctx: NodeContext) -> list[Value]:
     """y = x * k + (B - mean * k) with k = scale / sqrt(var + epsilon) per channel (the
     [C]-sized math runs once; the full-size tensor sees one multiply and one add)."""
@@ -79,7 +80,7 @@ def _batch_norm_training(ctx: NodeContext) -> list[Value]:
     return [y, running(mean, batch_mean), running(var, batch_var)]
 
 
-@converter("LpNormalization")
+@converts("LpNormalization")
 def convert_lp_normalization(ctx: NodeContext) -> list[Value]:
     """x / (sum |x|^p along axis)^(1/p) for p = 1 or 2; 0 where the norm is 0."""
     b, x = ctx.b, ctx.input(0)
@@ -119,7 +120,7 @@ def normalize(b: Builder, x: Value, dims: list[int], eps: float) -> tuple[Value,
     return binary(b, ops.multiply, centered, inv), mean, inv
 
 
-@converter("LayerNormalization")
+@converts("LayerNormalization")
 def convert_layer_norm(ctx: NodeContext) -> list[Value]:
     """Normalize over dims axis.. (default -1), then * Scale + B (both broadcast to X)."""
     b, x = ctx.b, ctx.input(0, "X")
@@ -135,7 +136,7 @@ def convert_layer_norm(ctx: NodeContext) -> list[Value]:
     return [y, mean, inv]
 
 
-@converter("InstanceNormalization")
+@converts("InstanceNormalization")
 def convert_instance_norm(ctx: NodeContext) -> list[Value]:
     """Normalize each (n, c) over the spatial dims, then * scale[c] + B[c]."""
     b, x = ctx.b, ctx.input(0)
@@ -148,7 +149,7 @@ def convert_instance_norm(ctx: NodeContext) -> list[Value]:
     return [b.add(y, _channel_param(ctx, ctx.input(2, "B"), x.type.shape))]
 
 
-@converter("GroupNormalization")
+@converts("GroupNormalization")
 def convert_group_norm(ctx: NodeContext) -> list[Value]:
     """Normalize each group of C / num_groups channels, then * scale[c] + bias[c] (opset 21;
     the per-group scale of opset 18 is deprecated, and onnx.checker refuses it)."""
@@ -166,10 +167,9 @@ def convert_group_norm(ctx: NodeContext) -> list[Value]:
     return [b.add(y, _channel_param(ctx, ctx.input(2, "bias"), x.type.shape))]
 
 
-@converter("LRN")
+@converts("LRN")
 def convert_lrn(ctx: NodeContext) -> list[Value]:
     """x / (bias + alpha / size * sum of x^2 over `size` neighbouring channels)^beta."""
-    from nxcc.ir.computations import binary_computation
 
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)

@@ -8,7 +8,7 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, lowest, reduce, splat_like
 from nxcc.compiler.onnx.nn import Window, window
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.computations import binary_computation
@@ -67,7 +67,7 @@ def _reduce_window(b: Builder, x: Value, geom: Window, sizes: list[int], opcode:
     })
 
 
-@converter("MaxPool")
+@converts("MaxPool")
 def convert_max_pool(ctx: NodeContext) -> list[Value]:
     """MaxPool, and its optional Indices output (see `max_indices`)."""
     x = ctx.input(0)
@@ -135,7 +135,7 @@ def _window_counts(geom: Window, i: int, size: int, out: int, include_pad: bool)
     return ((pos >= limit_lo) & (pos < limit_hi)).sum(axis=1)
 
 
-@converter("AveragePool")
+@converts("AveragePool")
 def convert_average_pool(ctx: NodeContext) -> list[Value]:
     """Window sums divided by the per-window element counts (a compile-time constant)."""
     b, x = ctx.b, ctx.input(0)
@@ -158,7 +158,7 @@ def convert_average_pool(ctx: NodeContext) -> list[Value]:
     return [b.divide(total, divisor)]
 
 
-@converter("LpPool")
+@converts("LpPool")
 def convert_lp_pool(ctx: NodeContext) -> list[Value]:
     """(sum over the window of |x|^p)^(1/p); padding counts as zeros."""
     b, x = ctx.b, ctx.input(0)
@@ -188,7 +188,7 @@ def _global(ctx: NodeContext) -> tuple[Value, list[int]]:
     return x, list(range(2, x.type.rank))
 
 
-@converter("GlobalAveragePool")
+@converts("GlobalAveragePool")
 def convert_global_average_pool(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     x, dims = _global(ctx)
@@ -197,13 +197,13 @@ def convert_global_average_pool(ctx: NodeContext) -> list[Value]:
     return [b.divide(total, splat_like(b, max(count, 1), total))]
 
 
-@converter("GlobalMaxPool")
+@converts("GlobalMaxPool")
 def convert_global_max_pool(ctx: NodeContext) -> list[Value]:
     x, dims = _global(ctx)
     return [reduce(ctx.b, x, dims, ops.maximum, keepdims=True)]
 
 
-@converter("GlobalLpPool")
+@converts("GlobalLpPool")
 def convert_global_lp_pool(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     x, dims = _global(ctx)

@@ -24,7 +24,7 @@ from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
 from nxcc.compiler.onnx.linalg import matmul
 from nxcc.compiler.onnx.nn import conv
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -82,7 +82,7 @@ def quantize(ctx: NodeContext, scaled: Value, zero_point: Value | None, to: DTyp
     raise ctx.fail(f"cannot quantize to {to}")
 
 
-@converter("QuantizeLinear")
+@converts("QuantizeLinear")
 def convert_quantize_linear(ctx: NodeContext) -> list[Value]:
     b, x, scale = ctx.b, ctx.input(0, "x"), ctx.input(1, "y_scale")
     zp = ctx.optional(2)
@@ -98,7 +98,7 @@ def convert_quantize_linear(ctx: NodeContext) -> list[Value]:
     return [quantize(ctx, scaled, z, to, bool(ctx.attr("saturate", 1)))]
 
 
-@converter("DequantizeLinear")
+@converts("DequantizeLinear")
 def convert_dequantize_linear(ctx: NodeContext) -> list[Value]:
     b, x, scale = ctx.b, ctx.input(0, "x"), ctx.input(1, "x_scale")
     zp = ctx.optional(2)
@@ -126,7 +126,7 @@ def _centered(b: Builder, x: Value, zero_point: Value | None,
     return b.subtract(xi, b.broadcast_to(z, xi.type.shape))
 
 
-@converter("MatMulInteger")
+@converts("MatMulInteger")
 def convert_matmul_integer(ctx: NodeContext) -> list[Value]:
     """int32 (A - a_zero_point) @ (B - b_zero_point); a 1-D a_zero_point is per row of A,
     a 1-D b_zero_point per column of B."""
@@ -139,7 +139,7 @@ def convert_matmul_integer(ctx: NodeContext) -> list[Value]:
     return [matmul(ctx, ai, wi)]
 
 
-@converter("ConvInteger")
+@converts("ConvInteger")
 def convert_conv_integer(ctx: NodeContext) -> list[Value]:
     """int32 convolution of (x - x_zero_point) by (w - w_zero_point), the latter per output
     channel when 1-D."""
@@ -165,7 +165,7 @@ def _requantize(ctx: NodeContext, acc: Value, scale: Value, y_scale: Value,
     return quantize(ctx, scaled, z, to)
 
 
-@converter("QLinearMatMul")
+@converts("QLinearMatMul")
 def convert_qlinear_matmul(ctx: NodeContext) -> list[Value]:
     """QLinearMatMul(a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp): the int32 product
     of the centered operands, requantized with a_scale * b_scale / y_scale."""
@@ -179,7 +179,7 @@ def convert_qlinear_matmul(ctx: NodeContext) -> list[Value]:
                         a.type.dtype)]
 
 
-@converter("QLinearConv")
+@converts("QLinearConv")
 def convert_qlinear_conv(ctx: NodeContext) -> list[Value]:
     """QLinearConv(x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B): the int32
     convolution (+ int32 bias), requantized with x_scale * w_scale / y_scale (w_scale per

@@ -18,7 +18,8 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -38,14 +39,14 @@ def node_key(ctx: NodeContext) -> int:
 
 def bits(b: Builder, key: int, shape: Sequence[int]) -> Value:
     """u32 random words of `shape` for `key` at counter 0."""
-    return b.op("random_bits", [b.constant(np.uint64(key)), b.constant(np.uint64(0))],
+    return b.op(ops.random_bits, [b.constant(np.uint64(key)), b.constant(np.uint64(0))],
                 {"shape": tuple(shape)})
 
 
 def uniform01(b: Builder, key: int, t: TensorType, open_at_zero: bool = False) -> Value:
     """Uniform numbers of type `t` in [0, 1) (in (0, 1] when `open_at_zero`)."""
     words = bits(b, key, t.shape)
-    top = b.op("shift_right_logical", [words, b.splat(8, words.type)])
+    top = b.op(ops.shift_right_logical, [words, b.splat(8, words.type)])
     if open_at_zero:
         top = b.add(top, b.splat(1, top.type))
     return b.multiply(b.convert(top, t.dtype), b.splat(2.0 ** -24, t))
@@ -79,14 +80,14 @@ def _target(ctx: NodeContext, like: bool) -> TensorType:
     return TensorType(dt, tuple(shape))
 
 
-@converter("RandomUniform", "RandomUniformLike")
+@converts("RandomUniform", "RandomUniformLike")
 def convert_random_uniform(ctx: NodeContext) -> list[Value]:
     t = _target(ctx, ctx.op_type.endswith("Like"))
     return [uniform(ctx.b, node_key(ctx), t, float(ctx.attr("low", 0.0)),
                     float(ctx.attr("high", 1.0)))]
 
 
-@converter("RandomNormal", "RandomNormalLike")
+@converts("RandomNormal", "RandomNormalLike")
 def convert_random_normal(ctx: NodeContext) -> list[Value]:
     t = _target(ctx, ctx.op_type.endswith("Like"))
     return [normal(ctx.b, node_key(ctx), t, float(ctx.attr("mean", 0.0)),

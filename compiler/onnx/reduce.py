@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, binary, keep_shape, reduce, splat_like
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.indexing import strided_slice
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
+from nxcc.ir.computations import compare_computation
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.opdef import OpDef
@@ -32,7 +34,7 @@ def reduction_dims(ctx: NodeContext, rank: int) -> list[int] | None:
     return ctx.axes([int(a) for a in axes], rank)
 
 
-@converter(*REDUCE_OPS)
+@converts(*REDUCE_OPS)
 def convert_reduce(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     dims = reduction_dims(ctx, x.type.rank)
@@ -94,7 +96,7 @@ def arg_extreme(b: Builder, x: Value, axis: int, opcode: OpDef, last: bool, keep
     return index
 
 
-@converter("ArgMax", "ArgMin")
+@converts("ArgMax", "ArgMin")
 def convert_arg(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     axis = ctx.axis(int(ctx.attr("axis", 0)), x.type.rank)
@@ -103,12 +105,10 @@ def convert_arg(ctx: NodeContext) -> list[Value]:
                         bool(ctx.attr("keepdims", 1)))]
 
 
-@converter("TopK")
+@converts("TopK")
 def convert_topk(ctx: NodeContext) -> list[Value]:
     """A stable sort of (x, iota) along `axis` (descending when largest), sliced to K;
     ties keep the lower index first."""
-    from nxcc.compiler.onnx.indexing import strided_slice
-    from nxcc.ir.computations import compare_computation
 
     b, x = ctx.b, ctx.input(0)
     axis = ctx.axis(int(ctx.attr("axis", -1)), x.type.rank)

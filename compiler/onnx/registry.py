@@ -25,5 +25,6 @@ Converter = Callable[["NodeContext"], Sequence["Value | None"]]
 #: ONNX op type (``domain.type`` outside the default domain) -> its converter.
 CONVERTERS: Registry[str, Converter] = Registry("converter")
 
-#: ``@converter("Conv", ...)`` registers the decorated function for those op types.
-converter = CONVERTERS.register
+#: ``@converts("Conv", ...)`` registers the decorated function as the converter of those op
+#: types.
+converts = CONVERTERS.register

@@ -15,7 +15,7 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, broadcast_along
 from nxcc.compiler.onnx.indexing import take
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 
@@ -199,7 +199,7 @@ def _floats(ctx: NodeContext, i: int, what: str) -> list[float] | None:
     return [float(v) for v in values] if values.size else None
 
 
-@converter("Resize")
+@converts("Resize")
 def convert_resize(ctx: NodeContext) -> list[Value]:
     """Resize-10 (X, scales) samples asymmetrically; 11+ (X, roi, scales, sizes) follows
     coordinate_transformation_mode; 18+ adds axes, antialias and keep_aspect_ratio_policy.
@@ -221,7 +221,7 @@ def convert_resize(ctx: NodeContext) -> list[Value]:
     return [_resize(ctx, x, scales, sizes, axes, transform, rounding, roi)]
 
 
-@converter("Upsample")
+@converts("Upsample")
 def convert_upsample(ctx: NodeContext) -> list[Value]:
     """Upsample (opset 7: scales attribute; 9: scales input), as Resize-10."""
     x = ctx.input(0)

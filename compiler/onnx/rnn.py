@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from nxcc.compiler.onnx.context import NodeContext, splat_like
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
@@ -142,7 +142,7 @@ def _direction_slice(b: Builder, v: Value | None, d: int) -> Value | None:
     return b.reshape(_slice(b, v, 0, d, d + 1), v.type.shape[1:])
 
 
-@converter("RNN", "GRU", "LSTM")
+@converts("RNN", "GRU", "LSTM")
 def convert_recurrent(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     op = ctx.op_type

@@ -16,7 +16,7 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, float_type_of, reduce, splat_like
 from nxcc.compiler.onnx.indexing import take
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -120,7 +120,7 @@ def _s64(shape: tuple[int, ...]) -> TensorType:
     return TensorType(DType.S64, shape)
 
 
-@converter("RoiAlign")
+@converts("RoiAlign")
 def convert_roi_align(ctx: NodeContext) -> list[Value]:
     b = ctx.b
     x, rois, batch = ctx.input(0, "X"), ctx.input(1, "rois"), ctx.input(2, "batch_indices")

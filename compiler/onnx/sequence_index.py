@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, splat_like
 from nxcc.compiler.onnx.gather_scatter import gather_along, scatter_along
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
 
-@converter("ReverseSequence")
+@converts("ReverseSequence")
 def convert_reverse_sequence(ctx: NodeContext) -> list[Value]:
     """out[b, t] = x[b, L_b - 1 - t] for t < L_b (L = sequence_lens), x[b, t] after."""
     b, x, lens = ctx.b, ctx.input(0), ctx.input(1)
@@ -29,7 +29,7 @@ def convert_reverse_sequence(ctx: NodeContext) -> list[Value]:
     return [gather_along(b, x, idx, time)]
 
 
-@converter("TensorScatter")
+@converts("TensorScatter")
 def convert_tensor_scatter(ctx: NodeContext) -> list[Value]:
     """present = past_cache with update[..., s, ...] written at position
     write_indices[batch] + s along `axis` (mod the cache length in circular mode); batch is

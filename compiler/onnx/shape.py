@@ -14,9 +14,10 @@ import math
 import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, broadcast_shapes
+from nxcc.compiler.onnx.dtypes import to_ir_dtype
 from nxcc.compiler.onnx.errors import UNSUPPORTED_DTYPE
 from nxcc.compiler.onnx.random import node_key, uniform01
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.types import TensorType
@@ -32,7 +33,7 @@ def _constant(ctx: NodeContext, array: object) -> Value:
     return ctx.b.constant(arr, dtype)
 
 
-@converter("Constant")
+@converts("Constant")
 def convert_constant(ctx: NodeContext) -> list[Value]:
     """The value from whichever of value / value_float(s) / value_int(s) / sparse_value."""
     import onnx
@@ -61,12 +62,12 @@ def convert_constant(ctx: NodeContext) -> list[Value]:
     raise ctx.fail("string constants are not supported", UNSUPPORTED_DTYPE)
 
 
-@converter("Identity")
+@converts("Identity")
 def convert_identity(ctx: NodeContext) -> list[Value]:
     return [ctx.input(0)]
 
 
-@converter("Dropout")
+@converts("Dropout")
 def convert_dropout(ctx: NodeContext) -> list[Value]:
     """Inference (or training with ratio 0): the identity, and an all-true mask when asked
     for. In training mode with a ratio r > 0 (both known at compile time) each element is
@@ -111,7 +112,7 @@ def reshape_target(ctx: NodeContext, x: Value, shape: list[int], allowzero: bool
     return tuple(out)
 
 
-@converter("Reshape")
+@converts("Reshape")
 def convert_reshape(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     shape = [int(d) for d in ctx.const_input(1, "shape").reshape(-1)]
@@ -119,7 +120,7 @@ def convert_reshape(ctx: NodeContext) -> list[Value]:
     return [ctx.b.reshape(x, target)]
 
 
-@converter("Flatten")
+@converts("Flatten")
 def convert_flatten(ctx: NodeContext) -> list[Value]:
     """[prod(shape[:axis]), prod(shape[axis:])], axis in [-rank, rank] (default 1)."""
     x = ctx.input(0)
@@ -132,7 +133,7 @@ def convert_flatten(ctx: NodeContext) -> list[Value]:
     return [ctx.b.reshape(x, (lead, math.prod(x.type.shape[axis:])))]
 
 
-@converter("Transpose")
+@converts("Transpose")
 def convert_transpose(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     perm = ctx.attr("perm")
@@ -150,7 +151,7 @@ def _axes_arg(ctx: NodeContext) -> list[int] | None:
     return None if axes is None else [int(a) for a in axes]
 
 
-@converter("Squeeze")
+@converts("Squeeze")
 def convert_squeeze(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     shape = x.type.shape
@@ -165,7 +166,7 @@ def convert_squeeze(ctx: NodeContext) -> list[Value]:
     return [ctx.b.reshape(x, [n for d, n in enumerate(shape) if d not in dims])]
 
 
-@converter("Unsqueeze")
+@converts("Unsqueeze")
 def convert_unsqueeze(ctx: NodeContext) -> list[Value]:
     x = ctx.input(0)
     axes = _axes_arg(ctx)
@@ -177,7 +178,7 @@ def convert_unsqueeze(ctx: NodeContext) -> list[Value]:
     return [ctx.b.reshape(x, [1 if d in dims else next(rest) for d in range(rank)])]
 
 
-@converter("Concat")
+@converts("Concat")
 def convert_concat(ctx: NodeContext) -> list[Value]:
     values = [ctx.input(i) for i in range(len(ctx.inputs))]
     if not values:
@@ -188,7 +189,7 @@ def convert_concat(ctx: NodeContext) -> list[Value]:
     return [ctx.b.concatenate(*values, dimension=axis)]
 
 
-@converter("Shape")
+@converts("Shape")
 def convert_shape(ctx: NodeContext) -> list[Value]:
     """The (static) shape as an s64 constant; start/end (opset 15) slice it."""
     shape = list(ctx.input(0).type.shape)
@@ -197,12 +198,12 @@ def convert_shape(ctx: NodeContext) -> list[Value]:
     return [ctx.b.constant(np.array(dims, np.int64))]
 
 
-@converter("Size")
+@converts("Size")
 def convert_size(ctx: NodeContext) -> list[Value]:
     return [ctx.b.constant(np.array(ctx.input(0).type.size, np.int64))]
 
 
-@converter("Expand")
+@converts("Expand")
 def convert_expand(ctx: NodeContext) -> list[Value]:
     """Broadcast to np.broadcast_shapes(x.shape, shape) (bidirectional, as ONNX has it)."""
     x = ctx.input(0)
@@ -211,7 +212,7 @@ def convert_expand(ctx: NodeContext) -> list[Value]:
     return [ctx.b.broadcast_to(x, target)]
 
 
-@converter("ConstantOfShape")
+@converts("ConstantOfShape")
 def convert_constant_of_shape(ctx: NodeContext) -> list[Value]:
     shape = tuple(int(d) for d in ctx.const_input(0, "input").reshape(-1))
     value = ctx.attr("value")
@@ -223,7 +224,7 @@ def convert_constant_of_shape(ctx: NodeContext) -> list[Value]:
     return [ctx.b.splat(arr[0].item(), TensorType(dtype, shape))]
 
 
-@converter("Range")
+@converts("Range")
 def convert_range(ctx: NodeContext) -> list[Value]:
     """start, start + delta, ... up to limit (exclusive); all three known at compile time."""
     start = ctx.const_input(0, "start").reshape(())
@@ -236,9 +237,8 @@ def convert_range(ctx: NodeContext) -> list[Value]:
     return [ctx.b.constant(values.astype(start.dtype), DType.from_numpy(start.dtype))]
 
 
-@converter("EyeLike")
+@converts("EyeLike")
 def convert_eye_like(ctx: NodeContext) -> list[Value]:
-    from nxcc.compiler.onnx.dtypes import to_ir_dtype
 
     x = ctx.input(0)
     if x.type.rank != 2:
@@ -250,7 +250,7 @@ def convert_eye_like(ctx: NodeContext) -> list[Value]:
     return [ctx.b.constant(eye.astype(dtype.numpy), dtype)]
 
 
-@converter("DepthToSpace")
+@converts("DepthToSpace")
 def convert_depth_to_space(ctx: NodeContext) -> list[Value]:
     """[N, C, H, W] -> [N, C / bs^2, H * bs, W * bs] by reshape, transpose, reshape (DCR:
     depth-column-row order of the channel blocks, CRD: column-row-depth)."""
@@ -268,7 +268,7 @@ def convert_depth_to_space(ctx: NodeContext) -> list[Value]:
     return [b.reshape(y, (n, c // (bs * bs), h * bs, w * bs))]
 
 
-@converter("SpaceToDepth")
+@converts("SpaceToDepth")
 def convert_space_to_depth(ctx: NodeContext) -> list[Value]:
     """[N, C, H, W] -> [N, C * bs^2, H / bs, W / bs]: the block offsets become the major
     part of the channel (mode DCR, the default) or its minor part (CRD)."""

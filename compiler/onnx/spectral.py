@@ -15,7 +15,7 @@ import numpy as np
 from nxcc.compiler.onnx.context import NodeContext, float_type_of
 from nxcc.compiler.onnx.dtypes import to_ir_dtype
 from nxcc.compiler.onnx.indexing import take
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -74,7 +74,7 @@ def dft(b: Builder, x: Value, axis: int, n: int, inverse: bool, onesided: bool) 
     return parts[0] if len(parts) == 1 else b.concatenate(*parts, dimension=rank - 1)
 
 
-@converter("DFT")
+@converts("DFT")
 def convert_dft(ctx: NodeContext) -> list[Value]:
     """DFT-17 (axis attribute, default 1) and DFT-20 (axis input, default -2)."""
     x = ctx.input(0)
@@ -100,7 +100,7 @@ def convert_dft(ctx: NodeContext) -> list[Value]:
     return [dft(ctx.b, x, axis, n, inverse, onesided)]
 
 
-@converter("STFT")
+@converts("STFT")
 def convert_stft(ctx: NodeContext) -> list[Value]:
     """signal [B, L, 1|2] -> [B, frames, bins, 2]: frames of frame_length every frame_step,
     times the window, DFT'd (one-sided by default)."""
@@ -129,7 +129,7 @@ def convert_stft(ctx: NodeContext) -> list[Value]:
     return [dft(b, framed, 2, flen, False, onesided)]
 
 
-@converter("MelWeightMatrix")
+@converts("MelWeightMatrix")
 def convert_mel_weight_matrix(ctx: NodeContext) -> list[Value]:
     """The [dft_length / 2 + 1, num_mel_bins] triangular filter bank (a constant)."""
     bins, dft_len, rate = (int(ctx.const_input(i, w).reshape(-1)[0]) for i, w in

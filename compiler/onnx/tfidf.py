@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext, reduce
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
@@ -57,7 +57,7 @@ def _windows(b: Builder, x: Value, n: int, d: int) -> Value | None:
     return parts[0] if n == 1 else b.concatenate(*parts, dimension=rank)
 
 
-@converter("TfIdfVectorizer")
+@converts("TfIdfVectorizer")
 def convert_tfidf(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     if not x.type.dtype.is_integer or x.type.rank not in (1, 2):

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nxcc.compiler.onnx.context import NodeContext, float_type_of
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
@@ -67,7 +67,7 @@ def _scalars(ctx: NodeContext) -> tuple[Value, Value]:
     return (b.reshape(b.convert(r, DType.F64), ()), b.reshape(b.convert(t, DType.F64), ()))
 
 
-@converter(f"{DOMAIN}.Adagrad")
+@converts(f"{DOMAIN}.Adagrad")
 def convert_adagrad(ctx: NodeContext) -> Sequence[Value]:
     b = ctx.b
     xs, gs, hs = _groups(ctx, 3)
@@ -85,7 +85,7 @@ def convert_adagrad(ctx: NodeContext) -> Sequence[Value]:
     return [*new_x, *new_h]
 
 
-@converter(f"{DOMAIN}.Adam")
+@converts(f"{DOMAIN}.Adam")
 def convert_adam(ctx: NodeContext) -> Sequence[Value]:
     b = ctx.b
     xs, gs, vs, hs = _groups(ctx, 4)
@@ -109,7 +109,7 @@ def convert_adam(ctx: NodeContext) -> Sequence[Value]:
     return [*new_x, *new_v, *new_h]
 
 
-@converter(f"{DOMAIN}.Momentum")
+@converts(f"{DOMAIN}.Momentum")
 def convert_momentum(ctx: NodeContext) -> Sequence[Value]:
     b = ctx.b
     xs, gs, vs = _groups(ctx, 3)

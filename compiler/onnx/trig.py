@@ -13,7 +13,7 @@ NaN, as ONNX specifies.
 from __future__ import annotations
 
 from nxcc.compiler.onnx.context import NodeContext, float_type_of, splat_like
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Value
 
@@ -28,21 +28,21 @@ def _one_minus_square(b: Builder, x: Value) -> Value:
     return b.sqrt(b.multiply(b.subtract(one, x), b.add(one, x)))
 
 
-@converter("Asin")
+@converts("Asin")
 def convert_asin(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)
     return [b.atan2(x, _one_minus_square(b, x))]
 
 
-@converter("Acos")
+@converts("Acos")
 def convert_acos(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)
     return [b.atan2(_one_minus_square(b, x), x)]
 
 
-@converter("Sinh")
+@converts("Sinh")
 def convert_sinh(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)
@@ -50,7 +50,7 @@ def convert_sinh(ctx: NodeContext) -> list[Value]:
     return [b.multiply(diff, _k(b, 0.5, x))]
 
 
-@converter("Cosh")
+@converts("Cosh")
 def convert_cosh(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)
@@ -58,7 +58,7 @@ def convert_cosh(ctx: NodeContext) -> list[Value]:
     return [b.multiply(total, _k(b, 0.5, x))]
 
 
-@converter("Asinh")
+@converts("Asinh")
 def convert_asinh(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)
@@ -69,7 +69,7 @@ def convert_asinh(ctx: NodeContext) -> list[Value]:
     return [b.multiply(b.sign(x), mag)]
 
 
-@converter("Acosh")
+@converts("Acosh")
 def convert_acosh(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)
@@ -78,7 +78,7 @@ def convert_acosh(ctx: NodeContext) -> list[Value]:
     return [b.log(b.add(x, root))]
 
 
-@converter("Atanh")
+@converts("Atanh")
 def convert_atanh(ctx: NodeContext) -> list[Value]:
     b, x = ctx.b, ctx.input(0)
     float_type_of(ctx, x)

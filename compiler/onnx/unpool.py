@@ -9,12 +9,12 @@ import numpy as np
 
 from nxcc.compiler.onnx.context import NodeContext
 from nxcc.compiler.onnx.gather_scatter import replace_computation
-from nxcc.compiler.onnx.registry import converter
+from nxcc.compiler.onnx.registry import converts
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
 
 
-@converter("MaxUnpool")
+@converts("MaxUnpool")
 def convert_max_unpool(ctx: NodeContext) -> list[Value]:
     """Zeros of the unpooled shape ((in - 1) * stride - pads + kernel, or output_shape),
     with X's values written at the flat positions `I` gives (as MaxPool's Indices)."""
@@ -48,7 +48,7 @@ def convert_max_unpool(ctx: NodeContext) -> list[Value]:
     return [y]
 
 
-@converter("Col2Im")
+@converts("Col2Im")
 def convert_col2im(ctx: NodeContext) -> list[Value]:
     """[N, C * prod(block), L] -> [N, C, *image_shape]: the block at each of the L sliding
     positions (row-major) added back where im2col took it from."""

@@ -12,6 +12,7 @@ from nxcc.compiler.hlo.lower import lower_module
 from nxcc.compiler.hlo.nodes import HloModule
 from nxcc.compiler.stablehlo.parser import parse_mlir
 from nxcc.compiler.stablehlo.to_hlo import to_hlo
+from nxcc.compiler.stablehlo.verify import verify_module
 from nxcc.ir.core import Module
 
 _MLIR_START = re.compile(r'(?:\s|//[^\n]*\n|#\w+\s*=[^\n]*\n)*'
@@ -25,14 +26,16 @@ def looks_like_mlir(text: str) -> bool:
 
 
 def parse_stablehlo(text: str, source: str = "<mlir>") -> HloModule:
-    """The HLO syntax tree of the StableHLO module `text` (HloError if malformed).
+    """The HLO syntax tree of the StableHLO module `text` (HloError if malformed, or if
+    MLIR's verifier would reject it: `verify`).
 
     The cyclic garbage collector is paused meanwhile: the parse allocates millions of small
     objects and no cycles, and the collector's passes over them would double its time."""
     paused = gc.isenabled()
     gc.disable()
     try:
-        return to_hlo(parse_mlir(text, source), Source(text, source))
+        where = Source(text, source)
+        return to_hlo(verify_module(parse_mlir(text, source), where), where)
     finally:
         if paused:
             gc.enable()

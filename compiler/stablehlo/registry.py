@@ -9,22 +9,16 @@ from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.stablehlo.attrs import AttrReader
 from nxcc.compiler.stablehlo.builder import CompBuilder
 from nxcc.compiler.stablehlo.syntax import Op
+from nxcc.ir.registry import Registry
 
 Converter = Callable[[CompBuilder, Op, AttrReader], None]
-CONVERTERS: dict[str, Converter] = {}
 
+#: StableHLO (or CHLO) op name -> its converter.
+CONVERTERS: Registry[str, Converter] = Registry("StableHLO converter")
 
-def converts(*names: str) -> Callable[[Converter], Converter]:
-    """Register the decorated function as the converter of each op of `names`."""
-
-    def register(fn: Converter) -> Converter:
-        for n in names:
-            if n in CONVERTERS:
-                raise ValueError(f"op {n} registered twice")
-            CONVERTERS[n] = fn
-        return fn
-
-    return register
+#: ``@converts("stablehlo.add", ...)`` registers the decorated function as the converter of
+#: those ops.
+converts = CONVERTERS.register
 
 
 def convert_op(b: CompBuilder, op: Op) -> None:

@@ -16,8 +16,8 @@ from nxcc.backend.neff.artifact import Neff
 from nxcc.backend.neff.constants import BUILD_VERSION_PREFIX
 from nxcc.backend.neff.neuronx_payload import describe as describe_real
 from nxcc.backend.neff.neuronx_payload import is_real_payload
+from nxcc.backend.runtime.checked_neff import check_neff
 from nxcc.backend.runtime.model import TensorInfo
-from nxcc.backend.runtime.validate import check_neff
 from nxcc.passes.sharding.cost_model import rank_traffic
 
 RUNS_ONLY_ON_HARDWARE = "its engine programs run only on Neuron hardware; nxcc runs NEFFs " \

@@ -1,14 +1,15 @@
 """Where the compile cache keeps things, and reading a published entry (see `store` for the
-whole layout). Imports only the standard library's light modules: a replayed hit
-(`cli.replay`) reads entries through this module alone."""
+whole layout). Imports only the standard library's light modules and the bounded readers of
+`backend.userfiles`: a replayed hit (`cli.replay`) reads entries through this module alone."""
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 
+from nxcc.backend.userfiles import UserFileError, read_regular
+from nxcc.backend.userfiles.structured import load_json_file
 from nxcc.version import COMPILER_VERSION
 
 DEFAULT_ROOT = "/var/tmp/neuron-compile-cache"
@@ -59,10 +60,9 @@ def read_meta(path: str) -> dict | None:
     """The `meta.json` of the published entry at `path`, or None if there is no complete
     entry there (none, unreadable, or not of the form `CompileCache.publish` writes: a
     damaged entry is a miss)."""
-    try:
-        with open(os.path.join(path, META), encoding="utf-8") as f:
-            meta = json.load(f)
-    except (OSError, ValueError, RecursionError):
+    try:  # a regular file of bounded size and nesting (never a FIFO or a device)
+        meta = load_json_file(os.path.join(path, META))
+    except UserFileError:
         return None
     return meta if _valid_meta(meta) else None
 
@@ -86,12 +86,11 @@ def _valid_meta(meta: object) -> bool:
 
 
 def verified_neff(path: str, meta: dict) -> bytes | None:
-    """The NEFF of the entry at `path`, or None if it is missing or does not match the
-    SHA-256 its `meta` records (a damaged entry)."""
+    """The NEFF of the entry at `path`, or None if it is missing, not a regular file, or
+    does not have the size and SHA-256 its `meta` records (a damaged entry)."""
     try:
-        with open(os.path.join(path, NEFF), "rb") as f:
-            data = f.read()
-    except OSError:
+        data = read_regular(os.path.join(path, NEFF), int(meta["neff_bytes"]), "cached NEFF")
+    except (UserFileError, KeyError, TypeError, ValueError):
         return None
     if hashlib.sha256(data).hexdigest() != meta.get("neff_sha256"):
         return None

@@ -38,6 +38,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from nxcc.backend.runtime.peer_liveness import process_alive
+from nxcc.backend.userfiles import UserFileError, read_regular
+from nxcc.backend.userfiles.structured import MAX_DOCUMENT_BYTES, load_json_text
 from nxcc.driver.cache.key import CacheKey
 from nxcc.driver.cache.layout import (
     ERROR,
@@ -89,13 +91,12 @@ class CacheEntry:
         """The remembered failure as the error it was, or None if `error.json` is missing,
         unreadable, not its recorded SHA-256 or not a compile error's code and message (a
         damaged entry)."""
-        try:
-            with open(os.path.join(self.path, ERROR), "rb") as f:
-                raw = f.read()
+        try:  # a regular file of bounded size and nesting (never a FIFO or a device)
+            raw = read_regular(os.path.join(self.path, ERROR), MAX_DOCUMENT_BYTES, "error")
             if hashlib.sha256(raw).hexdigest() != self.meta.get("error_sha256"):
                 return None
-            err = json.loads(raw)
-        except (OSError, ValueError, RecursionError):
+            err = load_json_text(raw, ERROR)
+        except UserFileError:
             return None
         if not isinstance(err, dict) or not isinstance(err.get("message"), str) \
                 or not err["message"].strip() or err.get("code") != self.meta["error_code"]:

@@ -20,13 +20,17 @@ import hashlib
 import io
 import json
 import os
-import zipfile
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from nxcc import errors
 from nxcc.backend.neff.atomic import atomic_file
+from nxcc.backend.userfiles import UserFileError, read_regular
+from nxcc.backend.userfiles.npz import NpzArchive
+from nxcc.backend.userfiles.structured import load_json_file
 from nxcc.driver.errors import CompileError
 
 CHECKPOINT_ERROR = errors.CHECKPOINT
@@ -34,7 +38,22 @@ MANIFEST = "checkpoint.json"
 LATEST = "latest"
 FORMAT = "nxcc-train-checkpoint/1"
 
+#: Bytes of a `latest` marker and of a manifest read at most.
+MARKER_BYTES, MANIFEST_BYTES = 4096, 16 << 20
+
 Arrays = dict[str, np.ndarray]
+#: What a shard must hold: array name -> (shape, dtype).
+Expected = dict[str, tuple[tuple[int, ...], np.dtype]]
+
+
+class Shaped(Protocol):
+    """An array or an `.npy` header: what `check_arrays` compares."""
+
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> np.dtype: ...
 
 
 class CheckpointError(CompileError):
@@ -52,6 +71,15 @@ def optim_name(dp: int, tp: int, pp: int) -> str:
     return f"optim_dp{dp}_tp{tp}_pp{pp}.npz"
 
 
+def shard_names(tp: int, pp: int, dp: int, zero1: bool) -> list[str]:
+    """Every shard file of a checkpoint of layout TP x PP x DP: the parameters once per
+    (TP, PP) rank, the optimizer state once per DP rank with ZeRO-1 (over DP > 1), else
+    once."""
+    names = [params_name(t, p) for p in range(pp) for t in range(tp)]
+    dps = range(dp) if zero1 and dp > 1 else range(1)
+    return names + [optim_name(d, t, p) for p in range(pp) for t in range(tp) for d in dps]
+
+
 def checkpoints_root(exp_dir: str) -> str:
     return os.path.join(exp_dir, "checkpoints")
 
@@ -66,8 +94,11 @@ def _write(path: str, data: bytes) -> None:
 
 
 def write_shard(exp_dir: str, step: int, name: str, arrays: Arrays) -> str:
-    """Write one shard file of step `step`'s checkpoint (atomically); its path."""
+    """Write one shard file of step `step`'s checkpoint (atomically); its path.
+    CheckpointError when the step's folder already holds a committed checkpoint."""
     folder = step_dir(exp_dir, step)
+    if os.path.lexists(os.path.join(folder, MANIFEST)):
+        raise CheckpointError(folder, "holds a committed checkpoint; nxcc never writes over one")
     os.makedirs(folder, exist_ok=True)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -127,8 +158,10 @@ class Checkpoint:
     data: dict[str, int]
     files: dict[str, dict[str, object]]
 
-    def read(self, name: str) -> Arrays:
-        """The arrays of shard `name`, after checking its size and SHA-256."""
+    def read(self, name: str, expected: Expected | None = None) -> Arrays:
+        """The arrays of shard `name`, after checking its size and SHA-256 and, with
+        `expected`, every array's name, shape and dtype against it (no array missing, none
+        extra) before any array is read."""
         path = os.path.join(self.path, name)
         entry = self.files.get(name)
         if entry is None:
@@ -142,10 +175,12 @@ class Checkpoint:
         if sha != entry["sha256"]:
             raise CheckpointError(path, "is corrupt (its SHA-256 differs from the manifest's)")
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                return {k: npz[k] for k in npz.files}
-        except (OSError, ValueError, zipfile.BadZipFile) as exc:
-            raise CheckpointError(path, f"cannot be read as .npz ({exc})") from None
+            with NpzArchive(path, max_bytes=None) as archive:
+                if expected is not None:
+                    check_arrays(path, archive.headers, expected)
+                return dict(archive.arrays())
+        except UserFileError as exc:
+            raise CheckpointError(exc.where, f"cannot be read as .npz: {exc.what}") from None
 
     def params(self, tp: int, pp: int) -> Arrays:
         return self.read(params_name(tp, pp))
@@ -154,41 +189,110 @@ class Checkpoint:
         return self.read(optim_name(dp, tp, pp))
 
 
+def check_arrays(path: str, headers: Mapping[str, Shaped], expected: Expected) -> None:
+    """CheckpointError naming the first array of shard `path` that `expected` (name ->
+    (shape, dtype)) lacks, or that is missing, or whose shape or dtype differs; `headers`
+    are the shard's `.npy` headers (or arrays)."""
+    for name, (shape, dtype) in expected.items():
+        header = headers.get(name)
+        want = f"{np.dtype(dtype).name}{list(shape)}"
+        if header is None:
+            raise CheckpointError(path, f"lacks '{name}' ({want}), which this model and "
+                                        "layout keep")
+        have = header.dtype if header.dtype.isnative else header.dtype.newbyteorder("=")
+        got = f"{have.name}{list(header.shape)}"
+        if header.shape != tuple(shape) or have != np.dtype(dtype):  # read in native order
+            raise CheckpointError(path, f"holds '{name}' as {got}; this model and layout "
+                                        f"keep {want}")
+    extra = sorted(set(headers) - set(expected))
+    if extra:
+        raise CheckpointError(path, f"holds '{extra[0]}', which is not an array of this "
+                                    "model and layout")
+
+
+def step_folders(exp_dir: str) -> list[tuple[int, str]]:
+    """(step, folder) of every committed checkpoint folder (one holding a manifest) under
+    `exp_dir/checkpoints`, by step."""
+    root = checkpoints_root(exp_dir)
+    try:
+        names = os.listdir(root)
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        step = name[len("step_"):]
+        folder = os.path.join(root, name)
+        if name.startswith("step_") and step.isdigit() and os.path.isdir(folder) \
+                and os.path.lexists(os.path.join(folder, MANIFEST)):
+            found.append((int(step), folder))
+    return sorted(found)
+
+
+def _no_pointer(exp_dir: str, why: str) -> CheckpointError:
+    """The refusal of a run that finds checkpoints but no valid `latest` (`why`)."""
+    found = step_folders(exp_dir)
+    steps = ", ".join(os.path.basename(f) for _, f in found[-4:])
+    more = f"{len(found) - 4} more and " if len(found) > 4 else ""
+    return CheckpointError(
+        os.path.join(checkpoints_root(exp_dir), LATEST),
+        f"{why}, yet {checkpoints_root(exp_dir)} holds {more}{steps}: resume from one with "
+        f"exp_manager.resume_from_checkpoint={found[-1][1]}, or start afresh in another "
+        "exp_manager.exp_dir (nxcc never writes over a step folder)")
+
+
 def find_latest(exp_dir: str) -> Checkpoint | None:
-    """The checkpoint `latest` names (None when there is none); CheckpointError when the
-    marker or the manifest is unreadable or inconsistent."""
+    """The checkpoint `latest` names (None when there is none, and no step folder either);
+    CheckpointError when the marker or the manifest is unreadable or inconsistent, or when
+    step folders exist without a marker naming one."""
     marker = os.path.join(checkpoints_root(exp_dir), LATEST)
-    if not os.path.exists(marker):
+    if not os.path.lexists(marker):
+        if step_folders(exp_dir):
+            raise _no_pointer(exp_dir, "is missing")
         return None
     try:
-        with open(marker, encoding="utf-8") as f:
-            name = f.read().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CheckpointError(marker, f"cannot be read ({exc})") from None
+        name = read_regular(marker, MARKER_BYTES, "checkpoint pointer").decode("utf-8").strip()
+    except UserFileError as exc:
+        raise CheckpointError(marker, exc.what) from None
+    except UnicodeDecodeError:
+        raise CheckpointError(marker, "is not UTF-8 text") from None
     if not name.startswith("step_") or not name[5:].isdigit():
-        raise CheckpointError(marker, f"names {name!r}, not a step_N folder")
-    return load_manifest(os.path.join(checkpoints_root(exp_dir), name))
+        if step_folders(exp_dir):
+            raise _no_pointer(exp_dir, f"names {name[:60]!r}, not a step_N folder")
+        raise CheckpointError(marker, f"names {name[:60]!r}, not a step_N folder")
+    folder = os.path.join(checkpoints_root(exp_dir), name)
+    if not os.path.lexists(os.path.join(folder, MANIFEST)):
+        if step_folders(exp_dir):
+            raise _no_pointer(exp_dir, f"names {name}, which holds no checkpoint")
+        raise CheckpointError(marker, f"names {name}, which holds no checkpoint")
+    return load_manifest(folder)
 
 
 def load_manifest(folder: str) -> Checkpoint:
-    """The checkpoint in `folder`, from its manifest (files checked when read)."""
+    """The checkpoint in `folder`, from its manifest (read with its size and nesting
+    bounded; files checked when read)."""
     path = os.path.join(folder, MANIFEST)
     try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except OSError as exc:
-        raise CheckpointError(path, f"cannot be read ({exc.strerror})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CheckpointError(path, f"is not valid JSON ({exc})") from None
+        manifest = load_json_file(path, MANIFEST_BYTES)
+    except UserFileError as exc:
+        raise CheckpointError(path, exc.what) from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise CheckpointError(path, f"is not an nxcc checkpoint manifest ({FORMAT})")
     step = manifest.get("step")
-    if not isinstance(step, int) or os.path.basename(folder) != f"step_{step}":
+    if not _is_int(step) or os.path.basename(folder) != f"step_{step}":
         raise CheckpointError(path, f"step {step!r} does not match its folder")
     files = manifest.get("files")
     if not isinstance(files, dict) or not all(
-            isinstance(e, dict) and isinstance(e.get("bytes"), int)
+            isinstance(e, dict) and _is_int(e.get("bytes")) and e["bytes"] >= 0
             and isinstance(e.get("sha256"), str) for e in files.values()):
         raise CheckpointError(path, "lists its files without sizes and checksums")
-    return Checkpoint(folder, step, dict(manifest.get("layout") or {}),
-                      dict(manifest.get("data") or {}), files)
+    unsafe = [n for n in files if os.path.basename(n) != n or n in ("", ".", "..")]
+    if unsafe:
+        raise CheckpointError(path, f"lists {unsafe[0]!r}, not a file of its folder")
+    layout, data = manifest.get("layout") or {}, manifest.get("data") or {}
+    if not isinstance(layout, dict) or not isinstance(data, dict):
+        raise CheckpointError(path, "has a layout or data position that is not an object")
+    return Checkpoint(folder, step, dict(layout), dict(data), files)
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

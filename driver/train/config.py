@@ -1,23 +1,24 @@
 """`load_config(path) -> TrainConfig`: an NxD Training YAML file as frozen dataclasses.
 
-The file is read with PyYAML's `safe_load`; its keys are sorted into those nxcc acts on,
+The file is read with PyYAML's safe loader, its size and nesting bounded
+(`backend.userfiles.structured`); its keys are sorted into those nxcc acts on,
 those NxD has that nxcc ignores (`TrainConfig.ignored_keys`, for one warning line) and the
 rest, refused with the nearest valid name (`config_keys`, `yaml_tree`). Values are checked
 against their types and ranges (`values`), sizes against each other (`config_checks`).
 Every problem raises `TrainConfigError` (`ERROR: [NCC_ETRN001] <key path>: <what>`) before
 anything is written. Input paths (`data.train_dir`, `model.model_config`,
-`model.onnx_path`) are taken from the YAML file's folder when relative; `exp_manager.exp_dir`
-(an output) from the working directory, `nemo_experiments/<name>` when null as NeMo does.
+`model.onnx_path`, `exp_manager.resume_from_checkpoint`) are taken from the YAML file's folder
+when relative; `exp_manager.exp_dir` (an output) from the working directory,
+`nemo_experiments/<name>` when null as NeMo does.
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from dataclasses import dataclass, field
 
 from nxcc.driver.train.config_checks import check_sizes, parse_cuts
-from nxcc.driver.train.config_data import DataConfig, data_config
+from nxcc.driver.train.config_data import data_config
 from nxcc.driver.train.config_keys import ACTED, NEUTRAL
 from nxcc.driver.train.config_model import (
     ARCHITECTURE_KEYS,
@@ -28,15 +29,21 @@ from nxcc.driver.train.config_model import (
     model_values,
     resolve_path,
 )
+from nxcc.driver.train.config_types import (
+    DataConfig,
+    DistributedConfig,
+    ExpManagerConfig,
+    OptimConfig,
+    TrainConfig,
+    TrainerConfig,
+)
 from nxcc.driver.train.errors import TrainConfigError
-from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.lr_schedule import SchedConfig
 from nxcc.driver.train.overrides import apply_overrides
-from nxcc.driver.train.precision import MANUAL_KEYS, Precision, precision_of
+from nxcc.driver.train.precision import MANUAL_KEYS, precision_of
 from nxcc.driver.train.tokenizer import Vocabulary, padded_vocab_size, read_vocabulary
 from nxcc.driver.train.values import convert
 from nxcc.driver.train.yaml_tree import read_tree, resolve, sort_keys
-from nxcc.passes.autodiff.optimizers import OptimizerConfig
 
 #: Values of keys a file leaves out (NeMo's / PyTorch Lightning's defaults where NxD has one).
 DEFAULTS: dict[str, object] = {
@@ -56,92 +63,6 @@ DEFAULTS: dict[str, object] = {
 
 REQUIRED = ("trainer.devices", "trainer.max_steps", "data.global_batch_size",
             "model.optim.name", "model.optim.lr")
-
-
-@dataclass(frozen=True)
-class TrainerConfig:
-    devices: int
-    num_nodes: int
-    max_steps: int
-    log_every_n_steps: int
-    gradient_clip_val: float | None  # None or 0: no clipping (PyTorch Lightning's rule)
-    lnc: int | None = None  # physical cores per logical core, when the file says
-
-    @property
-    def world_size(self) -> int:
-        return self.devices * self.num_nodes
-
-
-@dataclass(frozen=True)
-class ExpManagerConfig:
-    """`resume_from_checkpoint`: a Hugging Face model folder whose weights start the run
-    (None: the seed's); `tensorboard`: write TensorBoard event files."""
-
-    exp_dir: str
-    resume_if_exists: bool
-    create_checkpoint_callback: bool
-    every_n_train_steps: int | None
-    tensorboard: bool = False
-    resume_from_checkpoint: str | None = None
-
-    @property
-    def checkpoint_dir(self) -> str:
-        return os.path.join(self.exp_dir, "checkpoints")
-
-
-@dataclass(frozen=True)
-class DistributedConfig:
-    tensor_model_parallel_size: int
-    pipeline_model_parallel_size: int
-    data_parallel_size: int
-    zero1: bool
-    sequence_parallel: bool
-    kv_replicator: int
-
-    @property
-    def layout(self) -> RankLayout:
-        return RankLayout(self.tensor_model_parallel_size, self.pipeline_model_parallel_size,
-                          self.data_parallel_size)
-
-
-@dataclass(frozen=True)
-class OptimConfig:
-    name: str  # adamw or sgd
-    lr: float
-    weight_decay: float
-    betas: tuple[float, float]
-    eps: float
-    momentum: float
-    nesterov: bool
-    sched: SchedConfig
-
-    def optimizer_config(self) -> OptimizerConfig:
-        """The optimizer as `passes.autodiff.optimizers` builds it."""
-        return OptimizerConfig(self.name, weight_decay=self.weight_decay, betas=self.betas,
-                               eps=self.eps, momentum=self.momentum, nesterov=self.nesterov)
-
-
-@dataclass(frozen=True)
-class TrainConfig:
-    """A whole run. Exactly one of `model` (a built-in decoder) and `onnx` is set.
-    `ignored_keys`: NxD keys present in the file that nxcc does not act on."""
-
-    name: str
-    seed: int
-    trainer: TrainerConfig
-    exp_manager: ExpManagerConfig
-    distributed: DistributedConfig
-    data: DataConfig
-    model: ModelConfig | None
-    onnx: OnnxModelConfig | None
-    optim: OptimConfig
-    precision: str
-    compiler_flags: tuple[str, ...]
-    compiler_cache_url: str | None
-    source: str
-    ignored_keys: tuple[str, ...] = ()
-    recipe: Precision = field(default_factory=Precision)
-    vocabulary: Vocabulary | None = None  # the tokenizer's, when data.tokenizer names one
 
 
 class _Values:

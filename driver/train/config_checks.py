@@ -11,13 +11,10 @@ position table.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
+from nxcc.driver.train.config_model import ModelConfig
+from nxcc.driver.train.config_types import DistributedConfig, TrainConfig
 from nxcc.driver.train.errors import TrainConfigError
-
-if TYPE_CHECKING:
-    from nxcc.driver.train.config import DistributedConfig, TrainConfig
-    from nxcc.driver.train.config_model import ModelConfig
 
 _LAYER_NAME = re.compile(r"(?:^|\.)layers\.(\d+)$")
 TP_KEY = "distributed_strategy.tensor_model_parallel_size"

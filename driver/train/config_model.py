@@ -14,10 +14,11 @@ the YAML, so a file needs no `config.json`.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 
+from nxcc.backend.userfiles import UserFileError
+from nxcc.backend.userfiles.structured import load_json_file
 from nxcc.compiler.decoder.config import FAMILY_PARTS
 from nxcc.driver.train.errors import TrainConfigError
 
@@ -92,13 +93,10 @@ def model_values(acted: dict[str, object], base_dir: str) -> dict[str, object]:
 def read_hf_config(path: str) -> dict[str, object]:
     """The `model.` keys a Hugging Face Llama config.json gives."""
     where = "model.model_config"
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except OSError as exc:
-        raise TrainConfigError(where, f"cannot read {path} ({exc.strerror})") from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise TrainConfigError(where, f"{path} is not JSON ({exc})") from None
+    try:  # a regular file, its size and nesting bounded
+        data = load_json_file(path)
+    except UserFileError as exc:
+        raise TrainConfigError(where, str(exc)) from None
     if not isinstance(data, dict):
         raise TrainConfigError(where, f"{path} does not hold a JSON object")
     act = data.get("hidden_act", "silu")

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from nxcc.backend.userfiles import UserFileError
+from nxcc.backend.userfiles.npy import read_npy
 from nxcc.driver.train.errors import TrainConfigError
 
 IGNORE_INDEX = -100
@@ -39,10 +41,10 @@ def npy_files(train_dir: str, key: str = KEY) -> list[str]:
 
 
 def _read_ids(path: str, vocab_size: int | None, key: str = KEY) -> np.ndarray:
-    try:
-        arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise TrainConfigError(key, f"{path} is not a readable .npy file ({exc})") from None
+    try:  # the one safe reader: its size is the file's, checked against the header
+        arr = read_npy(path, max_bytes=None, mmap=True)
+    except UserFileError as exc:
+        raise TrainConfigError(key, f"is not a readable .npy file: {exc}") from None
     if not isinstance(arr, np.ndarray) or arr.dtype.kind not in "iu":
         dtype = getattr(arr, "dtype", type(arr).__name__)
         raise TrainConfigError(key, f"{path} holds {dtype}, not integer token ids")

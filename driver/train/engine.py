@@ -50,6 +50,7 @@ from nxcc.backend.runtime.executor import ProgramExecutor
 from nxcc.backend.runtime.job_cores import JobCores
 from nxcc.backend.runtime.profile import Profiler
 from nxcc.driver.options import CompileOptions
+from nxcc.driver.train.checkpoint_io import CheckpointError, Expected, check_arrays
 from nxcc.driver.train.data import micro_batches
 from nxcc.driver.train.flat import FlatLayout
 from nxcc.driver.train.grad_sync import GradSync, norm_contribution
@@ -470,6 +471,11 @@ class RankTrainer:
         return {n: v.astype(np.float32) for (n, _), v in
                 zip(self.build.params, self.params, strict=True)}
 
+    def param_spec(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        """Name -> (shape, dtype) of each array `param_arrays` gives (and a checkpoint's
+        parameter shard of this rank must hold)."""
+        return {n: (tuple(a.shape), np.dtype(np.float32)) for n, a in self.build.params}
+
     def load_params(self, arrays: dict[str, np.ndarray]) -> None:
         for (n, _), v in zip(self.build.params, self.params, strict=True):
             v[...] = arrays[n]
@@ -481,6 +487,15 @@ class RankTrainer:
             out["master"] = self.master.copy()
         return out
 
+    def optimizer_spec(self) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+        """Key -> (shape, dtype) of each array `optimizer_state` gives (and a checkpoint's
+        optimizer shard of this rank must hold)."""
+        f32 = np.dtype(np.float32)
+        out = {f"slot{i}": (tuple(s.shape), f32) for i, s in enumerate(self.optimizer.slots)}
+        if self.master is not None:
+            out["master"] = (tuple(self.master.shape), f32)
+        return out
+
     def load_optimizer_state(self, arrays: dict[str, np.ndarray]) -> None:
         self.optimizer.slots = [np.array(arrays[f"slot{i}"], self.optimizer.slots[i].dtype)
                                 for i in range(len(self.optimizer.slots))]
@@ -488,19 +503,33 @@ class RankTrainer:
             self.master = np.array(arrays["master"], np.float32)
 
     def load_whole(self, params: dict[str, np.ndarray],
-                   state: dict[str, dict[str, np.ndarray]]) -> None:
+                   state: dict[str, dict[str, np.ndarray]], where: str = "checkpoint") -> None:
         """Take this rank's slices of whole parameters and optimizer state (a checkpoint
-        of another layout, `reshard`), through the model's `StageBuild.extra["slice"]`."""
-        cut = self.build.extra["slice"]
-        self.load_params(cut(params))
+        of another layout, `reshard`), through the model's `StageBuild.extra["slice"]`;
+        CheckpointError naming `where` when a slice is missing, extra, or of another shape
+        or dtype than this rank keeps (nothing is loaded then)."""
+        spec = self.param_spec()
+        mine = self._slices(params, spec, where)
         arrays = {}
         for key, whole in state.items():
-            mine = cut(whole)
+            part = self._slices(whole, spec, f"{where} ({key})")
             flat = np.zeros(self.layout.size, np.float32)
             for view, (n, _) in zip(self.layout.views(flat), self.build.params, strict=True):
-                view[...] = mine[n]
+                view[...] = part[n]
             arrays[key] = self.layout.shard(flat, self.dp_group.index, self.sync.zero1)
+        check_arrays(where, arrays, self.optimizer_spec())
+        self.load_params(mine)
         self.load_optimizer_state(arrays)
+
+    def _slices(self, whole: dict[str, np.ndarray], spec: Expected, where: str
+                ) -> dict[str, np.ndarray]:
+        try:
+            mine = self.build.extra["slice"](whole)
+        except (KeyError, ValueError, IndexError) as exc:
+            raise CheckpointError(where, f"does not hold this model's tensors "
+                                         f"({type(exc).__name__}: {str(exc)[:120]})") from None
+        check_arrays(where, mine, spec)
+        return mine
 
     def close(self) -> None:
         for g in (*self.tp_cores, self.dp_group, self.world_group, self.embed_group):

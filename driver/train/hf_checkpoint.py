@@ -5,7 +5,9 @@ In: `exp_manager.resume_from_checkpoint` naming a folder with `config.json` and
 those weights, as NxD starts from a converted HF checkpoint with `resume_from_checkpoint`
 and `model.weight_init_only: True`: the weights only, at step 0, under any TP x PP layout
 (each rank takes its slices of the whole tensors). A checkpoint of the run itself in
-`exp_dir` (`resume_if_exists`) goes first, so a restarted job continues where it stopped.
+`exp_dir` (`resume_if_exists`) goes first, so a restarted job continues where it stopped. The
+same key naming an nxcc step folder (`checkpoint.json`) resumes from that step instead
+(`prepare.start_folders` tells the two apart).
 
 Out: `export_hf(config, folder)` joins the latest checkpoint of `exp_dir` (any layout it
 was written with) into whole tensors and writes `config.json` and `model.safetensors`
@@ -51,8 +53,8 @@ def load_hf_weights(config: TrainConfig, folder: str) -> dict[str, np.ndarray]:
                                     "an ONNX model")
     if not is_hf_folder(folder):
         raise TrainConfigError(KEY, f"{folder} is not a Hugging Face model folder "
-                               f"(config.json and {SINGLE} or {INDEX}); nxcc's own "
-                               "checkpoints are resumed with resume_if_exists")
+                               f"(config.json and {SINGLE} or {INDEX}); an nxcc "
+                               "checkpoint is named by its step folder (checkpoint.json)")
     cfg = decoder_config(config.model)
     try:
         weights = from_hf(cfg, read_folder(folder))

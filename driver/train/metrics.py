@@ -16,7 +16,10 @@ import os
 from types import TracebackType
 from typing import TextIO
 
+from nxcc.backend.userfiles import UserFileError, read_regular
+from nxcc.backend.userfiles.structured import load_json_text
 from nxcc.driver.output import write_bytes_atomically
+from nxcc.driver.train.errors import TrainConfigError
 
 FILENAME = "metrics.jsonl"
 
@@ -47,13 +50,24 @@ def format_line(record: dict[str, object], max_steps: int | None = None) -> str:
             f"grad_norm {num('grad_norm', '.4f')}  tokens/s {num('tokens_per_s', '.0f')}")
 
 
+def check_metrics_file(exp_dir: str) -> str:
+    """The metrics file's path; TrainConfigError when something other than a regular file
+    (a link, a folder, a FIFO, a device) has its name, which the run would write through."""
+    path = os.path.join(exp_dir, FILENAME)
+    if os.path.islink(path) or (os.path.lexists(path) and not os.path.isfile(path)):
+        raise TrainConfigError("exp_manager.exp_dir", f"{path} is not a regular file (a "
+                               "link, a folder, a FIFO or a device): nxcc writes the run's "
+                               "metrics there; move it away")
+    return path
+
+
 class MetricsWriter:
     """Appends one JSON line per logged step to `exp_dir/metrics.jsonl` (line-flushed).
 
     `resume_step`: None starts the file afresh; a step number keeps the lines up to it."""
 
     def __init__(self, exp_dir: str, resume_step: int | None = None) -> None:
-        self.path = os.path.join(exp_dir, FILENAME)
+        self.path = check_metrics_file(exp_dir)
         if resume_step is None:
             mode = "w"
         else:
@@ -86,15 +100,26 @@ class MetricsWriter:
         self.close()
 
 
+#: The largest metrics file read back (a million logged steps take about 300 MB).
+MAX_METRICS_BYTES = 1 << 30
+
+
 def read_metrics(path: str) -> list[dict[str, object]]:
-    """The records of a metrics file (a last line cut short by a crash is skipped)."""
+    """The records of a metrics file: its lines that are JSON objects (a last line cut
+    short by a crash, or anything else, is skipped); read as a regular file of bounded size
+    with each line's nesting bounded (TrainConfigError otherwise)."""
+    try:
+        raw = read_regular(path, MAX_METRICS_BYTES, "metrics file")
+    except UserFileError as exc:
+        raise TrainConfigError("exp_manager.exp_dir", str(exc)) from None
     records = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue
+    for line in raw.splitlines():
+        try:
+            record = load_json_text(line, path)
+        except UserFileError:
+            continue
+        if isinstance(record, dict):
+            records.append(record)
     return records
 
 

@@ -36,6 +36,7 @@ from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.model_stage import Pipeline
 from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
 from nxcc.driver.training import freeze_params, import_with_parameters
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.clone import clone_function
 from nxcc.ir.core import Function, Module, Op, Value
@@ -86,7 +87,7 @@ def _tokens_as_s32(fn: Function, name: str) -> Value:
     if old.type.dtype is DType.S32:
         replace_uses(fn, {old: new})
     else:
-        op = Op("convert", [new], [old.type], {"dtype": old.type.dtype})
+        op = Op(ops.convert, [new], [old.type], {"dtype": old.type.dtype})
         fn.body.insert(0, op)
         replace_uses(fn, {old: op.result})
     fn.params[fn.params.index(old)] = new

@@ -5,13 +5,23 @@ with the same line: the model's size against this host's memory, every rank's pa
 model (each tensor-parallel rank of each pipeline stage, as the decoder will build it), an
 ONNX model's import, the tokenizer's vocabulary against the model's, the data (each
 source's files, every token id of every batch the run will read, the validation data a
-validation needs), the checkpoint a resume would load (its manifest, its precision), and a
-Hugging Face checkpoint the run starts from (`exp_manager.resume_from_checkpoint`: every
-tensor against the model; not read when a checkpoint of the run itself is resumed), and the
-simulated instance the job runs on (`instance`: its type, target and LNC, the ranks per node
-against its cores and its collectives' rank sets). Nothing is written under `exp_dir`; the
-Megatron index mappings are cached (beside the data or in `index_mapping_dir`) only when
-`write_cache` is set, which the dry run does not set.
+validation needs), the checkpoint a resume would load (`resume`: a lost `latest` beside
+committed step folders refused; its manifest, its precision, its files those of the layout
+that wrote it), that the run saves over no committed checkpoint and that its metrics file is
+a regular file, and a Hugging Face checkpoint the run starts from (every tensor against the
+model; not read when a checkpoint of the run itself is resumed), and the simulated instance
+the job runs on (`instance`: its type, target and LNC, the ranks per node against its cores
+and its collectives' rank sets).
+
+`exp_manager.resume_from_checkpoint` names one of two kinds of folder, told apart by what it
+holds: an nxcc step folder (`checkpoint.json`, `exp_dir/checkpoints/step_N`) resumes from that
+step, before `latest`; a Hugging Face model folder (`config.json` and safetensors) starts the
+run from its weights at step 0, after a checkpoint of the run itself (`resume_if_exists`).
+
+Nothing is written under `exp_dir`; the Megatron index mappings are cached (beside the data
+or in `index_mapping_dir`) only when `write_cache` is set, which the dry run does not set.
+Every array of a resumed checkpoint is checked against the model by each rank once it has
+built its part, before the first step (`run`).
 """
 
 from __future__ import annotations
@@ -38,10 +48,12 @@ from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.data import Batches, load_tokens
 from nxcc.driver.train.engine import EngineSettings
 from nxcc.driver.train.errors import TrainConfigError
-from nxcc.driver.train.hf_checkpoint import load_hf_weights
+from nxcc.driver.train.hf_checkpoint import KEY as START_KEY
+from nxcc.driver.train.hf_checkpoint import is_hf_folder, load_hf_weights
 from nxcc.driver.train.hf_dataset import HFRows, is_hf_dataset
 from nxcc.driver.train.instance import TrainingInstance, check_placement, training_instance
 from nxcc.driver.train.megatron_data import Request, megatron_samples
+from nxcc.driver.train.metrics import check_metrics_file
 from nxcc.driver.train.model_stage import (
     Pipeline,
     decoder_builder,
@@ -50,6 +62,7 @@ from nxcc.driver.train.model_stage import (
     recompute_mode,
 )
 from nxcc.driver.train.onnx_stage import onnx_builder
+from nxcc.driver.train.resume import check_saves, is_step_folder, resume_point, saved_steps
 from nxcc.driver.train.stage import StageBuilder
 from nxcc.driver.train.tensorboard_log import MISSING as TENSORBOARD_MISSING
 from nxcc.driver.train.tensorboard_log import available as tensorboard_available
@@ -100,18 +113,23 @@ class Job:
     _whole: list = field(default_factory=list)
     _whole_lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def whole_state(self) -> tuple[dict, dict]:
-        """The resumed checkpoint made whole (read once per process, `reshard`)."""
+    def whole_state(self, keys: list[str]) -> tuple[dict, dict]:
+        """The resumed checkpoint made whole (read once per process, `reshard`); `keys`
+        are the optimizer state's."""
         with self._whole_lock:
             if not self._whole:
                 assert self.resume is not None and self.unshard is not None
                 self._whole.append(reshard.whole_state(self.resume, self.unshard,
-                                                       self.settings.bucket_bytes))
+                                                       self.settings.bucket_bytes, keys))
             return self._whole[0]
 
     @property
     def start(self) -> int:
         return self.resume.step if self.resume is not None else 0
+
+    def saves(self) -> list[int]:
+        """The steps this run saves a checkpoint of."""
+        return planned_saves(self.config, self.resume)
 
     def layout_record(self) -> dict[str, object]:
         """What a checkpoint's shards depend on: the layout and the precision's dtypes."""
@@ -254,10 +272,38 @@ def _check_vocabularies(config: TrainConfig, vocab: int) -> None:
                                     f"ids ({v.source})")
 
 
-def _resume(config: TrainConfig, settings: EngineSettings) -> ckpt.Checkpoint | None:
-    if not config.exp_manager.resume_if_exists:
-        return None
-    found = ckpt.find_latest(config.exp_manager.exp_dir)
+def planned_saves(config: TrainConfig, found: ckpt.Checkpoint | None) -> list[int]:
+    """The steps a run resuming `found` (None: from step 0) saves a checkpoint of."""
+    exp = config.exp_manager
+    every = exp.every_n_train_steps if exp.create_checkpoint_callback else None
+    return saved_steps(found.step if found is not None else 0, config.trainer.max_steps, every)
+
+
+def start_folders(config: TrainConfig) -> tuple[str | None, str | None]:
+    """(the nxcc step folder, the Hugging Face model folder) `exp_manager.
+    resume_from_checkpoint` names, told apart by what the folder holds (see the module
+    docstring); (None, None) when the key is not set."""
+    start = config.exp_manager.resume_from_checkpoint
+    if start is None:
+        return None, None
+    if is_step_folder(start):
+        return start, None
+    if is_hf_folder(start):
+        return None, start
+    what = "does not exist" if not os.path.lexists(start) else \
+        "is not a folder" if not os.path.isdir(start) else "holds neither"
+    raise TrainConfigError(START_KEY, f"{start} {what}: name an nxcc checkpoint step folder "
+                           "(checkpoint.json, to resume from that step) or a Hugging Face "
+                           "model folder (config.json and model.safetensors or "
+                           "model.safetensors.index.json, to start from its weights)")
+
+
+def _resume(config: TrainConfig, settings: EngineSettings, step_folder: str | None
+            ) -> ckpt.Checkpoint | None:
+    """The checkpoint the run continues from (`resume.resume_point`), its precision this
+    run's and its files those of the layout that wrote it; None for a run from step 0."""
+    exp = config.exp_manager
+    found = resume_point(exp.exp_dir, exp.resume_if_exists, step_folder)
     if found is None:
         return None
     written = found.layout.get("precision", "fp32")
@@ -265,6 +311,7 @@ def _resume(config: TrainConfig, settings: EngineSettings) -> ckpt.Checkpoint | 
         raise TrainConfigError(found.path, f"was written with precision.type {written}, "
                                f"this run is {settings.precision.label}: resume with the "
                                "precision it was written with")
+    reshard.written_layout(found)
     return found
 
 
@@ -275,11 +322,13 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
     where = training_instance(config, RuntimeConfig.from_env())
     check_placement(config, where)
     settings = engine_settings(config, where)
-    found = _resume(config, settings)
+    step_folder, hf_folder = start_folders(config)
+    found = _resume(config, settings, step_folder)
+    check_saves(config.exp_manager.exp_dir, planned_saves(config, found))
+    check_metrics_file(config.exp_manager.exp_dir)
     if config.model is not None:
         check_model_size(config)
-    start = config.exp_manager.resume_from_checkpoint
-    initial = load_hf_weights(config, start) if start is not None and found is None \
+    initial = load_hf_weights(config, hf_folder) if hf_folder is not None and found is None \
         else None
     if config.model is not None:
         build, pipeline = decoder_builder(config.model, config.seed, config.distributed,

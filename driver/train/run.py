@@ -6,14 +6,18 @@ detection) each of the P processes runs its block of world / P ranks as threads
 (`MpiChannels` between processes, which name a peer whose process ended at once), so
 `-n 8` is one rank per process and `-n 2` four.
 
-Before anything is written the job's NeuronCores are reserved on the simulated instance
-(`job_cores.reserve_job_cores`: each process its own ranks' cores, exclusively, for the whole
-run; the instance, target and LNC are the job's, `instance`); a job that does not get them
-is refused naming who holds them, as `neuronx-cc run` is.
-
-Each rank (`_rank_main`): builds and compiles its stage (`model_stage`, `engine`), loads the
-latest checkpoint when `resume_if_exists` finds one (its parameters, optimizer shard, and
-the step, from which the data position follows), then runs the steps. Rank 0 writes
+Before any rank starts, every check is made (`prepare.prepare_job`, as `--dry-run` makes
+them: among them the instance, target and LNC the job runs on, `instance`, the checkpoint to
+resume, and the refusal of a run that would save over a committed checkpoint, `resume`). Then
+the job's NeuronCores are reserved on the simulated instance (`job_cores.reserve_job_cores`:
+each process its own ranks' cores, exclusively, for the whole run); a job that does not get
+them is refused naming who holds them, as `neuronx-cc run` is. Then the folders interrupted
+saves left where this run saves are set aside. Each rank (`_rank_main`): builds and compiles
+its stage (`model_stage`, `engine`), loads the checkpoint the job resumes (an nxcc step folder
+named by `exp_manager.resume_from_checkpoint`, else the latest when `resume_if_exists`): its
+parameters and optimizer shard, every array's name, shape and dtype checked against the
+model and layout before any is used, and the step, from which the data position follows;
+then runs the steps. Rank 0 writes
 `exp_dir/metrics.jsonl` (each record with the largest rank's memory figures, the run's first
 record with every rank's) and one log line per `log_every_n_steps`; every
 `every_n_train_steps` each rank writes its own shards (parameters from DP rank 0 of each
@@ -60,6 +64,7 @@ from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
 from nxcc.driver.train.prepare import Job, prepare_job
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
+from nxcc.driver.train.resume import set_aside_interrupted
 from nxcc.driver.train.tensorboard_log import TensorBoardLog
 
 #: A rank of the job failed (the message names it).
@@ -81,11 +86,8 @@ def _shard_names(job: Job, trainer: RankTrainer) -> list[str]:
 
 
 def all_shard_names(job: Job) -> list[str]:
-    lay, zero1 = job.settings.layout, job.settings.zero1 and job.settings.layout.dp > 1
-    names = [ckpt.params_name(t, p) for p in range(lay.pp) for t in range(lay.tp)]
-    dps = range(lay.dp) if zero1 else range(1)
-    return names + [ckpt.optim_name(d, t, p) for p in range(lay.pp) for t in range(lay.tp)
-                    for d in dps]
+    lay = job.settings.layout
+    return ckpt.shard_names(lay.tp, lay.pp, lay.dp, job.settings.zero1)
 
 
 def _save(job: Job, trainer: RankTrainer, step: int) -> None:
@@ -107,11 +109,13 @@ def _restore(job: Job, trainer: RankTrainer) -> None:
     written = {"precision": "fp32", "kv_replicator": 1, **found.layout}
     now = job.layout_record()  # the precision was checked with the job (`prepare`)
     if written != now:  # another layout: its shards made whole, then cut for this rank
-        trainer.load_whole(*job.whole_state())
+        trainer.load_whole(*job.whole_state(list(trainer.optimizer_spec())), found.path)
         return
-    trainer.load_params(found.params(trainer.tp_rank, trainer.stage))
+    tp, pp = trainer.tp_rank, trainer.stage
+    trainer.load_params(found.read(ckpt.params_name(tp, pp), trainer.param_spec()))
     d = trainer.dp_rank if trainer.sync.zero1 else 0
-    trainer.load_optimizer_state(found.optim(d, trainer.tp_rank, trainer.stage))
+    trainer.load_optimizer_state(found.read(ckpt.optim_name(d, tp, pp),
+                                            trainer.optimizer_spec()))
 
 
 def _memory_table(trainer: RankTrainer) -> list[dict[str, int]]:
@@ -222,6 +226,15 @@ def _steps(job: Job, trainer: RankTrainer, writer: MetricsWriter | None,
             _save(job, trainer, k + 1)
 
 
+def _prepare_exp_dir(job: Job) -> None:
+    """The experiment folder made, and the folders interrupted saves left where this run
+    saves set aside (`resume`), each named in one line."""
+    exp = job.config.exp_manager.exp_dir
+    os.makedirs(exp, exist_ok=True)
+    for moved in set_aside_interrupted(exp, job.saves()):
+        job.emit(f"set aside the folder of an interrupted save as {moved}")
+
+
 def summary(job: Job) -> dict[str, object]:
     lay = job.settings.layout
     return {"world_size": lay.world_size, "tp": lay.tp, "pp": lay.pp, "dp": lay.dp,
@@ -276,7 +289,7 @@ def run_training(config: TrainConfig, emit: Callable[[str], None] = print,
     cores = reserve_cores(job, ranks)
     try:
         _prepared(job, on_prepared)
-        os.makedirs(config.exp_manager.exp_dir, exist_ok=True)
+        _prepare_exp_dir(job)
         channels = LocalChannels(_timeout())
         profiler = Profiler(track_names=TRACKS) if profile is not None else None
         try:
@@ -372,10 +385,10 @@ def _run_mpi_ranks(job: Job, comm, local: list[int], per: int, cores: JobCores,
                    on_joined: Callable[[], None] | None,
                    on_prepared: Callable[[], None] | None,
                    profile: str | None) -> dict[str, object]:
-    config, process, world = job.config, comm.Get_rank(), job.settings.world
+    process, world = comm.Get_rank(), job.settings.world
     if process == 0:
         _prepared(job, on_prepared)
-        os.makedirs(config.exp_manager.exp_dir, exist_ok=True)
+        _prepare_exp_dir(job)
     comm.Barrier()
     peers = PeerProcesses(comm.allgather(this_process()), process, per,
                           os.environ.get("NXCC_RUNTIME_DIR") or default_runtime_dir())

@@ -1,7 +1,8 @@
 """Reading an NxD Training YAML file into a flat map of key paths, checked against the key sets.
 
-`read_tree(path)` parses the file with PyYAML's `safe_load` (no Python objects can be built
-from it). `sort_keys(tree)` walks it: every key path is acted on, ignored, neutral or refused
+`read_tree(path)` parses the file with PyYAML's safe loader (no Python objects can be built
+from it), its size, nesting and alias expansion bounded (`backend.userfiles.structured`).
+`sort_keys(tree)` walks it: every key path is acted on, ignored, neutral or refused
 (`config_keys`). `resolve(tree, path, value)` resolves OmegaConf's `${a.b}` references to
 other keys (and the relative `${.a}` / `${..a}` forms) the way NxD's configs use them; a
 resolver call such as `${multiply:...}` is refused in a key nxcc acts on (in an ignored
@@ -15,8 +16,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-import yaml
-
+from nxcc.backend.userfiles import UserFileError
+from nxcc.backend.userfiles.structured import load_yaml_file
 from nxcc.driver.train.config_keys import (
     ACTED,
     IGNORED,
@@ -34,21 +35,13 @@ _REFERENCE = re.compile(r"\$\{(\.*[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9
 
 
 def read_tree(path: str) -> Tree:
-    """The YAML mapping in `path`; TrainConfigError naming the file for anything else."""
+    """The YAML mapping in `path`; TrainConfigError naming the file for anything else (a
+    file that is not regular, too large, nested too deep, a key given twice: the bounded
+    reader `backend.userfiles.structured`)."""
     try:
-        with open(path, encoding="utf-8") as f:
-            tree = yaml.safe_load(f)
-    except OSError as exc:
-        raise TrainConfigError(path, f"cannot read the configuration ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise TrainConfigError(path, "is not UTF-8 text") from None
-    except RecursionError:  # PyYAML's scanner and composer recurse once per nesting level
-        raise TrainConfigError(path, "is nested too deep to be a configuration") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or type(exc).__name__
-        raise TrainConfigError(path, f"is not valid YAML{where}: {problem}") from None
+        tree = load_yaml_file(path)
+    except UserFileError as exc:
+        raise TrainConfigError(exc.where, exc.what) from None
     if not isinstance(tree, dict):
         raise TrainConfigError(path, f"holds {type(tree).__name__}, not a mapping of "
                                      "NxD Training keys")

@@ -37,9 +37,10 @@ class KernelContext(Protocol):
         """
         ...
 
-    def binary_opcode(self, function: str) -> str | None:
-        """The opcode when `function` is one binary op of its two parameters (``add``,
-        ``maximum``...), in either order; None otherwise. Lets kernels use ufunc.reduce."""
+    def binary_op(self, function: str) -> OpDef | None:
+        """The op's definition when `function` is one binary op of its two parameters
+        (``ops.add``, ``ops.maximum``...), in either order; None otherwise. Lets kernels
+        use ufunc.reduce."""
         ...
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],
@@ -52,12 +53,13 @@ Kernel = Callable[[Sequence[np.ndarray], Sequence[np.ndarray], Mapping[str, Attr
                    KernelContext], None]
 
 
-def _load_kernels() -> None:
+def load_kernels() -> None:
+    """Import every kernel module (each registers its kernels and plans)."""
     from nxcc.ir.kernels import registry  # noqa: F401  (imports every kernel module)
 
 
 #: op definition -> its kernel; lookups also take the op's text name.
-KERNELS: OpTable[Kernel] = OpTable("kernel", load=_load_kernels)
+KERNELS: OpTable[Kernel] = OpTable("kernel", load=load_kernels)
 
 #: ``@kernel(ops.erf, ...)`` registers the decorated function as the kernel of those ops.
 kernel = KERNELS.register

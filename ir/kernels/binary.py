@@ -22,11 +22,20 @@ from nxcc.ir.kernels.common import as_compute, is_float, store
 BinaryFn = Callable[[np.ndarray, np.ndarray], np.ndarray]
 
 
-def by_kind(float_fn: BinaryFn, int_fn: BinaryFn) -> BinaryFn:
-    def apply(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return float_fn(a, b) if is_float(a.dtype) else int_fn(a, b)
+class ByKind:
+    """A binary function computed by `float_fn` on floats and `int_fn` on integers (the
+    parts stay visible: `from_defs.exact_ufunc` reads them)."""
 
-    return apply
+    def __init__(self, float_fn: BinaryFn, int_fn: BinaryFn) -> None:
+        self.float_fn = float_fn
+        self.int_fn = int_fn
+
+    def __call__(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        return self.float_fn(a, b) if is_float(a.dtype) else self.int_fn(a, b)
+
+
+def by_kind(float_fn: BinaryFn, int_fn: BinaryFn) -> ByKind:
+    return ByKind(float_fn, int_fn)
 
 
 def shifter(kind: str) -> BinaryFn:

@@ -10,6 +10,7 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.plan import kernel_only
 from nxcc.ir.ops.collective import ASYNC_OPS
 
 COLLECTIVES = (ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
@@ -40,3 +41,6 @@ def tp_copy(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = args[0]: the forward of tp_copy moves nothing (its gradient does)."""
     np.copyto(outs[0], args[0])
+
+
+kernel_only(*COLLECTIVES, ops.tp_copy)

@@ -14,6 +14,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Symbol
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import store
+from nxcc.ir.kernels.plan import kernel_only
 
 
 def _copy_results(outs: Sequence[np.ndarray], results: Sequence[np.ndarray]) -> None:
@@ -75,3 +76,7 @@ def optimization_barrier(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs = args."""
     _copy_results(outs, args)
+
+
+kernel_only(ops.call, ops.conditional, ops.optimization_barrier, ops.partition_id,
+            ops.replica_id, ops.while_)

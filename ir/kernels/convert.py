@@ -18,6 +18,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import as_compute, is_float, store
+from nxcc.ir.kernels.plan import kernel_only
 
 
 def _float_to_int(x: np.ndarray, dst: np.dtype) -> np.ndarray:
@@ -72,3 +73,6 @@ def bitcast_convert(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                     attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = the bits of args[0] as attrs['dtype']."""
     np.copyto(outs[0], bitcast_array(args[0], outs[0].dtype))
+
+
+kernel_only(ops.convert, ops.bitcast_convert)

@@ -32,6 +32,7 @@ from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, pad_array, store, windows
 from nxcc.ir.kernels.conv_rows import MAX_WINDOW, method, prepare_conv_rows
 from nxcc.ir.kernels.linalg import accumulate_dtype
+from nxcc.ir.kernels.plan import Step, plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 
@@ -207,3 +208,12 @@ def _split_conv(x: np.ndarray, w: np.ndarray, groups: int, batch_groups: int,
                   a["window_strides"], a["rhs_dilation"])
              for b in range(batch_groups)]
     return parts[0] if batch_groups == 1 else np.concatenate(parts, axis=1)  # (N/B, O, *P)
+
+
+@plan(ops.convolution, dense_constants=True)
+def convolution_plan(args: Sequence[np.ndarray], out: np.ndarray,
+                     attrs: Mapping[str, AttrValue], ctx: KernelContext,
+                     constant: Sequence[bool], pool: ScratchPool) -> Step | None:
+    """On the row route: kernel matrices made once, the padded image and tile buffers in the
+    function's shared scratch (`prepare_convolution`)."""
+    return prepare_convolution(args, out, attrs, constant, pool)

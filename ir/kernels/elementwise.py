@@ -6,6 +6,7 @@ scalar or full pred; clamp(min, x, max) = min(max(x, min), max) with scalar or f
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -13,7 +14,9 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
-from nxcc.ir.kernels.common import as_compute, store
+from nxcc.ir.kernels.common import NATIVE_FLOATS, as_compute, store
+from nxcc.ir.kernels.plan import Step, kernel_only, plan
+from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 COMPARE_UFUNCS: dict[str, np.ufunc] = {
     "EQ": np.equal,
@@ -32,6 +35,18 @@ def compare(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     ufunc = COMPARE_UFUNCS[str(attrs["direction"])]
     with np.errstate(all="ignore"):
         ufunc(as_compute(args[0]), as_compute(args[1]), out=outs[0])
+
+
+@plan(ops.compare)
+def compare_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str, AttrValue],
+                 ctx: KernelContext, constant: Sequence[bool], pool: ScratchPool
+                 ) -> Step | None:
+    """The kernel's ufunc call on two floats of one native dtype and shape into a pred."""
+    dtype = args[0].dtype
+    if dtype not in NATIVE_FLOATS or out.dtype != np.bool_ or not all(
+            a.dtype == dtype and a.shape == out.shape for a in args):
+        return None
+    return functools.partial(COMPARE_UFUNCS[str(attrs["direction"])], *args, out=out)
 
 
 @kernel(ops.select)
@@ -60,3 +75,6 @@ def is_finite(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
               attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = x is neither infinite nor NaN."""
     np.isfinite(as_compute(args[0]), out=outs[0])
+
+
+kernel_only(ops.select, ops.clamp, ops.is_finite)

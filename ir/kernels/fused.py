@@ -8,9 +8,10 @@ result's block. It returns one zero-argument callable that runs the planned nump
 executor binds it at load (`backend/runtime/bound_steps.py`), the kernel plans per call.
 
 Each step is exactly the unfused op's computation on a block: the op's ufunc with `out=`
-when the op's kernel is that ufunc for these dtypes (add, multiply... on float32/float64/
-int32/int64, compare on those; exp, tanh, log... as the kernel calls them, straight into
-the block: float32 exp, tanh and log by numpy's float32 loop, the others in float64), a
+when the op's kernel is that ufunc for these dtypes (`from_defs.exact_ufunc`: add,
+multiply... on float32/float64/int32/int64, float32 exp, tanh and log by numpy's float32
+loop; compare on those dtypes), the other transcendental functions as the kernel calls
+them, straight into the block in float64, a
 float-to-float convert as a cast into the block, float32 erf by `erf_float32` into the
 block, otherwise the op's own kernel on the block (operands broadcast as views; an operand
 of one value of a ufunc step as a 0-d view). Elementwise results do not depend on
@@ -33,15 +34,15 @@ from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, NATIVE_NUMBERS, in_order
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.erf import erf_float32, prepare_erf_float32
-from nxcc.ir.opdef import ElementwiseDef, get_opdef
+from nxcc.ir.kernels.from_defs import exact_ufunc
+from nxcc.ir.kernels.plan import plan
+from nxcc.ir.kernels.scratch_pool import ScratchPool
+from nxcc.ir.opdef import ElementwiseDef
 
 #: elements per block: a few block-sized float32 buffers stay in a 1 MB cache
 BLOCK = 16384
 
 _F32 = np.dtype(np.float32)
-# ops whose kernel is their ufunc for native dtypes (the others round through float64 or
-# dispatch by kind)
-_UFUNC_OPS = frozenset({"add", "subtract", "multiply", "maximum", "minimum", "negate"})
 
 
 def operand_view(arg: np.ndarray, dims: Sequence[int], rank: int) -> np.ndarray:
@@ -83,24 +84,20 @@ def _scratch_index(index: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[sl
 def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], object]:
     """One step on one block: its ufunc with out= where that is its kernel, else its kernel."""
     same = all(x.dtype == ins[0].dtype for x in ins)
-    if step.opcode in _UFUNC_OPS and same and ins[0].dtype == out.dtype in NATIVE_NUMBERS:
-        if step.opcode not in ("maximum", "minimum"):  # those: see _scalar_for_min_max
+    opdef = step.opdef
+    ufunc = exact_ufunc(opdef, out.dtype) if same and ins[0].dtype == out.dtype else None
+    if ufunc is not None:
+        if opdef not in (ops.maximum, ops.minimum):  # those: see _scalar_for_min_max
             ins = _scalars_zero_dim(ins)
-        return functools.partial(get_opdef(step.opcode).fn, *ins, out=out)  # type: ignore[attr-defined]
-    if step.opcode == "divide" and same and ins[0].dtype == out.dtype in NATIVE_FLOATS:
-        return functools.partial(np.divide, *_scalars_zero_dim(ins), out=out)
-    if step.opcode == "compare" and same and ins[0].dtype in NATIVE_NUMBERS:
+        return functools.partial(ufunc, *ins, out=out)
+    if opdef is ops.compare and same and ins[0].dtype in NATIVE_NUMBERS:
         return functools.partial(COMPARE_UFUNCS[step.qualifier], *_scalars_zero_dim(ins),
                                  out=out)
-    if step.opcode == "erf" and ins[0].dtype == out.dtype == _F32:
+    if opdef is ops.erf and ins[0].dtype == out.dtype == _F32:
         planned = prepare_erf_float32(ins[0], out)  # a small block: its own buffers
         return planned or functools.partial(erf_float32, ins[0], out)  # the kernel's path
-    if step.opcode == "convert" and ins[0].dtype in NATIVE_FLOATS and out.dtype in NATIVE_FLOATS:
+    if opdef is ops.convert and ins[0].dtype in NATIVE_FLOATS and out.dtype in NATIVE_FLOATS:
         return functools.partial(np.copyto, out, ins[0], casting="unsafe")  # as astype
-    opdef = get_opdef(step.opcode)
-    if (isinstance(opdef, ElementwiseDef) and opdef.float32_native
-            and ins[0].dtype == out.dtype == _F32):
-        return functools.partial(opdef.fn, ins[0], out=out)  # type: ignore[arg-type]
     if _float64_ufunc(opdef) and ins[0].dtype == out.dtype in NATIVE_FLOATS:
         # what unary_kernel calls for these dtypes, without its per-call wrapping
         return functools.partial(opdef.fn, ins[0], out=out, dtype=np.float64,  # type: ignore[attr-defined]
@@ -194,7 +191,7 @@ def _scalar_for_min_max(program: FusedProgram, i: int, view: np.ndarray) -> bool
     if view.size == 0 or any(st != 0 and n != 1 for st, n in zip(view.strides, view.shape,
                                                                  strict=True)):
         return False
-    return any(s.opcode in ("maximum", "minimum") and (True, i) in s.args
+    return any(s.opdef in (ops.maximum, ops.minimum) and (True, i) in s.args
                for s in program.steps)
 
 
@@ -204,3 +201,12 @@ def fused_elementwise(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     """outs[0] = the program's last step, evaluated block by block."""
     with np.errstate(all="ignore"):
         prepare_fused(args, outs[0], attrs)()
+
+
+@plan(ops.fused_elementwise)
+def fused_elementwise_plan(args: Sequence[np.ndarray], out: np.ndarray,
+                           attrs: Mapping[str, AttrValue], ctx: KernelContext,
+                           constant: Sequence[bool], pool: ScratchPool
+                           ) -> Callable[[], None] | None:
+    """Its block-by-block plan, made once (`prepare_fused`)."""
+    return prepare_fused(args, out, attrs, constant)

@@ -19,6 +19,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import store
+from nxcc.ir.kernels.plan import kernel_only
 
 
 def index_vectors(indices: np.ndarray, index_vector_dim: int) -> np.ndarray:
@@ -98,3 +99,6 @@ def gather(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             perm.append(batch_axis)
             batch_axis += 1
     store(out, values.transpose(perm))
+
+
+kernel_only(ops.gather)

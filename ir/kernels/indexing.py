@@ -10,6 +10,7 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.plan import kernel_only
 
 
 def clamped_slices(shape: Sequence[int], starts: Sequence[np.ndarray],
@@ -38,3 +39,6 @@ def dynamic_update_slice(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     out = outs[0]
     np.copyto(out, x)
     out[clamped_slices(x.shape, args[2:], update.shape)] = update
+
+
+kernel_only(ops.dynamic_slice, ops.dynamic_update_slice)

@@ -28,6 +28,7 @@ from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS
 from nxcc.ir.kernels.fused import BLOCK
+from nxcc.ir.kernels.plan import plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 _F32 = np.dtype(np.float32)
@@ -93,6 +94,15 @@ def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], N
             _softmax_steps(xb, ob, m, 1, None)
 
     return run
+
+
+@plan(ops.softmax)
+def softmax_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str, AttrValue],
+                 ctx: KernelContext, constant: Sequence[bool], pool: ScratchPool
+                 ) -> Callable[[], None] | None:
+    """Over the last axis of contiguous floats: the kernel's steps block by block of rows,
+    planned once (`prepare_softmax`)."""
+    return prepare_softmax(args[0], out, int(attrs["dimension"]))  # type: ignore[call-overload]
 
 
 def prepare_layer_norm(x: np.ndarray, out: np.ndarray, axis: int, epsilon: float,
@@ -163,3 +173,13 @@ def layer_norm(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     with np.errstate(all="ignore"):
         _layer_norm_steps(x, out, row, np.empty_like(out), axis, n, eps,
                           lambda r: get_kernel(ops.rsqrt)([r], [r], {}, ctx))
+
+
+@plan(ops.layer_norm)
+def layer_norm_plan(args: Sequence[np.ndarray], out: np.ndarray,
+                    attrs: Mapping[str, AttrValue], ctx: KernelContext,
+                    constant: Sequence[bool], pool: ScratchPool) -> Callable[[], None] | None:
+    """Over the last axis of contiguous floats: the kernel's steps block by block of rows,
+    their scratch in the function's pool (`prepare_layer_norm`)."""
+    return prepare_layer_norm(args[0], out, int(attrs["dimension"]),  # type: ignore[call-overload]
+                              float(attrs["epsilon"]), pool)  # type: ignore[arg-type]

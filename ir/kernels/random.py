@@ -10,6 +10,7 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.plan import kernel_only
 
 _M0, _M1 = np.uint64(0xD2511F53), np.uint64(0xCD9E8D57)
 _W0, _W1 = np.uint64(0x9E3779B9), np.uint64(0xBB67AE85)
@@ -48,3 +49,6 @@ def random_bits(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     key, counter = (int(np.asarray(a).reshape(())) for a in args)
     out = outs[0]
     out[...] = random_words(key, counter, out.size).reshape(out.shape)
+
+
+kernel_only(ops.random_bits)

@@ -16,21 +16,24 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.kernels.common import as_compute, is_float, move_to_end
 
 _PRED_UFUNCS = {
-    "add": np.logical_or, "or": np.logical_or, "maximum": np.logical_or,
-    "multiply": np.logical_and, "and": np.logical_and, "minimum": np.logical_and,
-    "xor": np.logical_xor,
+    ops.add: np.logical_or, ops.or_: np.logical_or, ops.maximum: np.logical_or,
+    ops.multiply: np.logical_and, ops.and_: np.logical_and, ops.minimum: np.logical_and,
+    ops.xor: np.logical_xor,
 }
 _INT_UFUNCS = {
-    "add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    ops.add: np.add, ops.multiply: np.multiply, ops.maximum: np.maximum,
+    ops.minimum: np.minimum, ops.and_: np.bitwise_and, ops.or_: np.bitwise_or,
+    ops.xor: np.bitwise_xor,
 }
 _FLOAT_UFUNCS = {
-    "add": np.add, "multiply": np.multiply, "maximum": np.maximum, "minimum": np.minimum,
+    ops.add: np.add, ops.multiply: np.multiply, ops.maximum: np.maximum,
+    ops.minimum: np.minimum,
 }
 
 
@@ -44,15 +47,15 @@ def fast_ufunc(ctx: KernelContext, computation: Symbol | str,
     """The numpy ufunc equivalent to `computation` over one operand of `dtypes[0]`, if any."""
     if len(dtypes) != 1:
         return None
-    opcode = ctx.binary_opcode(fn_name(computation))
-    if opcode is None:
+    opdef = ctx.binary_op(fn_name(computation))
+    if opdef is None:
         return None
     dtype = np.dtype(dtypes[0])
     if dtype == np.bool_:
-        return _PRED_UFUNCS.get(opcode)
+        return _PRED_UFUNCS.get(opdef)
     if is_float(dtype):
-        return _FLOAT_UFUNCS.get(opcode)
-    return _INT_UFUNCS.get(opcode)
+        return _FLOAT_UFUNCS.get(opdef)
+    return _INT_UFUNCS.get(opdef)
 
 
 def call(ctx: KernelContext, computation: Symbol | str,

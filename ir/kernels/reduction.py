@@ -10,6 +10,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import store
+from nxcc.ir.kernels.plan import kernel_only
 from nxcc.ir.kernels.reducer import fold, prepare
 
 
@@ -24,3 +25,6 @@ def reduce(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     results = fold(ctx, comp, ufunc, values, attrs["dimensions"], inits)  # type: ignore
     for out, r in zip(outs, results, strict=True):
         store(out, r)
+
+
+kernel_only(ops.reduce)

@@ -26,6 +26,7 @@ from nxcc.ir.kernels.gather import (
     index_vectors,
     window_offsets,
 )
+from nxcc.ir.kernels.plan import kernel_only
 
 
 @kernel(ops.scatter)
@@ -72,3 +73,6 @@ def scatter(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     combine_at(ctx, a["computation"], targets, flat, values)
     for out, t in zip(outs, targets, strict=True):
         np.copyto(out, t.reshape(shape))
+
+
+kernel_only(ops.scatter)

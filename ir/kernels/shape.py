@@ -3,6 +3,7 @@ reverse, iota, constant, copy. Each writes its out by one vectorized copy."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -11,6 +12,8 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Dense
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import pad_array, store
+from nxcc.ir.kernels.plan import Step, kernel_only, plan
+from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 
 @kernel(ops.broadcast_in_dim)
@@ -96,3 +99,62 @@ def copy(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = args[0]."""
     np.copyto(outs[0], args[0])
+
+
+kernel_only(ops.slice, ops.pad, ops.concatenate, ops.reverse, ops.iota, ops.constant)
+
+
+def _copy_step(view: np.ndarray, x: np.ndarray, out: np.ndarray) -> Step | None:
+    """``np.copyto(out, view)`` when `view` is a view of x's memory (it then follows x's
+    later values; a copy, as a reshape of a non-contiguous x makes, would not)."""
+    if np.may_share_memory(view, x) or view.size == 0:
+        return functools.partial(np.copyto, out, view)
+    return None
+
+
+def _same_dtype(args: Sequence[np.ndarray], out: np.ndarray) -> bool:
+    return bool(args) and args[0].dtype == out.dtype
+
+
+@plan(ops.reshape)
+def reshape_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str, AttrValue],
+                 ctx: KernelContext, constant: Sequence[bool], pool: ScratchPool
+                 ) -> Step | None:
+    """The copy of the operand's view of out's shape, the view made once."""
+    if not _same_dtype(args, out):
+        return None
+    return _copy_step(args[0].reshape(out.shape), args[0], out)
+
+
+@plan(ops.transpose)
+def transpose_plan(args: Sequence[np.ndarray], out: np.ndarray,
+                   attrs: Mapping[str, AttrValue], ctx: KernelContext,
+                   constant: Sequence[bool], pool: ScratchPool) -> Step | None:
+    """The copy of the operand's transposed view, the view made once."""
+    if not _same_dtype(args, out):
+        return None
+    return _copy_step(args[0].transpose(attrs["permutation"]), args[0], out)  # type: ignore[arg-type]
+
+
+@plan(ops.broadcast_in_dim)
+def broadcast_in_dim_plan(args: Sequence[np.ndarray], out: np.ndarray,
+                          attrs: Mapping[str, AttrValue], ctx: KernelContext,
+                          constant: Sequence[bool], pool: ScratchPool) -> Step | None:
+    """The copy (broadcasting) of the operand viewed at out's rank, the view made once."""
+    if not _same_dtype(args, out):
+        return None
+    x = args[0]
+    shape = [1] * out.ndim
+    for i, d in enumerate(attrs["broadcast_dimensions"]):  # type: ignore[arg-type]
+        shape[d] = x.shape[i]
+    return _copy_step(x.reshape(shape), x, out)
+
+
+@plan(ops.copy)
+def copy_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str, AttrValue],
+              ctx: KernelContext, constant: Sequence[bool], pool: ScratchPool
+              ) -> Step | None:
+    """``np.copyto(out, operand)``."""
+    if not _same_dtype(args, out):
+        return None
+    return _copy_step(args[0], args[0], out)

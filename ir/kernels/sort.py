@@ -25,6 +25,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, Symbol
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import as_compute
+from nxcc.ir.kernels.plan import kernel_only
 from nxcc.ir.kernels.reducer import call
 
 
@@ -110,3 +111,6 @@ def sort(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
         perm = _bitonic_argsort(ctx, comparator, xs)
     for out, x in zip(outs, xs, strict=True):
         np.copyto(np.moveaxis(out, dim, -1), np.take_along_axis(x, perm, axis=-1))
+
+
+kernel_only(ops.sort)

@@ -41,7 +41,9 @@ from nxcc.ir.kernels.common import (
 )
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.gather import element_strides
+from nxcc.ir.kernels.plan import kernel_only, plan
 from nxcc.ir.kernels.reducer import call, fast_ufunc, fn_name, fold, prepare
+from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 _OFFSET_LOOP_MAX = 64  # windows up to this many elements are folded offset by offset
 _EXACT_FOLDS = (np.maximum, np.minimum)  # folded one window dimension at a time
@@ -183,6 +185,16 @@ def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
     return in_order(steps)
 
 
+@plan(ops.reduce_window)
+def reduce_window_plan(args: Sequence[np.ndarray], out: np.ndarray,
+                       attrs: Mapping[str, AttrValue], ctx: KernelContext,
+                       constant: Sequence[bool], pool: ScratchPool
+                       ) -> Callable[[], None] | None:
+    """By maximum or minimum without padding (max and min pools): the fold one window
+    dimension at a time, slices and intermediates made once (`prepare_reduce_window`)."""
+    return prepare_reduce_window(args, out, attrs, ctx, constant)
+
+
 def _fold_by_offsets(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray, rank: int,
                      acc: np.ndarray) -> None:
     """acc = the ufunc-fold of the window axes of `view` (positions..., window...) from
@@ -197,7 +209,7 @@ def compare_direction(ctx: KernelContext, computation: Symbol | str,
                       dtype: np.dtype) -> str | None:
     """The comparison a two-parameter select computation performs, when it is one compare
     of its parameters (found exactly by probing three pairs); None otherwise."""
-    if dtype == np.bool_ or ctx.binary_opcode(fn_name(computation)) != "compare":
+    if dtype == np.bool_ or ctx.binary_op(fn_name(computation)) is not ops.compare:
         return None
     lhs = np.array([1, 1, 2]).astype(dtype)
     rhs = np.array([1, 2, 1]).astype(dtype)
@@ -266,3 +278,6 @@ def select_and_scatter(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
         target = result.reshape(-1)
         combine_at(ctx, a["scatter"], [target], flat, [src.astype(out.dtype)])
     np.copyto(out, result)
+
+
+kernel_only(ops.select_and_scatter)

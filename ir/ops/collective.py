@@ -174,14 +174,13 @@ reduce_scatter_start, reduce_scatter_done = async_pair(reduce_scatter)
 all_to_all_start, all_to_all_done = async_pair(all_to_all)
 collective_permute_start, collective_permute_done = async_pair(collective_permute)
 
-#: Each collective with an asynchronous form, by name: its (start, done).
-ASYNC_PAIRS: dict[str, tuple[OpDef, OpDef]] = {
-    op.name: pair for op, pair in (
-        (all_reduce, (all_reduce_start, all_reduce_done)),
-        (all_gather, (all_gather_start, all_gather_done)),
-        (reduce_scatter, (reduce_scatter_start, reduce_scatter_done)),
-        (all_to_all, (all_to_all_start, all_to_all_done)),
-        (collective_permute, (collective_permute_start, collective_permute_done)))}
+#: Each collective with an asynchronous form: its (start, done).
+ASYNC_PAIRS: dict[OpDef, tuple[OpDef, OpDef]] = {
+    all_reduce: (all_reduce_start, all_reduce_done),
+    all_gather: (all_gather_start, all_gather_done),
+    reduce_scatter: (reduce_scatter_start, reduce_scatter_done),
+    all_to_all: (all_to_all_start, all_to_all_done),
+    collective_permute: (collective_permute_start, collective_permute_done)}
 #: Every start and done.
 ASYNC_OPS: tuple[OpDef, ...] = tuple(d for pair in ASYNC_PAIRS.values() for d in pair)
 

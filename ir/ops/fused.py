@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from nxcc.ir.attributes import AttrKind
 from nxcc.ir.fused_program import FusedProgramError, parse_program
-from nxcc.ir.opdef import AttrSpec, OpDef, define, get_opdef
+from nxcc.ir.opdef import AttrSpec, OpDef, TypeRuleError, define
 from nxcc.ir.ops._rules import fail
 from nxcc.ir.types import TensorType
 
@@ -30,13 +30,16 @@ def _fused_elementwise(ts, attrs, module):
             raise fail(f"fused_elementwise: operand a{k} {t} does not map to {list(dims)} of "
                        f"{list(shape)}")
     for s in program.steps:
-        opdef = get_opdef(s.opcode)
+        opdef = s.opdef
         if not opdef.elementwise or opdef.side_effects:
             raise fail(f"fused_elementwise: {s.opcode} is not an elementwise op")
         if opdef.operands is not None and opdef.operands != len(s.args):
             raise fail(f"fused_elementwise: {s.opcode} takes {opdef.operands} operands, "
                        f"the step gives {len(s.args)}")
-    dtypes = program.step_dtypes([t.dtype for t in ts])
+    try:
+        dtypes = program.step_dtypes([t.dtype for t in ts])
+    except TypeRuleError as exc:
+        raise fail(f"fused_elementwise: {exc}") from None
     return [TensorType(dtypes[-1], shape)]
 
 

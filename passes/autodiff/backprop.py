@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.passes.autodiff.context import GradContext
-from nxcc.passes.autodiff.registry import rule_for, takes_all_cotangents
+from nxcc.passes.autodiff.registry import gradient_of
 
 
 class GradientError(ValueError):
@@ -79,11 +79,11 @@ def backpropagate(module: Module, fn: Function, wrt: Sequence[Value],
 
 def _apply_rule(ctx: GradContext, op: Op, cts: list[Value | None], needs: list[bool]
                 ) -> Sequence[Value | None]:
-    rule = rule_for(op.opcode)
-    if rule is None:
+    gradient = gradient_of(op.opdef)
+    if gradient is None:
         raise GradientError(f"op '{op.opcode}' has no gradient rule, and it lies on a "
                             f"differentiable path to the loss")
-    multi = takes_all_cotangents(op.opcode)
+    rule, multi = gradient.rule, gradient.multi_result
     if len(op.results) != 1 and not multi:
         raise GradientError(f"op '{op.opcode}' has {len(op.results)} results; gradients of "
                             "multi-result ops are not supported")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.computations import binary_computation
 from nxcc.ir.core import Value
@@ -41,9 +42,9 @@ class GradContext:
         if not dims:
             return x
         dtype = x.type.dtype
-        return self.b.op("reduce", [x, self.scalar(0, dtype)], {
+        return self.b.op(ops.reduce, [x, self.scalar(0, dtype)], {
             "dimensions": tuple(sorted(dims)),
-            "computation": binary_computation(self.b.module, "add", dtype)})
+            "computation": binary_computation(self.b.module, ops.add, dtype)})
 
     def sum_to(self, g: Value, t: TensorType) -> Value:
         """`g` summed down to `t`: a scalar operand broadcast by an elementwise op (clamp's
@@ -57,7 +58,7 @@ class GradContext:
         """`x` placed at result dims `dims` of `shape` (broadcast_in_dim)."""
         if x.type.shape == tuple(shape):
             return x
-        return self.b.op("broadcast_in_dim", [x], {"shape": tuple(shape),
+        return self.b.op(ops.broadcast_in_dim, [x], {"shape": tuple(shape),
                                                    "broadcast_dimensions": tuple(dims)})
 
     def like(self, x: Value, t: TensorType) -> Value:

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.computations import binary_computation
 from nxcc.ir.core import Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.opdef import OpDef
 from nxcc.ir.types import TensorType
 
 IGNORE_INDEX = -100
@@ -28,21 +30,21 @@ class LossError(ValueError):
     """The loss cannot be built on these values."""
 
 
-def reduce_all(b: Builder, x: Value, opcode: str = "add", dims: tuple[int, ...] | None = None
-               ) -> Value:
-    """`x` reduced with `opcode` over `dims` (all dims by default)."""
+def reduce_all(b: Builder, x: Value, reducer: OpDef = ops.add,
+               dims: tuple[int, ...] | None = None) -> Value:
+    """`x` reduced with `reducer` (add or maximum) over `dims` (all dims by default)."""
     dtype = x.type.dtype
     dims = tuple(range(x.type.rank)) if dims is None else dims
     if not dims:
         return x
-    init = {"add": 0.0, "maximum": float("-inf")}[opcode]
-    return b.op("reduce", [x, b.splat(init, TensorType(dtype, ()))], {
-        "dimensions": dims, "computation": binary_computation(b.module, opcode, dtype)})
+    init = {ops.add: 0.0, ops.maximum: float("-inf")}[reducer]
+    return b.op(ops.reduce, [x, b.splat(init, TensorType(dtype, ()))], {
+        "dimensions": dims, "computation": binary_computation(b.module, reducer, dtype)})
 
 
 def _keep_last(b: Builder, x: Value, shape: tuple[int, ...]) -> Value:
     """`x` of shape[:-1] broadcast along a new last dim to `shape`."""
-    return b.op("broadcast_in_dim", [x], {"shape": shape,
+    return b.op(ops.broadcast_in_dim, [x], {"shape": shape,
                                           "broadcast_dimensions": tuple(range(len(shape) - 1))})
 
 
@@ -64,13 +66,13 @@ def cross_entropy_sum(b: Builder, logits: Value, labels: Value,
         raise LossError(f"cross-entropy needs integer labels of shape {list(t.shape[:-1])} "
                         f"(the logits {t} without their class dimension), got {labels.type}")
     last = t.rank - 1
-    top = reduce_all(b, logits, "maximum", (last,))
+    top = reduce_all(b, logits, ops.maximum, (last,))
     shifted = b.subtract(logits, _keep_last(b, top, t.shape))
-    lse = b.log(reduce_all(b, b.exp(shifted), "add", (last,)))
-    classes = b.op("iota", [], {"dtype": labels.type.dtype, "shape": t.shape,
+    lse = b.log(reduce_all(b, b.exp(shifted), ops.add, (last,)))
+    classes = b.op(ops.iota, [], {"dtype": labels.type.dtype, "shape": t.shape,
                                 "dimension": last})
     is_label = b.compare(classes, _keep_last(b, labels, t.shape), direction="EQ")
-    picked = reduce_all(b, b.select(is_label, shifted, b.splat(0.0, t)), "add", (last,))
+    picked = reduce_all(b, b.select(is_label, shifted, b.splat(0.0, t)), ops.add, (last,))
     nll = b.subtract(lse, picked)
     ignore = b.splat(ignore_index, labels.type)
     keep = b.compare(labels, ignore, direction="NE")

@@ -19,12 +19,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.rewrite import replace_uses
 
-LOW_PRECISION_OPS = frozenset({"dot_general", "convolution"})
+LOW_PRECISION_OPS = frozenset({ops.dot_general, ops.convolution})
 
 
 def autocast(module: Module, fn: Function, dtype: DType = DType.BF16) -> int:
@@ -32,9 +33,9 @@ def autocast(module: Module, fn: Function, dtype: DType = DType.BF16) -> int:
     body: list[Op] = []
     count = 0
     for op in fn.body:
-        if op.opcode in LOW_PRECISION_OPS and all(v.type.dtype is DType.F32
+        if op.opdef in LOW_PRECISION_OPS and all(v.type.dtype is DType.F32
                                                   for v in op.operands):
-            converts = [Op("convert", [v], [v.type.with_dtype(dtype)], {"dtype": dtype})
+            converts = [Op(ops.convert, [v], [v.type.with_dtype(dtype)], {"dtype": dtype})
                         for v in op.operands]
             body += converts
             op.operands = [c.result for c in converts]
@@ -54,7 +55,7 @@ def keep_in(fn: Function, params: Sequence[Value], dtype: DType) -> list[Value]:
     converts = []
     for p in params:
         low = Value(p.type.with_dtype(dtype), p.name)
-        op = Op("convert", [low], [p.type], {"dtype": p.type.dtype})
+        op = Op(ops.convert, [low], [p.type], {"dtype": p.type.dtype})
         converts.append(op)
         replace_uses(fn, {p: op.result})
         op.result.name = p.name
@@ -74,8 +75,8 @@ def round_to(b: Builder, x: Value, dtype: DType, key: int | None = None,
     assert dtype is DType.BF16 and x.type.dtype is DType.F32 and counter is not None
     u32 = x.type.with_dtype(DType.U32)
     raw = b.bitcast_convert(x, dtype=DType.U32)
-    noise = b.op("random_bits", [b.constant(np.uint64(key)), counter],
+    noise = b.op(ops.random_bits, [b.constant(np.uint64(key)), counter],
                  {"shape": x.type.shape})
-    noise = b.op("and", [noise, b.splat(0xFFFF, u32)])
-    truncated = b.op("and", [b.add(raw, noise), b.splat(0xFFFF0000, u32)])
+    noise = b.op(ops.and_, [noise, b.splat(0xFFFF, u32)])
+    truncated = b.op(ops.and_, [b.add(raw, noise), b.splat(0xFFFF0000, u32)])
     return b.convert(b.bitcast_convert(truncated, dtype=DType.F32), dtype)

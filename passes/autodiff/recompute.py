@@ -53,7 +53,7 @@ def _copy(chosen: Sequence[Op], internal: set[int]) -> tuple[list[Op], dict[int,
     """The barrier and the copies of `chosen` (mapping original value ids to copies)."""
     def outside(v: Value) -> bool:
         return id(v) not in internal and not (v.owner is not None
-                                              and v.owner.opcode == "constant")
+                                              and v.owner.opdef is ops.constant)
 
     tainted_in: list[Value] = []
     for op in chosen:  # activations (op results from before the segment)
@@ -73,7 +73,7 @@ def _copy(chosen: Sequence[Op], internal: set[int]) -> tuple[list[Op], dict[int,
         mapping.update({id(v): r for v, r in zip(tainted_in, barrier.results, strict=True)})
     copies = [barrier] if barrier is not None else []
     for op in chosen:
-        new = Op(op.opcode, [mapping.get(id(v), v) for v in op.operands],
+        new = Op(op.opdef, [mapping.get(id(v), v) for v in op.operands],
                  [r.type for r in op.results], op.attrs)
         mapping.update({id(r): n for r, n in zip(op.results, new.results, strict=True)})
         copies.append(new)

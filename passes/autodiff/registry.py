@@ -9,51 +9,46 @@ gradient" (a non-differentiable operand, or one that `ctx.needs(i)` says nobody 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from nxcc.ir.core import Op, Value
-from nxcc.ir.opdef import OpDef, get_opdef
+from nxcc.ir.opdef import OpDef
+from nxcc.ir.registry import OpTable
 
 if TYPE_CHECKING:
     from nxcc.passes.autodiff.context import GradContext
 
 GradRule = Callable[["GradContext", Op, Value], Sequence[Value | None]]
 
-#: id(OpDef) -> (the OpDef, its rule); keyed by identity (an OpDef holds dicts, so it
-#: does not hash), the OpDef kept alive beside its rule.
-RULES: dict[int, tuple[OpDef, GradRule]] = {}
+
+@dataclass(frozen=True)
+class Gradient:
+    """An op's gradient rule; `multi_result`: the rule takes the list of every result's
+    cotangent (None for a result without one) instead of the one result's cotangent."""
+
+    rule: GradRule
+    multi_result: bool = False
 
 
-#: ops whose rule takes the list of every result's cotangent (None for a result without
-#: one) instead of the one result's cotangent.
-MULTI_RESULT: set[str] = set()
+#: op definition -> its `Gradient`; the rules register when `passes.autodiff.rules` is
+#: imported (as `differentiate` does).
+RULES: OpTable[Gradient] = OpTable("gradient rule")
 
 
-def gradient_rule(*opcodes: str, multi_result: bool = False
+def gradient_rule(*opdefs: OpDef, multi_result: bool = False
                   ) -> Callable[[GradRule], GradRule]:
-    """Register the decorated function as the gradient rule of each op in `opcodes`
+    """Register the decorated function as the gradient rule of each op of `opdefs`
     (`multi_result`: the rule takes a list of cotangents, one per result)."""
 
     def register(rule: GradRule) -> GradRule:
-        for name in opcodes:
-            if multi_result:
-                MULTI_RESULT.add(name)
-            opdef = get_opdef(name)
-            if id(opdef) in RULES:
-                raise ValueError(f"gradient rule of {name} registered twice")
-            RULES[id(opdef)] = (opdef, rule)
+        for opdef in opdefs:
+            RULES.add(opdef, Gradient(rule, multi_result))
         return rule
 
     return register
 
 
-def rule_for(opcode: str) -> GradRule | None:
-    """The gradient rule of op `opcode`, None when it has none (the rules register when
-    `passes.autodiff.rules` is imported, as `differentiate` does)."""
-    entry = RULES.get(id(get_opdef(opcode)))
-    return entry[1] if entry is not None else None
-
-
-def takes_all_cotangents(opcode: str) -> bool:
-    """Whether the rule of `opcode` takes every result's cotangent (a multi-result op)."""
-    return opcode in MULTI_RESULT
+def gradient_of(opdef: OpDef) -> Gradient | None:
+    """The gradient rule of `opdef`, None when it has none."""
+    return RULES.get(opdef)

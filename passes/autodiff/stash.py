@@ -21,6 +21,7 @@ stashed is exactly what the recomputation policy keeps.
 
 from __future__ import annotations
 
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Op, Value
 
 
@@ -39,7 +40,7 @@ def split_forward(fn: Function, start: int, x_out: Value, keep: int, name: str) 
     for v in readers:
         if not _forward_value(v, in_forward) or id(v) in stash or id(v) in consts:
             continue
-        if v.owner is not None and v.owner.opcode == "constant":
+        if v.owner is not None and v.owner.opdef is ops.constant:
             consts[id(v)] = v.owner
         else:
             stash[id(v)] = v
@@ -61,7 +62,7 @@ def split_forward(fn: Function, start: int, x_out: Value, keep: int, name: str) 
         stash_params.append(q)
     copies = []
     for op in consts.values():
-        copy = Op(op.opcode, [], [r.type for r in op.results], dict(op.attrs))
+        copy = Op(op.opdef, [], [r.type for r in op.results], dict(op.attrs))
         for old, new in zip(op.results, copy.results, strict=True):
             mapping[id(old)] = new
         copies.append(copy)

@@ -25,7 +25,6 @@ from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import format_program
-from nxcc.ir.opdef import get_opdef
 from nxcc.ir.patterns import apply_patterns
 from nxcc.ir.rewrite import constant_value
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
@@ -90,11 +89,10 @@ def fuse_function(fn: Function) -> bool:
     outside = {id(v) for v in fn.results}  # function results: used outside
     taken: set[int] = set()
     groups: list[Group] = []
-    fusible_opcode: dict[str, bool] = {}
     for op in reversed(fn.body):
-        if id(op) in taken or not fusible(op, fusible_opcode):
+        if id(op) in taken or not fusible(op):
             continue
-        group = _grow(op, position, uses, outside, taken, fusible_opcode)
+        group = _grow(op, position, uses, outside, taken)
         if len(group.members) + group.broadcasts >= 2:
             groups.append(group)
             taken.update(group.members)
@@ -104,18 +102,14 @@ def fuse_function(fn: Function) -> bool:
     return True
 
 
-def fusible(op: Op, known: dict[str, bool]) -> bool:
-    """An elementwise op of one result, without side effects (what its opcode says is
-    remembered in `known`)."""
-    by_opcode = known.get(op.opcode)
-    if by_opcode is None:
-        opdef = get_opdef(op.opcode)
-        by_opcode = known[op.opcode] = opdef.elementwise and not opdef.side_effects
-    return by_opcode and len(op.results) == 1
+def fusible(op: Op) -> bool:
+    """An elementwise op of one result, without side effects."""
+    opdef = op.opdef
+    return opdef.elementwise and not opdef.side_effects and len(op.results) == 1
 
 
 def _grow(root: Op, position: dict[int, int], uses: dict[int, int], outside: set[int],
-          taken: set[int], fusible_opcode: dict[str, bool]) -> Group:
+          taken: set[int]) -> Group:
     """The largest group rooted at `root`: producers are visited latest first, so when one
     is reached every user of it inside the group has already joined, and its operand reads
     from members (counted in `inside`) tell whether all its uses are in the group."""
@@ -138,7 +132,7 @@ def _grow(root: Op, position: dict[int, int], uses: dict[int, int], outside: set
     while heap:
         _, _, p = heapq.heappop(heap)
         value = p.results[0]
-        if (id(p) not in taken and fusible(p, fusible_opcode)
+        if (id(p) not in taken and fusible(p)
                 and value.type.shape == shape and id(value) not in outside
                 and inside[id(value)] == uses[id(value)]):
             group.members[id(p)] = p

@@ -16,15 +16,16 @@ from __future__ import annotations
 from nxcc.ir import ops
 from nxcc.ir.core import Module, Op, Value
 from nxcc.ir.dtypes import DType
-from nxcc.ir.interpreter import binary_opcode_of
+from nxcc.ir.interpreter import binary_op_of
+from nxcc.ir.opdef import OpDef
 from nxcc.ir.patterns import RewritePattern, Rewriter
 from nxcc.ir.rewrite import constant_value
 
 _FLOATS = (DType.F32, DType.F64)
 
 
-def _owner(v: Value, opcode: str) -> Op | None:
-    return v.owner if v.owner is not None and v.owner.opcode == opcode else None
+def _owner(v: Value, opdef: OpDef) -> Op | None:
+    return v.owner if v.owner is not None and v.owner.opdef is opdef else None
 
 
 def _named(v: Value, op: Op) -> Value:
@@ -41,7 +42,7 @@ def _splat(v: Value) -> float | None:
 
 def _unbroadcast(v: Value, shape: tuple[int, ...]) -> Value | None:
     """x when v = broadcast_in_dim(x) to `shape` with identity dims (x has size-1 dims)."""
-    b = _owner(v, "broadcast_in_dim")
+    b = _owner(v, ops.broadcast_in_dim)
     if b is None or b.result.type.shape != shape:
         return None
     if tuple(b.attrs["broadcast_dimensions"]) != tuple(range(len(shape))):  # type: ignore
@@ -49,16 +50,16 @@ def _unbroadcast(v: Value, shape: tuple[int, ...]) -> Value | None:
     return b.operands[0]
 
 
-def _row_reduce(v: Value, module: Module, combiner: str, init: float) -> tuple[Value, int] | None:
+def _row_reduce(v: Value, module: Module, combiner: OpDef, init: float) -> tuple[Value, int] | None:
     """(x, d) when v = reshape(reduce(x, init) {dimensions = [d]}) with a size-1 dim at d."""
-    r = _owner(v, "reshape")
-    red = _owner(r.operands[0], "reduce") if r is not None else None
+    r = _owner(v, ops.reshape)
+    red = _owner(r.operands[0], ops.reduce) if r is not None else None
     if red is None or len(red.operands) != 2 or _splat(red.operands[1]) != init:
         return None
     dims = tuple(red.attrs["dimensions"])  # type: ignore[arg-type]
     x = red.operands[0]
-    combined = binary_opcode_of(module, red.attrs["computation"].name)  # type: ignore[union-attr]
-    if len(dims) != 1 or combined != combiner:
+    combined = binary_op_of(module, red.attrs["computation"].name)  # type: ignore[union-attr]
+    if len(dims) != 1 or combined is not combiner:
         return None
     keep = list(x.type.shape)
     keep[dims[0]] = 1
@@ -67,8 +68,8 @@ def _row_reduce(v: Value, module: Module, combiner: str, init: float) -> tuple[V
 
 def _row_mean(v: Value, module: Module) -> tuple[Value, int] | None:
     """(x, d) when v = divide(rowsum(x), n) with n the length of x's dimension d."""
-    div = _owner(v, "divide")
-    found = _row_reduce(div.operands[0], module, "add", 0.0) if div is not None else None
+    div = _owner(v, ops.divide)
+    found = _row_reduce(div.operands[0], module, ops.add, 0.0) if div is not None else None
     if found is None or _splat(div.operands[1]) != float(found[0].type.shape[found[1]]):
         return None
     return found
@@ -85,16 +86,16 @@ class FuseSoftmax(RewritePattern):
     def rewrite(self, op: Op, rewriter: Rewriter) -> list[Value] | None:
         e, s = op.operands
         shape = op.result.type.shape
-        if op.result.type.dtype not in _FLOATS or _owner(e, "exp") is None:
+        if op.result.type.dtype not in _FLOATS or _owner(e, ops.exp) is None:
             return None
         total = _unbroadcast(s, shape)
-        total_of = _row_reduce(total, self.module, "add", 0.0) if total is not None else None
-        sub = _owner(e.owner.operands[0], "subtract")  # type: ignore[union-attr]
+        total_of = _row_reduce(total, self.module, ops.add, 0.0) if total is not None else None
+        sub = _owner(e.owner.operands[0], ops.subtract)  # type: ignore[union-attr]
         if total_of is None or total_of[0] is not e or sub is None:
             return None
         x, m = sub.operands
         peak = _unbroadcast(m, shape)
-        peak_of = (_row_reduce(peak, self.module, "maximum", float("-inf"))
+        peak_of = (_row_reduce(peak, self.module, ops.maximum, float("-inf"))
                    if peak is not None else None)
         if peak_of is None or peak_of != (x, total_of[1]):
             return None
@@ -112,15 +113,15 @@ class FuseLayerNorm(RewritePattern):
     def rewrite(self, op: Op, rewriter: Rewriter) -> list[Value] | None:
         c, scale = op.operands
         shape = op.result.type.shape
-        sub = _owner(c, "subtract")
+        sub = _owner(c, ops.subtract)
         inv = _unbroadcast(scale, shape)
-        root = _owner(inv, "rsqrt") if inv is not None else None
-        plus = _owner(root.operands[0], "add") if root is not None else None
+        root = _owner(inv, ops.rsqrt) if inv is not None else None
+        plus = _owner(root.operands[0], ops.add) if root is not None else None
         if op.result.type.dtype not in _FLOATS or sub is None or plus is None:
             return None
         eps = _splat(plus.operands[1])
         var = _row_mean(plus.operands[0], self.module)
-        square = _owner(var[0], "multiply") if var is not None else None
+        square = _owner(var[0], ops.multiply) if var is not None else None
         if eps is None or square is None or square.operands != [c, c]:
             return None
         x, m = sub.operands

@@ -16,6 +16,7 @@ output does, so the rest of the compiler and the runtime treat it the same way.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir import ops
@@ -40,6 +41,7 @@ def _check_fits(what: str, v: Value, d: Dist, lay: TileLayout | None) -> None:
                          "(uneven shardings are not supported)")
 
 
+@dataclass(frozen=True)
 class MeshPartition:
     """Replaces an annotated entry function by its SPMD form (see the module docstring)."""
 

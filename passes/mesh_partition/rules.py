@@ -1,5 +1,11 @@
 """Per op: where its operands must lie and where its results then lie (`Decision`).
 
+Every op definition has its rule in `MESH_RULES` (an `OpTable`, registered once, here):
+``rule(module, op, dists, n, price) -> Decision``. The elementwise ops' rule is derived from
+their definitions (`elementwise=True` without side effects); the ops in `WHOLE` are
+registered as running on whole values. `KEEPS_PARTIAL` holds the ops a pending sum passes
+through. `tests/ir/test_op_coverage.py` checks that every op has its rule.
+
 Operands come in non-partial (a pending reduction is all-reduced first). Each rule picks,
 among a few candidate placements of the op's iteration space, the one whose operand
 reshards move the fewest bytes (a local slice is free, an all-gather costs what it
@@ -18,7 +24,7 @@ with (`dist.combine`), each operand's own, and replicated, in that order on a ti
 - a pending sum passes through transpose, reshape and multiplication by a whole value
   (`linear`), so that it is reduced once, where a user needs it (a reduce-scatter when the
   user wants it split);
-- every other op runs on whole values (operands replicated, results replicated).
+- every other op runs on whole values (operands replicated, results replicated): `WHOLE`.
 """
 
 from __future__ import annotations
@@ -31,11 +37,14 @@ import numpy as np
 
 from nxcc.ir import ops
 from nxcc.ir.core import Module, Op, Value
+from nxcc.ir.opdef import all_opdefs
+from nxcc.ir.ops.collective import ASYNC_OPS
+from nxcc.ir.registry import OpTable
 from nxcc.ir.rewrite import constant_value
 from nxcc.passes.mesh_partition.dist import Dist, combine, project
 
-REDUCER = {"add": "sum", "maximum": "max", "minimum": "min", "multiply": "prod",
-           "and": "and", "or": "or"}
+REDUCER = {ops.add: "sum", ops.maximum: "max", ops.minimum: "min", ops.multiply: "prod",
+           ops.and_: "and", ops.or_: "or"}
 IDENTITY = {"sum": 0, "max": -np.inf, "min": np.inf, "prod": 1}
 
 Price = Callable[[Value, Dist], float]
@@ -53,6 +62,19 @@ class Decision:
     then: list[Dist] | None = None  # where the results are moved (locally) right after
 
 
+#: rule(module, op, operand Dists (non-partial), n, price) -> the op's Decision
+MeshRule = Callable[[Module, Op, list[Dist], int, Price], Decision]
+#: op definition -> its rule
+MESH_RULES: OpTable[MeshRule] = OpTable("mesh partition rule")
+mesh_rule = MESH_RULES.register
+
+#: rule(module, op, operand Dists as they are (partial ones included, None: made where
+#: needed), n) -> the Decision keeping a pending sum, or None when that does not apply
+PartialRule = Callable[[Module, Op, Sequence[Dist | None], int], "Decision | None"]
+#: op definition -> how a pending sum passes through it (the ops linear in it)
+KEEPS_PARTIAL: OpTable[PartialRule] = OpTable("pending-sum rule")
+
+
 def gathers(src: Dist, dst: Dist) -> list[int]:
     """The dimensions `src` must be all-gathered along before `dst` is a local slice."""
     return [d for d in range(src.rank) if not src.contains_dim(dst, d)]
@@ -65,6 +87,7 @@ def reshard_cost(src: Dist, dst: Dist, nbytes: int) -> float:
 
 
 def replicated_decision(op: Op, n: int) -> Decision:
+    """Every operand and result whole on every rank."""
     return Decision([Dist.replicated(v.type.rank, n) for v in op.operands],
                     [Dist.replicated(r.type.rank, n) for r in op.results], dict(op.attrs))
 
@@ -93,7 +116,8 @@ def _choose(n: int, axes: int, views: list[tuple[Dist, Sequence[int], Value]],
     return best
 
 
-def elementwise(op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
+def elementwise(module: Module, op: Op, dists: list[Dist], n: int, price: Price
+                ) -> Decision:
     shape = op.results[0].type.shape
     rank = len(shape)
     views = [(d, range(rank), v) for v, d in zip(op.operands, dists, strict=True)
@@ -106,7 +130,8 @@ def elementwise(op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     return Decision(targets, [space] * len(op.results), dict(op.attrs))
 
 
-def dot_general(op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
+@mesh_rule(ops.dot_general)
+def dot_general(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     a = op.attrs
     lhs, rhs = op.operands
     lb, rb = list(a.get("lhs_batch_dims", ())), list(a.get("rhs_batch_dims", ()))
@@ -150,7 +175,7 @@ def reduction_kind(module: Module, op: Op) -> str | None:
     if fn.results != [body.result] or {id(v) for v in body.operands} != {id(p) for p in
                                                                          fn.params}:
         return None
-    return REDUCER.get(body.opcode)
+    return REDUCER.get(body.opdef)
 
 
 def _is_identity(v, kind: str) -> bool:
@@ -163,6 +188,7 @@ def _is_identity(v, kind: str) -> bool:
     return bool(x == IDENTITY[kind])
 
 
+@mesh_rule(ops.reduce)
 def reduce(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     half = len(op.operands) // 2
     xs, inits = op.operands[:half], op.operands[half:]
@@ -207,7 +233,9 @@ def _reshape_groups(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int],
     return groups
 
 
-def reshape(op: Op, dists: list[Dist], n: int) -> Decision:
+@mesh_rule(ops.reshape)
+def reshape(module: Module, op: Op, dists: list[Dist], n: int, price: Price | None = None
+            ) -> Decision:
     """A split input dimension stays split when it is the major dimension of its group and
     its tile count divides the group's major output dimension; otherwise it is gathered,
     and when it is alone in its group the result is split again, by a local slice, along the
@@ -242,12 +270,16 @@ def reshape(op: Op, dists: list[Dist], n: int) -> Decision:
     return Decision([src], [out], {"shape": out.local_shape(b)}, then)
 
 
-def transpose(op: Op, dists: list[Dist], n: int) -> Decision:
+@mesh_rule(ops.transpose)
+def transpose(module: Module, op: Op, dists: list[Dist], n: int, price: Price | None = None
+              ) -> Decision:
     return Decision([dists[0]], [dists[0].transposed(op.attrs["permutation"])],
                     dict(op.attrs))
 
 
-def broadcast_in_dim(op: Op, dists: list[Dist], n: int) -> Decision:
+@mesh_rule(ops.broadcast_in_dim)
+def broadcast_in_dim(module: Module, op: Op, dists: list[Dist], n: int, price: Price
+                     ) -> Decision:
     src = dists[0]
     x = op.operands[0]
     shape = tuple(op.attrs["shape"])
@@ -265,14 +297,15 @@ def broadcast_in_dim(op: Op, dists: list[Dist], n: int) -> Decision:
                                    "broadcast_dimensions": tuple(bd)})
 
 
-def slice_(op: Op, dists: list[Dist], n: int) -> Decision:
+@mesh_rule(ops.slice)
+def slice_(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     src = dists[0]
     shape = op.operands[0].type.shape
     start, limit, stride = (list(op.attrs[k]) for k in ("start_indices", "limit_indices",
                                                        "strides"))
     for d in range(len(shape)):
-        whole = (start[d], limit[d], stride[d]) == (0, shape[d], 1)
-        if src.tiles[d] > 1 and not whole:
+        entire = (start[d], limit[d], stride[d]) == (0, shape[d], 1)
+        if src.tiles[d] > 1 and not entire:
             src = src.gathered(d)
         elif src.tiles[d] > 1:
             limit[d] = shape[d] // src.tiles[d]
@@ -280,17 +313,31 @@ def slice_(op: Op, dists: list[Dist], n: int) -> Decision:
                                    "limit_indices": tuple(limit), "strides": tuple(stride)})
 
 
-def linear(op: Op, raw: Sequence[Dist | None], n: int) -> Decision | None:
-    """A pending sum kept through an op linear in it: transpose, a reshape that needs no
-    gather, multiply (or divide) by a whole value; None when that does not apply."""
+@KEEPS_PARTIAL.register(ops.transpose)
+def _transpose_partial(module: Module, op: Op, raw: Sequence[Dist | None], n: int
+                       ) -> Decision | None:
+    """A pending sum transposed as it is."""
+    if raw[0] is None or raw[0].partial <= 1:
+        return None
+    return transpose(module, op, [raw[0]], n)
+
+
+@KEEPS_PARTIAL.register(ops.reshape)
+def _reshape_partial(module: Module, op: Op, raw: Sequence[Dist | None], n: int
+                     ) -> Decision | None:
+    """A pending sum through a reshape that needs no gather."""
+    if raw[0] is None or raw[0].partial <= 1:
+        return None
+    dec = reshape(module, op, [raw[0]], n)
+    return dec if dec.operands[0] == raw[0] and dec.then is None else None
+
+
+@KEEPS_PARTIAL.register(ops.multiply, ops.divide)
+def _scaled_partial(module: Module, op: Op, raw: Sequence[Dist | None], n: int
+                    ) -> Decision | None:
+    """A pending sum multiplied (or divided) by a whole value."""
     d = op.opdef
-    if d is ops.transpose and raw[0] is not None and raw[0].partial > 1:
-        return transpose(op, [raw[0]], n)
-    if d is ops.reshape and raw[0] is not None and raw[0].partial > 1:
-        dec = reshape(op, [raw[0]], n)
-        return dec if dec.operands[0] == raw[0] and dec.then is None else None
-    if d not in (ops.multiply, ops.divide) or \
-            op.operands[0].type.shape != op.operands[1].type.shape:
+    if op.operands[0].type.shape != op.operands[1].type.shape:
         return None
     for i in (0, 1) if d is ops.multiply else (0,):
         p, other = raw[i], raw[1 - i]
@@ -302,7 +349,8 @@ def linear(op: Op, raw: Sequence[Dist | None], n: int) -> Decision | None:
     return None
 
 
-def concatenate(op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
+@mesh_rule(ops.concatenate)
+def concatenate(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     """Operands split alike on every dimension but the joined one, which is whole."""
     dim = op.attrs["dimension"]
     rank = op.results[0].type.rank
@@ -314,12 +362,33 @@ def concatenate(op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     return Decision([space] * len(op.operands), [space], dict(op.attrs))
 
 
+def whole(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
+    """Operands replicated, results replicated (`replicated_decision`)."""
+    return replicated_decision(op, n)
+
+
+#: the ops that run on whole values: control flow, indexing by data, collectives and
+#: transfers already in the program, per-rank ids and random draws, and the rest of the
+#: data movement and arithmetic without a rule of its own
+WHOLE = (ops.call, ops.while_, ops.conditional, ops.optimization_barrier, ops.partition_id,
+         ops.replica_id, ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_all,
+         ops.collective_permute, ops.send, ops.send_done, ops.recv, ops.recv_done,
+         *ASYNC_OPS, ops.tp_copy, ops.bitcast_convert, ops.dynamic_slice,
+         ops.dynamic_update_slice, ops.gather, ops.scatter, ops.random_bits,
+         ops.reduce_window, ops.select_and_scatter, ops.sort, ops.pad, ops.reverse,
+         ops.iota, ops.constant, ops.convolution, ops.fused_elementwise, ops.softmax,
+         ops.layer_norm)
+mesh_rule(*WHOLE)(whole)
+mesh_rule(*(d for d in all_opdefs() if d.elementwise and not d.side_effects))(elementwise)
+
+
 def decide(module: Module, op: Op, dists: list[Dist], n: int, price: Price | None = None,
            raw: Sequence[Dist | None] | None = None) -> Decision:
     """The rule for `op` (operand Dists non-partial), or the whole-value fallback.
     `price` says what having an operand in a Dist costs (default: from its own Dist);
     `raw` are the operands' own Dists (partial ones included, None: made where needed)."""
-    kept = linear(op, raw, n) if raw is not None else None
+    keep = KEEPS_PARTIAL.get(op.opdef) if raw is not None else None
+    kept = keep(module, op, raw, n) if keep is not None else None  # type: ignore[arg-type]
     if kept is not None:
         return kept
     if price is None:
@@ -328,17 +397,5 @@ def decide(module: Module, op: Op, dists: list[Dist], n: int, price: Price | Non
         def price(v: Value, dst: Dist) -> float:
             return own_price(v, dst, own[id(v)])
 
-    d = op.opdef
-    if d.elementwise and op.results and not d.side_effects:
-        return elementwise(op, dists, n, price)
-    rule = {ops.dot_general: dot_general, ops.reshape: reshape, ops.transpose: transpose,
-            ops.broadcast_in_dim: broadcast_in_dim, ops.slice: slice_}.get(d)
-    if rule is dot_general:
-        return dot_general(op, dists, n, price)
-    if d is ops.concatenate:
-        return concatenate(op, dists, n, price)
-    if rule is not None:
-        return rule(op, dists, n)
-    if d is ops.reduce:
-        return reduce(module, op, dists, n, price)
-    return replicated_decision(op, n)
+    rule = MESH_RULES.get(op.opdef, whole)
+    return rule(module, op, dists, n, price)  # type: ignore[misc]

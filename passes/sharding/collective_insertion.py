@@ -184,7 +184,7 @@ class Emitter:
             self.define(p, q, s)
         for step in self.plan.ops:
             op, s = step.op, step.strategy
-            if op.opcode == "constant":
+            if op.opdef is ops.constant:
                 r = self.b.op(ops.constant, [], op.attrs)
                 r.name = op.result.name
                 self.define(op.result, self.annotate(r, R), R)

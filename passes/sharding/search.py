@@ -31,6 +31,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.sharding import Sharding
 from nxcc.passes.sharding.partitioning import Plan, plan_graph
@@ -41,7 +42,7 @@ from nxcc.passes.sharding.tensor_parallel import tensor_parallel_start
 
 log = logging.getLogger("nxcc.passes.sharding")
 
-ANCHORS = ("dot_general", "convolution")
+ANCHORS = (ops.dot_general, ops.convolution)
 CANDIDATE_KINDS = ("replicate", "batch", "column", "row")
 MAX_SWEEPS = 4
 
@@ -164,13 +165,14 @@ def anchors_of(fn: Function, n: int, strategies_of: StrategyTable,
                ) -> tuple[list[Op | Value], dict[int, list[Strategy]]]:
     """The anchors of `fn` whose results have no given sharding, and each one's candidates:
     its matrix ops, or its parameters when it has none."""
-    if not any(op.opcode in ANCHORS for op in fn.body):
+    if not any(op.opdef in ANCHORS for op in fn.body):
         params = [p for p in fn.params if id(p) not in given]
         return list(params), {id(p): parameter_options(p, n) for p in params}
-    ops = [op for op in fn.body
-           if op.opcode in ANCHORS and all(id(r) not in given for r in op.results)]
-    options = {id(op): [s for s in strategies_of(op) if s.kind in CANDIDATE_KINDS] for op in ops}
-    return list(ops), options
+    matrix_ops = [op for op in fn.body
+                  if op.opdef in ANCHORS and all(id(r) not in given for r in op.results)]
+    options = {id(op): [s for s in strategies_of(op) if s.kind in CANDIDATE_KINDS]
+               for op in matrix_ops}
+    return list(matrix_ops), options
 
 
 class ChoiceSearch:

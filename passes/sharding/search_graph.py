@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Op, Value
 from nxcc.ir.rewrite import constant_value
 from nxcc.ir.sharding import Sharding
@@ -25,7 +26,7 @@ from nxcc.passes.sharding.cost_model import Cost
 from nxcc.passes.sharding.rules import Strategy
 
 UNKNOWN = -1
-MATRIX_OPCODES = ("dot_general", "convolution")
+MATRIX_OPS = (ops.dot_general, ops.convolution)
 R = Sharding.replicated()
 _PREFERENCE = {"split": 3, "batch": 3, "column": 3, "row": 2, "replicate": 2, "partial": 1}
 
@@ -67,7 +68,7 @@ class Node:
                  strategies: list[Strategy]) -> None:
         self.op = op
         self.index = index
-        self.is_constant = op.opcode == "constant"
+        self.is_constant = op.opdef is ops.constant
         self.operands = tuple(graph.number[id(v)] for v in op.operands)
         self.results = tuple(graph.number[id(r)] for r in op.results)
         self.values = self.operands + self.results
@@ -105,7 +106,7 @@ class SearchGraph:
         #: value number -> how many matrix ops read it (once per op)
         self.matrix_readers: dict[int, int] = {}
         for op in fn.body:
-            if op.opcode in MATRIX_OPCODES:
+            if op.opdef in MATRIX_OPS:
                 for k in {self.number[id(v)] for v in op.operands}:
                     self.matrix_readers[k] = self.matrix_readers.get(k, 0) + 1
         self.nodes = [Node(self, op, i, strategies_of(op)) for i, op in enumerate(fn.body)]

@@ -3,35 +3,30 @@
 Runs `search.choose` on the entry function for `num_cores` devices and writes the
 seeds of the cheapest choice (each dot_general's and convolution's operands and results) as
 value shardings; `shard-propagate` spreads them to the rest. Shardings already present are
-kept. The chosen plan's per-core cost is kept in `last_cost` (for tests and logs).
+kept.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir.core import Module, Value
-from nxcc.passes.sharding.cost_model import Cost
 from nxcc.passes.sharding.search import choose
 
 
-@dataclass
+@dataclass(frozen=True)
 class ShardChoose:
     """Annotates the anchors' operands and results with the cheapest shardings found."""
 
     name: ClassVar[str] = "shard-choose"
     num_cores: int = 2
-    last_cost: Cost | None = field(default=None, compare=False)
-    last_strategies: list[str] = field(default_factory=list, compare=False)
 
     def run(self, module: Module) -> bool:
         fn = module.entry_function
         best = choose(fn, self.num_cores, module)
-        self.last_cost = best.plan.cost
         by_id: dict[int, Value] = {id(v): v for v in fn.params}
         by_id.update((id(r), r) for op in fn.body for r in op.results)
-        self.last_strategies = [best.strategies[key].name for key in best.strategies]
         changed = False
         for key, s in best.seeds.items():
             v = by_id[key]

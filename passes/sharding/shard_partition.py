@@ -11,23 +11,21 @@ and assemble the outputs. `specialize` (sharding_specialize) then makes one prog
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir.core import Module
 from nxcc.passes.sharding.collective_insertion import emit_spmd
-from nxcc.passes.sharding.cost_model import Cost
 from nxcc.passes.sharding.partitioning import plan_function
 from nxcc.passes.sharding.search import given_shardings, strategy_table
 
 
-@dataclass
+@dataclass(frozen=True)
 class ShardPartition:
     """Replaces the entry function by its SPMD partitioned form."""
 
     name: ClassVar[str] = "shard-partition"
     num_cores: int = 2
-    last_cost: Cost | None = field(default=None, compare=False)
 
     def run(self, module: Module) -> bool:
         if self.num_cores == 1:
@@ -35,6 +33,5 @@ class ShardPartition:
         fn = module.entry_function
         plan = plan_function(fn, given_shardings(fn, self.num_cores), self.num_cores,
                              strategy_table(fn, self.num_cores, module))
-        self.last_cost = plan.cost
         module.functions[fn.name] = emit_spmd(module, fn, plan)
         return True

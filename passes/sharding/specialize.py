@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.clone import clone_module
 from nxcc.ir.core import Module, Op, Value
@@ -28,8 +29,8 @@ def specialize(module: Module, core: int) -> Module:
     fn = out.entry_function
     shardings = [r.sharding for r in fn.results]
     for op in fn.body:
-        if op.opcode == "partition_id":
-            op.opcode = "constant"
+        if op.opdef is ops.partition_id:
+            op.opdef = ops.constant
             op.attrs = {"value": Dense.of(np.uint32(core))}
     apply_patterns(out, [FoldConstantOperands(IRContext(out)), select_on_constant,
                          dynamic_slice_at_constant], root=out.entry)
@@ -47,7 +48,7 @@ def _constant_scalar(v: Value) -> int | bool | None:
     return d.array.reshape(-1)[0].item()
 
 
-@pattern("select")
+@pattern(ops.select)
 def select_on_constant(op: Op, rewriter: Rewriter) -> list[Value] | None:
     """select(constant p, a, b) -> a if p else b (a scalar predicate)."""
     pred = _constant_scalar(op.operands[0])
@@ -56,7 +57,7 @@ def select_on_constant(op: Op, rewriter: Rewriter) -> list[Value] | None:
     return [op.operands[1] if pred else op.operands[2]]
 
 
-@pattern("dynamic_slice")
+@pattern(ops.dynamic_slice)
 def dynamic_slice_at_constant(op: Op, rewriter: Rewriter) -> list[Value] | None:
     """dynamic_slice(x, constant starts...) -> slice(x), the starts clamped as the op does."""
     starts = [_constant_scalar(v) for v in op.operands[1:]]

@@ -30,16 +30,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from nxcc.ir import ops
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.passes.ir_edit import make_op
 
 
-@dataclass
+@dataclass(frozen=True)
 class SplitFused:
     """Sinks disjoint slices through elementwise ops and the rhs of dot_general."""
 
     name: ClassVar[str] = "shard-split-fused"
-    num_cores: int = 2
 
     def run(self, module: Module) -> bool:
         fn = module.entry_function
@@ -64,7 +64,7 @@ def slice_users(fn: Function) -> dict[int, list[Op]]:
             owner = v.owner
             if owner is None:
                 continue
-            if op.opcode == "slice":
+            if op.opdef is ops.slice:
                 users.setdefault(id(owner), []).append(op)
             else:
                 other.add(id(owner))
@@ -112,14 +112,14 @@ def rewritable(op: Op, slices: list[Op]) -> bool:
     if not slices or len(op.results) != 1 or not _disjoint(slices):
         return False
     shape = op.results[0].type.shape
-    if op.opcode == "dot_general":
+    if op.opdef is ops.dot_general:
         free = _rhs_free_result_dims(op)
         return all(d in free for s in slices for d in _cut_dims(s, shape))
-    return op.opcode != "constant" and op.opdef.elementwise
+    return op.opdef is not ops.constant and op.opdef.elementwise
 
 
 def _slice_of(module: Module, v: Value, box: list[tuple[int, int]]) -> Op:
-    return make_op(module, "slice", [v], {"start_indices": [lo for lo, _ in box],
+    return make_op(module, ops.slice, [v], {"start_indices": [lo for lo, _ in box],
                                           "limit_indices": [hi for _, hi in box],
                                           "strides": [1] * len(box)})
 
@@ -132,7 +132,7 @@ def rewrite(module: Module, fn: Function, op: Op, slices: list[Op]) -> None:
     for s in slices:
         box = _bounds(s)
         assert box is not None
-        if op.opcode == "dot_general":
+        if op.opdef is ops.dot_general:
             rhs = op.operands[1]
             whole = [(0, n) for n in rhs.type.shape]
             for d, rd in _rhs_free_result_dims(op).items():
@@ -149,7 +149,7 @@ def rewrite(module: Module, fn: Function, op: Op, slices: list[Op]) -> None:
                 cut = _slice_of(module, v, box)
                 new_body.append(cut)
                 operands.append(cut.result)
-        new = make_op(module, op.opcode, operands, op.attrs)
+        new = make_op(module, op.opdef, operands, op.attrs)
         new.results[0].name = s.results[0].name
         new_body.append(new)
         replaced[id(s.results[0])] = new.results[0]

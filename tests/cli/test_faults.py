@@ -1,7 +1,7 @@
 """Faults in the middle of a command (issue 16): a compile killed at any point leaves the
 previous NEFF intact and no temporary file; a run stopped by SIGINT or SIGTERM writes no
 output, exits in one line and frees its cores; a full disk during a compile is one line
-and no file. The compile is slowed with the test hook NXCC_TEST_SLOW_PASS."""
+and no file. The compile is slowed by running it through `tests.cli.slow_compile`."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ PREVIOUS = REPO / "examples" / "mlp.onnx"
 SLOW = "0.12"
 
 
-def _compile_argv(out: Path, log: Path) -> list[str]:
-    return [sys.executable, "-m", "nxcc", "compile", str(MODEL), "--target", "trn1",
+def _compile_argv(out: Path, log: Path, slow: bool = False) -> list[str]:
+    command = ["-m", "tests.cli.slow_compile", SLOW] if slow else ["-m", "nxcc"]
+    return [sys.executable, *command, "compile", str(MODEL), "--target", "trn1",
             "--output", str(out), "--logfile", str(log)]
 
 
@@ -47,8 +48,8 @@ def outputs(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, float]:
     assert neuronx_cc("compile", str(PREVIOUS), "--target", "trn1", "--output",
                       str(d / "m.neff"), "--logfile", str(d / "log")).returncode == 0
     start = time.monotonic()
-    done = subprocess.run(_compile_argv(d / "cnn.neff", d / "log"), env=_env(
-        NXCC_TEST_SLOW_PASS=SLOW), capture_output=True, timeout=120)
+    done = subprocess.run(_compile_argv(d / "cnn.neff", d / "log", slow=True), env=_env(),
+                          capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return (d / "m.neff").read_bytes(), time.monotonic() - start
 
@@ -68,9 +69,8 @@ def test_compile_killed_at_any_point(tmp_path: Path, outputs: tuple[bytes, float
     out_dir.mkdir()
     target = out_dir / "model.neff"
     target.write_bytes(previous)
-    proc = subprocess.Popen(_compile_argv(target, tmp_path / "log"),
-                            env=_env(NXCC_TEST_SLOW_PASS=SLOW), stderr=subprocess.PIPE,
-                            text=True)
+    proc = subprocess.Popen(_compile_argv(target, tmp_path / "log", slow=True), env=_env(),
+                            stderr=subprocess.PIPE, text=True)
     time.sleep(duration * (point + 0.5) / 10)
     proc.send_signal(how)
     _, err = proc.communicate(timeout=60)

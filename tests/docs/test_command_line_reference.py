@@ -21,7 +21,7 @@ from tests.docs.blocks import REPO
 
 PAGE = REPO / "docs" / "command-line.md"
 _HEADING = re.compile(r"^#{2,4} `(neuronx-cc[^`]*)`\s*$")
-_FLAG = re.compile(r"`(-{1,2}[A-Za-z0-9][A-Za-z0-9*-]*)")
+_FLAG = re.compile(r"`(-{1,2}[A-Za-z0-9][A-Za-z0-9_*-]*)")
 
 
 def commands() -> dict[str, click.Command]:

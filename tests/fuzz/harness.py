@@ -50,7 +50,9 @@ Commands = Callable[[Path, Path], list[list[str]]]
 class Kind:
     """One input kind: its file suffix, seed corpus, mutator, the commands a mutant goes
     through (`commands(input_path, work_dir)`), and optionally a `check(work_dir)` run after
-    them that returns why the result is wrong (None: right)."""
+    them that returns why the result is wrong (None: right). `short_share` scales the
+    number of cases the CI's short campaign gives it (a kind whose case runs a training
+    step and saves a checkpoint costs several cases of the others)."""
 
     name: str
     suffix: str
@@ -58,6 +60,11 @@ class Kind:
     mutate: Mutator
     commands: Commands
     check: Callable[[Path], str | None] | None = None
+    short_share: float = 1.0
+
+    def short_cases(self, cases: int) -> int:
+        """Cases of this kind in a short campaign of `cases` per kind."""
+        return max(1, round(cases * self.short_share))
 
 
 class CaseTimeout(BaseException):

@@ -1,6 +1,8 @@
 """`run --inputs` files: seeds are examples/*_inputs.npz; mutants change a member's `.npy`
-header (shape, dtype, version), drop or add members, or flip the bytes; each runs the
-example model it belongs to."""
+header (shape, dtype, version), drop or add members, rewrite a member or the archive as a
+hostile writer would (`npz_hazards`: big-endian, Fortran order, objects, absurd shapes,
+encryption, bzip2 bombs, duplicates, trailing data, lying sizes), or flip the bytes; each
+runs the example model it belongs to."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, zip_members, zip_of
+from tests.fuzz.npz_hazards import npy_hazard, zip_hazard
 from tests.neff.mutants import EXAMPLES, compile_example
 
 SHAPE = re.compile(rb"'shape': \(([^)]*)\)")
@@ -23,7 +26,10 @@ def seeds(work: Path) -> list[bytes]:
 
 
 def mutate(raw: bytes, data: st.DataObject) -> bytes:
-    how = data.draw(st.sampled_from(("shape", "descr", "member", "bytes")), label="how")
+    how = data.draw(st.sampled_from(("shape", "descr", "member", "npy", "zip", "bytes")),
+                    label="how")
+    if how == "zip":
+        return zip_hazard(raw, data)
     members = zip_members(raw)
     if members is None:
         return mutate_bytes(raw, data)
@@ -31,6 +37,9 @@ def mutate(raw: bytes, data: st.DataObject) -> bytes:
         return mutate_bytes(raw, data)
     name = data.draw(st.sampled_from(sorted(members)))
     npy = members[name]
+    if how == "npy":
+        members[name] = npy_hazard(npy, data)
+        return zip_of(members)
     if how == "shape":
         dims = data.draw(st.lists(st.sampled_from(BOUNDARY_INTS[3:] + (4, 16)), max_size=4))
         new = b"(" + b", ".join(str(d).encode() for d in dims) + (b",)" if len(dims) == 1

@@ -1,6 +1,8 @@
-"""ONNX inputs: seeds from examples/ and tests/models/; mutants change the model as a
-protobuf message (through its JSON form), retarget its fields (element types, dims, names
-that make cycles or dangle), or flip its bytes; each goes through `compile`."""
+"""ONNX inputs: seeds from examples/ and tests/models/, and small models with subgraphs,
+constants and every element type (`onnx_seeds`); mutants change the model as a protobuf
+message (through its JSON form), retarget its fields (element types, dims, names that make
+cycles or dangle), change any tensor, type, attribute or node anywhere in it, subgraphs
+included (`onnx_mutations`), or flip its bytes; each goes through `compile`."""
 
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from hypothesis import strategies as st
 
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_json
+from tests.fuzz.onnx_mutations import ELEM_TYPE, mutate_structured
+from tests.fuzz.onnx_seeds import onnx_seeds
 from tests.neff.mutants import EXAMPLES, REPO
 
 SEED_MODELS = (EXAMPLES / "mlp.onnx", EXAMPLES / "cnn.onnx",
@@ -22,7 +26,7 @@ SEED_MODELS = (EXAMPLES / "mlp.onnx", EXAMPLES / "cnn.onnx",
 
 
 def seeds(work: Path) -> list[bytes]:
-    return [p.read_bytes() for p in SEED_MODELS if p.exists()]
+    return [p.read_bytes() for p in SEED_MODELS if p.exists()] + onnx_seeds()
 
 
 def _targeted(model: onnx.ModelProto, data: st.DataObject) -> None:
@@ -31,7 +35,7 @@ def _targeted(model: onnx.ModelProto, data: st.DataObject) -> None:
     what = data.draw(st.sampled_from(("dtype", "dim", "rename", "op", "attr")))
     if what == "dtype" and g.initializer:
         t = g.initializer[data.draw(st.integers(0, len(g.initializer) - 1))]
-        t.data_type = data.draw(st.integers(0, 100))
+        t.data_type = data.draw(ELEM_TYPE)
     elif what == "dim":
         values = list(g.input) + list(g.output)
         dims = [d for v in values for d in v.type.tensor_type.shape.dim]
@@ -63,7 +67,8 @@ def _targeted(model: onnx.ModelProto, data: st.DataObject) -> None:
 
 
 def mutate(raw: bytes, data: st.DataObject) -> bytes:
-    how = data.draw(st.sampled_from(("targeted", "targeted", "json", "bytes")), label="how")
+    how = data.draw(st.sampled_from(("targeted", "structured", "structured", "json",
+                                     "bytes")), label="how")
     if how == "bytes":
         return mutate_bytes(raw, data)
     model = onnx.ModelProto()
@@ -71,9 +76,9 @@ def mutate(raw: bytes, data: st.DataObject) -> bytes:
         model.ParseFromString(raw)
     except (DecodeError, ValueError, RuntimeError):
         return mutate_bytes(raw, data)
-    if how == "targeted":
+    if how in ("targeted", "structured"):
         try:
-            _targeted(model, data)
+            (_targeted if how == "targeted" else mutate_structured)(model, data)
         except (ValueError, TypeError, IndexError):  # protobuf refused the value: keep it
             pass
         return model.SerializeToString()

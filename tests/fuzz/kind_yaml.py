@@ -39,13 +39,24 @@ HAZARDS = (
     b"data:\n  train_dir: /\n",
     b"data:\n  train_dir: ../../../../etc\n",
     b"model:\n  model_config: /dev/zero\n",
+    b"model_source: hf\nmodel:\n  model_config: /dev/zero\n",
+    b"model_source: hf\nmodel:\n  model_config: deep.json\n",
+    b"model_source: hf\nmodel:\n  model_config: twice.json\n",
+    b"model_source: hf\nmodel:\n  model_config: data\n",
+    b"data:\n  train_dir: /dev\n",
+    b"exp_manager:\n  resume_from_checkpoint: /dev/zero\n",
+    b"a: &a {b: *a}\n",
+    b"seed: 1\nseed: 2\n",
     b"trainer:\n  max_steps: 1e400\n",
     b"\xef\xbb\xbf\t: \x00\n",
 )
 
 
 def seeds(work: Path) -> list[bytes]:
-    """The example configurations; what they name (data/, *.json, *.onnx) copied into `work`."""
+    """The example configurations; what they name (data/, *.json, *.onnx) copied into `work`,
+    with two hostile config.json files beside (nested 10,000 deep; a key given twice)."""
+    (work / "deep.json").write_text("[" * 10_000 + "]" * 10_000)
+    (work / "twice.json").write_text('{"vocab_size": 128, "vocab_size": 64}')
     for item in TRAIN.iterdir():
         target = work / item.name
         if item.is_dir() and not target.exists():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from tests.fuzz import (
     kind_cache,
+    kind_checkpoint,
+    kind_data,
     kind_hlo,
     kind_hlo_pb,
     kind_neff,
@@ -25,4 +27,6 @@ KINDS: dict[str, Kind] = {
     "state": kind_state.KIND,
     "cache": kind_cache.KIND,
     "yaml": kind_yaml.KIND,
+    "data": kind_data.KIND,
+    "checkpoint": kind_checkpoint.KIND,
 }

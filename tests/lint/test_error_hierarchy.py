@@ -22,8 +22,11 @@ INTERNAL = {
     "nxcc.backend.runtime.multicore.CollectiveMismatch": "an ExecutionError (above)",
     "nxcc.backend.runtime.spmd_layout.LayoutError": "NrtError(INVALID) in spmd",
     "nxcc.backend.runtime.spmd_layout.OutputsDisagree": "NrtError(FAILURE) in spmd",
-    "nxcc.backend.runtime.validate_program.ProgramProblem": "NeffError in validate_program",
-    "nxcc.backend.neff.schema.SchemaError": "NeffError(NRT_ENEFF002) in schema",
+    "nxcc.backend.runtime.program_check.ProgramProblem": "NeffError in validate_program",
+    "nxcc.backend.neff.json_schema.SchemaError": "NeffError(NRT_ENEFF002) in schema",
+    "nxcc.backend.userfiles.regular.UserFileError": "each reader's caller: NrtError in "
+    "runtime.npz, TrainConfigError or CheckpointError in driver.train, a miss in the cache",
+    "nxcc.backend.userfiles.structured._Refused": "UserFileError in load_yaml_text",
     "nxcc.compiler.decoder.config.DecoderError": "TrainConfigError in driver.train",
     "nxcc.compiler.hlo.proto.literals.LiteralError": "HloError in hlo.proto.to_nodes",
     "nxcc.compiler.hlo.proto.shapes.ShapeError": "HloError in hlo.proto.to_nodes",

@@ -21,3 +21,4 @@ def test_wheel_has_one_top_level_package(tmp_path: Path) -> None:
     for layer in ("compiler", "ir", "passes", "backend", "driver", "cli"):
         assert f"nxcc/{layer}/__init__.py" in names
     assert "nxcc/ir/ir.lark" in names and "nxcc/__main__.py" in names
+    assert "nxcc/torch/__init__.py" in names and "nxcc/jax/__init__.py" in names

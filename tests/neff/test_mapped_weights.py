@@ -14,8 +14,8 @@ from nxcc.backend.neff import NeffError, read_neff
 from nxcc.backend.neff.mapped import MappedMembers
 from nxcc.backend.neff.payload import payload_chunks
 from nxcc.backend.program import package
+from nxcc.backend.runtime.checked_neff import read_checked_weights
 from nxcc.backend.runtime.model import LoadedModel
-from nxcc.backend.runtime.validate import read_checked_weights
 from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
 

@@ -1,4 +1,4 @@
-"""The schema kit (`backend.neff.schema`) on its own: each node kind, the paths its errors
+"""The schema kit (`backend.neff.json_schema`) on its own: each node kind, the paths its errors
 name, and the JSON depth measured without parsing."""
 
 from __future__ import annotations
@@ -8,9 +8,7 @@ import json
 import pytest
 
 from nxcc.backend.neff import NeffError
-from nxcc.backend.neff.limits import MAX_JSON_DEPTH
-from nxcc.backend.neff.neff_schema import ATTR, MANIFEST, SHAPE
-from nxcc.backend.neff.schema import (
+from nxcc.backend.neff.json_schema import (
     Int,
     ListOf,
     MapOf,
@@ -21,6 +19,8 @@ from nxcc.backend.neff.schema import (
     json_depth,
     load_json,
 )
+from nxcc.backend.neff.limits import MAX_JSON_DEPTH
+from nxcc.backend.neff.neff_schema import ATTR, MANIFEST, SHAPE
 
 POINT = Obj({"x": Int(0, 10)}, {"tag": Str(["a", "b"])})
 

@@ -12,6 +12,7 @@ from nxcc.ir.dtypes import DType
 from nxcc.ir.parser import parse_module
 from nxcc.ir.types import TensorType
 from nxcc.passes.manager import PassFailure, PassManager
+from nxcc.passes.pipeline_text import parse_pipeline
 from nxcc.passes.registry import PASSES, PIPELINES
 
 TEXT = """\
@@ -29,8 +30,8 @@ module @m {
 def test_every_registered_name_matches_its_pass() -> None:
     for name, cls in PASSES.items():
         assert cls.name == name
-    for names in PIPELINES.values():
-        assert set(names) <= set(PASSES)
+    for text in PIPELINES.values():
+        assert {spec.name for spec in parse_pipeline(text)} <= set(PASSES)
 
 
 @dataclass(frozen=True)

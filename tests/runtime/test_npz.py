@@ -38,7 +38,7 @@ def test_reads_arrays(tmp_path: Path) -> None:
     (b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4', ", "cannot read inputs"),
     (_npy(np.ones(3, np.int32)).replace(b"(3,)", b"(10**30, 0)".replace(b"10**30", b"1" + b"0" * 30)),
      "dimension over the limit"),
-    (_npy(np.ones((2, 2), np.float32)).replace(b"(2, 2)", b"(8, 8)"), "but holds 16"),
+    (_npy(np.ones((2, 2), np.float32)).replace(b"(2, 2)", b"(8, 8)"), "but holds only 16"),
 ])
 def test_refused_before_allocation(tmp_path: Path, member: bytes, fragment: str) -> None:
     with pytest.raises(NrtError) as err:

@@ -78,6 +78,65 @@ def test_a_job_that_does_not_fit_the_program_is_refused(megatron: tuple[Path, Pa
     assert "Traceback" not in r.stderr
 
 
+@needs_mpi
+def test_positional_inputs_run_as_in_one_process(megatron: tuple[Path, Path, str],
+                                                 tmp_path: Path, runtime_env: Path) -> None:
+    """An .npz of positional arrays (`np.savez(f, a, b)`) is taken in input order under
+    mpiexec as in one process, with the same outputs."""
+    neff, inputs, spec = megatron
+    named = np.load(inputs)
+    names = [i["name"] for i in read_neff(neff).manifest["inputs"]]
+    np.savez(tmp_path / "positional.npz", *[named[name] for name in names])
+    env = {"NXCC_RUNTIME_DIR": str(runtime_env / "rt")}
+    args = ["run", str(neff), "--world-size", "8", "--inputs", str(tmp_path / "positional.npz"),
+            "--output-sharding", spec, "-q", "--output"]
+    r = neuronx_cc(*args, str(tmp_path / "one.npz"), env=env)
+    assert r.returncode == 0, r.stderr
+    r = mpiexec(2, *args, str(tmp_path / "two.npz"), env=env)
+    assert r.returncode == 0, r.stderr
+    np.testing.assert_array_equal(np.load(tmp_path / "two.npz")["output0"],
+                                  np.load(tmp_path / "one.npz")["output0"])
+
+
+@needs_mpi
+def test_bindings_without_inputs_end_every_process(megatron: tuple[Path, Path, str],
+                                                   runtime_env: Path) -> None:
+    """`--show-bindings` without `--inputs` is bindings only in every process (process 0
+    prints them once); without either, every process refuses the command line at once."""
+    neff, _, _ = megatron
+    env = {"NXCC_RUNTIME_DIR": str(runtime_env / "rt")}
+    r = mpiexec(2, "run", str(neff), "--world-size", "8", "--show-bindings", env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.count("bindings of") == 1 and "all_reduce: ring of 4" in r.stdout
+    r = mpiexec(2, "run", str(neff), "--world-size", "8", env=env)
+    assert r.returncode == 2
+    # one line from each process (the two may interleave on the launcher's stderr)
+    assert r.stderr.count("ERROR: [NCC_EARG001]") == 2, r.stderr
+    assert r.stderr.count("takes inputs (") == 2 and "Traceback" not in r.stderr
+
+
+@needs_mpi
+def test_a_refusal_in_one_process_ends_every_process(megatron: tuple[Path, Path, str],
+                                                     tmp_path: Path, runtime_env: Path) -> None:
+    """Process 1 finds its --inputs unreadable (each process runs in a folder of its own,
+    as on two hosts): it says so, process 0 ends naming it, neither waits for the other."""
+    neff, inputs, _ = megatron
+    for name, content in (("good", inputs.read_bytes()), ("bad", b"not an npz")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "in.npz").write_bytes(content)
+    command = [sys.executable, "-m", "nxcc", "run", str(neff), "--world-size", "8",
+               "--inputs", "in.npz", "-q"]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "NXCC_RUNTIME_DIR": str(runtime_env / "rt")}
+    r = subprocess.run([MPIEXEC, "-n", "1", "-wdir", str(tmp_path / "good"), *command, ":",
+                        "-n", "1", "-wdir", str(tmp_path / "bad"), *command], env=env,
+                       capture_output=True, text=True, timeout=240)
+    assert r.returncode == 1
+    assert r.stderr.count("ERROR: [NRT_EXEC_BAD_INPUT] ") == 2, r.stderr
+    assert r.stderr.count("cannot read inputs 'in.npz'") == 2
+    assert "process 1 of the job failed: cannot read inputs" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
 def test_launcher_variables_and_layout() -> None:
     assert launched_processes({}) == 1
     assert launched_processes({"PMI_SIZE": "4"}) == 4

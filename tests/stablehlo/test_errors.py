@@ -31,8 +31,27 @@ CASES = [
      "NCC_EUOC003", 3, 46, "dynamic"),
     ("missing type", " : tensor<4xf32>\n    return", "\n    return", "NCC_EFRM001", 4, 5,
      "':' and the type of stablehlo.add"),
-    ("wrong result type", ": tensor<4xf32>\n    return %0 : tensor<4xf32>",
-     ": tensor<5xf32>\n    return %0 : tensor<5xf32>", "NCC_EFRM002", 3, 10, "f32[5]"),
+    ("wrong result type", "-> tensor<4xf32> {\n    %0 = stablehlo.add %arg0, %arg0 : "
+     "tensor<4xf32>\n    return %0 : tensor<4xf32>", "-> tensor<5xf32> {\n    %0 = "
+     "stablehlo.add %arg0, %arg0 : tensor<5xf32>\n    return %0 : tensor<5xf32>",
+     "NCC_EFRM002", 3, 10, "f32[5]"),
+    ("value defined twice", "    return %0", "    %0 = stablehlo.add %0, %0 : tensor<4xf32>"
+     "\n    return %0", "NCC_EFRM002", 4, 10, "'%0' defined again"),
+    ("two terminators", "    return %0 : tensor<4xf32>\n", "    return %0 : tensor<4xf32>\n"
+     "    return %arg0 : tensor<4xf32>\n", "NCC_EFRM002", 5, 5, "to end its block"),
+    ("operand type annotation", "%0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>",
+     '%0 = "stablehlo.add"(%arg0, %arg0) : (tensor<4xf32>, tensor<8xf32>) -> tensor<4xf32>',
+     "NCC_EFRM002", 3, 33, "operand 1 of stablehlo.add to be f32[8]"),
+    ("return type annotation", "return %0 : tensor<4xf32>", "return %0 : tensor<2x2xf32>",
+     "NCC_EFRM002", 4, 12, "%0 to be f32[2,2] as the return says"),
+    ("entry signature", ") -> tensor<4xf32> {", ") -> tensor<2x2xf32> {", "NCC_EFRM002", 4,
+     5, "@main to return (f32[2,2]) as its signature says, found (f32[4])"),
+    ("function defined twice", "  }\n}\n", "  }\n  func.func @main(%arg0: tensor<4xf32>) -> "
+     "tensor<4xf32> {\n    return %arg0 : tensor<4xf32>\n  }\n}\n", "NCC_EFRM002", 6, 3,
+     "@main again"),
+    ("call operand types", "%0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>",
+     "%0 = func.call @g(%arg0) : (tensor<4xf32>) -> tensor<4xf32>", "NCC_EFRM002", 3, 10,
+     "operands of the call to @g to be (f32[8])"),
     ("unclosed region", "  }\n}\n", "", "NCC_EFRM001", 5, 1, "'}'"),
     ("bad character", "%0 = stablehlo", "%0 = ` stablehlo", "NCC_EFRM001", 3, 10, "'`'"),
     ("unknown callee", "%0 = stablehlo.add %arg0, %arg0 : tensor<4xf32>",
@@ -44,11 +63,21 @@ CASES = [
 ]
 
 
+CALLEE = """  func.func private @g(%arg0: tensor<8xf32>) -> tensor<4xf32> {
+    %0 = stablehlo.slice %arg0 [0:4] : (tensor<8xf32>) -> tensor<4xf32>
+    return %0 : tensor<4xf32>
+  }
+}
+"""
+
+
 @pytest.mark.parametrize(("old", "new", "code", "line", "col", "words"),
                          [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_error_is_positioned(old: str, new: str, code: str, line: int, col: int,
                              words: str) -> None:
     text = GOOD.replace(old, new)
+    if "@g(" in new:
+        text = text[:text.rindex("}")] + CALLEE
     assert text != GOOD
     with pytest.raises(HloError) as info:
         import_xla(text)
@@ -152,7 +181,8 @@ def test_tuple_types_nested_too_deep() -> None:
     with pytest.raises(HloError) as info:
         import_xla(GOOD.replace("-> tensor<4xf32>", f"-> {deep}"))
     assert "tuples nest at most 64 deep" in info.value.message
-    assert import_xla(GOOD.replace("-> tensor<4xf32>", "-> tuple<tuple<tensor<4xf32>>>"))
+    assert import_xla(GOOD.replace("(%arg0: tensor<4xf32>)",
+                                   "(%arg0: tensor<4xf32>, %a: tuple<tuple<tensor<4xf32>>>)"))
 
 
 @pytest.mark.parametrize(("old", "new", "words"), [

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nxcc.driver.train.stage import StageBuild, StagePlan
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.dtypes import DType
@@ -129,14 +130,14 @@ def _function(module: Module, name: str, toy: Toy, plan: StagePlan,
         head: list[Value] = []
     else:
         logits = _dot(b, y, by["Wout"], 1, 0)
-        top = reduce_all(b, logits, "maximum", (1,))
+        top = reduce_all(b, logits, ops.maximum, (1,))
         shifted = b.subtract(logits, b.broadcast_in_dim(top, shape=(n, toy.vocab),
                                                         broadcast_dimensions=(0,)))
         e = b.exp(shifted)
-        total = reduce_all(b, e, "add", (1,))
+        total = reduce_all(b, e, ops.add, (1,))
         lse = b.log(total)
         hot_l = _one_hot(b, b.reshape(extra[0], (n,)), toy.vocab)
-        picked = reduce_all(b, b.multiply(hot_l, shifted), "add", (1,))
+        picked = reduce_all(b, b.multiply(hot_l, shifted), ops.add, (1,))
         loss = reduce_all(b, b.subtract(lse, picked))
         probs = b.divide(e, b.broadcast_in_dim(total, shape=(n, toy.vocab),
                                                broadcast_dimensions=(0,)))

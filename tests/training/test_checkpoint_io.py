@@ -94,7 +94,7 @@ def test_missing_file_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("marker", "manifest", "fragment"), [
     ("garbage\n", None, "not a step_N folder"),
-    ("step_7\n", None, "cannot be read"),
+    ("step_7\n", None, "which holds no checkpoint"),
     ("step_3\n", "{not json", "is not valid JSON"),
     ("step_3\n", '{"format": "other"}', "not an nxcc checkpoint manifest"),
     ("step_3\n", '{"format": "nxcc-train-checkpoint/1", "step": 4, "files": {}}',

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nxcc.ir import ops
 from nxcc.ir.core import Op, Value
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
@@ -37,29 +38,29 @@ def _sum_only(op: Op) -> None:
                          "not supported (only sum; exclude such a value with stop_gradients)")
 
 
-@gradient_rule("all_reduce", multi_result=True)
+@gradient_rule(ops.all_reduce, multi_result=True)
 def _all_reduce(ctx: GradContext, op: Op, cts: list[Value | None]) -> Sequence[Value | None]:
     _sum_only(op)
     return list(cts)
 
 
-@gradient_rule("optimization_barrier", multi_result=True)
+@gradient_rule(ops.optimization_barrier, multi_result=True)
 def _barrier(ctx: GradContext, op: Op, cts: list[Value | None]) -> Sequence[Value | None]:
     return list(cts)
 
 
-@gradient_rule("tp_copy")
+@gradient_rule(ops.tp_copy)
 def _tp_copy(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.all_reduce(g, reduction="sum", **_groups(op))]
 
 
-@gradient_rule("all_gather")
+@gradient_rule(ops.all_gather)
 def _all_gather(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.reduce_scatter(g, dimension=op.attrs["dimension"], reduction="sum",
                                  **_groups(op))]
 
 
-@gradient_rule("reduce_scatter")
+@gradient_rule(ops.reduce_scatter)
 def _reduce_scatter(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     _sum_only(op)
     return [ctx.b.all_gather(g, dimension=op.attrs["dimension"], **_groups(op))]

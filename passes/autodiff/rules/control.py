@@ -21,6 +21,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
@@ -44,7 +45,7 @@ def _scalar_constant(v: Value) -> int | None:
 def static_trip_count(op: Op, cond: Function, body: Function) -> int:
     """T for a loop counting a state element from a constant to a constant bound by 1."""
     test = cond.results[0].owner if cond.results else None
-    if test is None or test.opcode != "compare":
+    if test is None or test.opdef is not ops.compare:
         raise ValueError("the loop's condition is not a comparison of a counter")
     lhs, rhs = test.operands
     direction = test.attrs["direction"]
@@ -57,7 +58,7 @@ def static_trip_count(op: Op, cond: Function, body: Function) -> int:
     index = cond.params.index(lhs)
     start = _scalar_constant(op.operands[index])
     step = body.results[index].owner
-    if start is None or step is None or step.opcode != "add":
+    if start is None or step is None or step.opdef is not ops.add:
         raise ValueError("the loop's counter does not start at a constant or is not "
                          "incremented")
     a, b = step.operands
@@ -71,7 +72,7 @@ def inline(b: Builder, fn: Function, args: Sequence[Value]) -> list[Value]:
     """`fn`'s ops appended through `b` on `args`; its results."""
     mapping: dict[int, Value] = {id(p): a for p, a in zip(fn.params, args, strict=True)}
     for op in fn.body:
-        new = Op(op.opcode, [mapping[id(v)] for v in op.operands],
+        new = Op(op.opdef, [mapping[id(v)] for v in op.operands],
                  [r.type for r in op.results], op.attrs)
         b.function.body.append(new)
         mapping.update({id(r): n for r, n in zip(op.results, new.results, strict=True)})
@@ -110,7 +111,7 @@ def _record(ctx: GradContext, op: Op, body: Function, carried: list[int], trip: 
     for i, s in zip(carried, ss, strict=True):
         row = b.reshape(xs[i], (1, *xs[i].type.shape))
         zeros = [_zero_index(b)] * xs[i].type.rank
-        new_stacks.append(b.op("dynamic_update_slice", [s, row, j, *zeros]))
+        new_stacks.append(b.op(ops.dynamic_update_slice, [s, row, j, *zeros]))
     fn.results = [b.add(j, b.splat(1, S32)), *outs, *new_stacks]
     results = ctx.b.ops("while", [_zero_index(ctx.b), *state, *stacks], {
         "condition": _counter_below(module, types, trip), "body": Symbol(fn.name)})
@@ -133,7 +134,7 @@ def _reverse_body(module: Module, body: Function, types: list[TensorType],
     for i, t in enumerate(state_types):
         if i in stack_of:
             zeros = [_zero_index(b)] * t.rank
-            row = b.op("dynamic_slice", [stack_of[i], k, *zeros],
+            row = b.op(ops.dynamic_slice, [stack_of[i], k, *zeros],
                        {"slice_sizes": (1, *t.shape)})
             x.append(b.reshape(row, t.shape))
         else:
@@ -148,7 +149,7 @@ def _reverse_body(module: Module, body: Function, types: list[TensorType],
     return Symbol(fn.name)
 
 
-@gradient_rule("while", multi_result=True)
+@gradient_rule(ops.while_, multi_result=True)
 def _while(ctx: GradContext, op: Op, cts: list[Value | None]) -> Sequence[Value | None]:
     module = ctx.b.module
     cond = module.functions[op.attrs["condition"].name]  # type: ignore[union-attr]

@@ -9,22 +9,23 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from nxcc.ir import ops
 from nxcc.ir.core import Op, Value
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
 
 
-@gradient_rule("add")
+@gradient_rule(ops.add)
 def _add(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [g, g]
 
 
-@gradient_rule("subtract")
+@gradient_rule(ops.subtract)
 def _subtract(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [g, ctx.b.negate(g) if ctx.needs(1) else None]
 
 
-@gradient_rule("multiply")
+@gradient_rule(ops.multiply)
 def _multiply(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     x, y = op.operands
     b = ctx.b
@@ -32,7 +33,7 @@ def _multiply(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
             b.multiply(g, x) if ctx.needs(1) else None]
 
 
-@gradient_rule("divide")
+@gradient_rule(ops.divide)
 def _divide(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     # d(x/y)/dx = 1/y; d(x/y)/dy = -out/y
     x, y = op.operands
@@ -42,60 +43,60 @@ def _divide(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [gx if ctx.needs(0) else None, gy]
 
 
-@gradient_rule("negate")
+@gradient_rule(ops.negate)
 def _negate(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.negate(g)]
 
 
-@gradient_rule("copy")
+@gradient_rule(ops.copy)
 def _copy(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [g]
 
 
-@gradient_rule("exp")
+@gradient_rule(ops.exp)
 def _exp(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.multiply(g, op.result)]
 
 
-@gradient_rule("expm1")
+@gradient_rule(ops.expm1)
 def _expm1(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     b = ctx.b
     return [b.multiply(g, b.add(op.result, ctx.full(1.0, g.type)))]
 
 
-@gradient_rule("log")
+@gradient_rule(ops.log)
 def _log(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.divide(g, op.operands[0])]
 
 
-@gradient_rule("log1p")
+@gradient_rule(ops.log1p)
 def _log1p(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     b = ctx.b
     return [b.divide(g, b.add(op.operands[0], ctx.full(1.0, g.type)))]
 
 
-@gradient_rule("tanh")
+@gradient_rule(ops.tanh)
 def _tanh(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     # 1 - tanh^2
     b, out = ctx.b, op.result
     return [b.multiply(g, b.subtract(ctx.full(1.0, g.type), b.multiply(out, out)))]
 
 
-@gradient_rule("logistic")
+@gradient_rule(ops.logistic)
 def _logistic(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     # s * (1 - s)
     b, out = ctx.b, op.result
     return [b.multiply(g, b.multiply(out, b.subtract(ctx.full(1.0, g.type), out)))]
 
 
-@gradient_rule("sqrt")
+@gradient_rule(ops.sqrt)
 def _sqrt(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     # 1 / (2 sqrt(x))
     b = ctx.b
     return [b.divide(g, b.multiply(ctx.full(2.0, g.type), op.result))]
 
 
-@gradient_rule("rsqrt")
+@gradient_rule(ops.rsqrt)
 def _rsqrt(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     # -0.5 * rsqrt(x) / x
     b, x = ctx.b, op.operands[0]
@@ -103,24 +104,24 @@ def _rsqrt(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [b.multiply(g, scale)]
 
 
-@gradient_rule("cbrt")
+@gradient_rule(ops.cbrt)
 def _cbrt(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     # 1 / (3 cbrt(x)^2)
     b, out = ctx.b, op.result
     return [b.divide(g, b.multiply(ctx.full(3.0, g.type), b.multiply(out, out)))]
 
 
-@gradient_rule("sin")
+@gradient_rule(ops.sin)
 def _sin(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.multiply(g, ctx.b.cos(op.operands[0]))]
 
 
-@gradient_rule("cos")
+@gradient_rule(ops.cos)
 def _cos(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.negate(ctx.b.multiply(g, ctx.b.sin(op.operands[0])))]
 
 
-@gradient_rule("erf")
+@gradient_rule(ops.erf)
 def _erf(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     # 2/sqrt(pi) * exp(-x^2)
     b, x = ctx.b, op.operands[0]
@@ -128,12 +129,12 @@ def _erf(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [b.multiply(g, b.multiply(ctx.full(2.0 / math.sqrt(math.pi), g.type), bell))]
 
 
-@gradient_rule("abs")
+@gradient_rule(ops.abs)
 def _abs(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.multiply(g, ctx.b.sign(op.operands[0]))]
 
 
-@gradient_rule("power")
+@gradient_rule(ops.power)
 def _power(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     # d x^y / dx = y x^(y-1); d x^y / dy = x^y log(x) (0 where x == 0)
     x, y = op.operands
@@ -163,17 +164,17 @@ def _chooser(ctx: GradContext, op: Op, g: Value, direction: str) -> Sequence[Val
     return [gx, gy]
 
 
-@gradient_rule("maximum")
+@gradient_rule(ops.maximum)
 def _maximum(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return _chooser(ctx, op, g, "GT")
 
 
-@gradient_rule("minimum")
+@gradient_rule(ops.minimum)
 def _minimum(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return _chooser(ctx, op, g, "LT")
 
 
-@gradient_rule("select")
+@gradient_rule(ops.select)
 def _select(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     pred, on_true, on_false = op.operands
     b = ctx.b
@@ -183,7 +184,7 @@ def _select(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
             b.select(pred, zero, g) if ctx.needs(2) else None]
 
 
-@gradient_rule("clamp")
+@gradient_rule(ops.clamp)
 def _clamp(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     """clamp(lo, x, hi): x gets g where lo <= x <= hi (as PyTorch), a bound where it won."""
     lo, x, hi = op.operands
@@ -198,7 +199,7 @@ def _clamp(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [glo, gx, ghi]
 
 
-@gradient_rule("convert")
+@gradient_rule(ops.convert)
 def _convert(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     x = op.operands[0]
     if not x.type.dtype.is_float:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nxcc.ir import ops
 from nxcc.ir.core import Op, Value
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
@@ -29,7 +30,7 @@ def _perm_to(order: Sequence[int]) -> tuple[int, ...]:
     return tuple(order.index(d) for d in range(len(order)))
 
 
-@gradient_rule("dot_general")
+@gradient_rule(ops.dot_general)
 def _dot_general(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     lhs, rhs = op.operands
     a = op.attrs
@@ -122,7 +123,7 @@ def _conv_lhs_grad(ctx: GradContext, op: Op, g: Value) -> Value:
         padding.append((before, in_size + k_size - 1 - out_size - before))
     b = ctx.b
     reversed_kernel = b.reverse(kernel, dimensions=tuple(rspec[2:]))
-    gx = b.op("convolution", [b.convert(g, rhs.type.dtype), reversed_kernel], _conv_attrs(
+    gx = b.op(ops.convolution, [b.convert(g, rhs.type.dtype), reversed_kernel], _conv_attrs(
         ospec, _swap(rspec), lspec, window_strides=a["lhs_dilation"], padding=tuple(padding),
         lhs_dilation=a["window_strides"], rhs_dilation=a["rhs_dilation"],
         feature_group_count=max(groups, batch_groups), batch_group_count=1))
@@ -144,7 +145,7 @@ def _conv_rhs_grad(ctx: GradContext, op: Op, g: Value) -> Value:
         out_size = _dilate(g.type.shape[ospec[2 + i]], a["window_strides"][i])
         lo = a["padding"][i][0]
         padding.append((lo, (out_size - in_size) + (k_size - lo - 1)))
-    gw = ctx.b.op("convolution", [lhs, ctx.b.convert(g, lhs.type.dtype)], _conv_attrs(
+    gw = ctx.b.op(ops.convolution, [lhs, ctx.b.convert(g, lhs.type.dtype)], _conv_attrs(
         _swap(lspec), _swap(ospec), _swap(rspec), window_strides=a["rhs_dilation"],
         padding=tuple(padding), lhs_dilation=a["lhs_dilation"],
         rhs_dilation=a["window_strides"], feature_group_count=batch_groups,
@@ -152,7 +153,7 @@ def _conv_rhs_grad(ctx: GradContext, op: Op, g: Value) -> Value:
     return ctx.b.convert(gw, rhs.type.dtype)
 
 
-@gradient_rule("convolution")
+@gradient_rule(ops.convolution)
 def _convolution(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [_conv_lhs_grad(ctx, op, g) if ctx.needs(0) else None,
             _conv_rhs_grad(ctx, op, g) if ctx.needs(1) else None]

@@ -4,34 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.core import Op, Value
-from nxcc.ir.interpreter import binary_opcode_of
+from nxcc.ir.interpreter import binary_op_of
+from nxcc.ir.opdef import OpDef
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
 
 
-def reducer_opcode(ctx: GradContext, op: Op) -> str | None:
+def reducer_op(ctx: GradContext, op: Op) -> OpDef | None:
     sym: Symbol = op.attrs["computation"]  # type: ignore[assignment]
-    return binary_opcode_of(ctx.b.module, sym.name)
+    return binary_op_of(ctx.b.module, sym.name)
 
 
-@gradient_rule("reduce")
+@gradient_rule(ops.reduce)
 def _reduce(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     """sum: the cotangent broadcast back; max/min: to the elements equal to the result,
     ties sharing it equally (as PyTorch's amax/amin)."""
     if len(op.operands) != 2:
         raise ValueError("gradient of a variadic reduce is not supported")
     x, init = op.operands
-    opcode = reducer_opcode(ctx, op)
+    reducer = reducer_op(ctx, op)
     dims = op.attrs["dimensions"]
     kept = [d for d in range(x.type.rank) if d not in dims]
     b = ctx.b
     spread = ctx.broadcast(g, x.type.shape, kept)
-    if opcode == "add":
+    if reducer is ops.add:
         gi = ctx.sum(g, range(g.type.rank)) if ctx.needs(1) else None
         return [spread, gi]
-    if opcode in ("maximum", "minimum"):
+    if reducer in (ops.maximum, ops.minimum):
         out = ctx.broadcast(op.result, x.type.shape, kept)
         hit = b.convert(b.compare(x, out, direction="EQ"), x.type.dtype)
         count = ctx.broadcast(ctx.sum(hit, dims), x.type.shape, kept)

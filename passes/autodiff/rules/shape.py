@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nxcc.ir import ops
 from nxcc.ir.core import Op, Value
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
 
 
-@gradient_rule("broadcast_in_dim")
+@gradient_rule(ops.broadcast_in_dim)
 def _broadcast_in_dim(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     """Sum over the new dims and over the operand's size-1 dims that were stretched."""
     x = op.operands[0]
@@ -21,12 +22,12 @@ def _broadcast_in_dim(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | No
     return [ctx.b.reshape(ctx.sum(g, summed), x.type.shape)]
 
 
-@gradient_rule("reshape")
+@gradient_rule(ops.reshape)
 def _reshape(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.reshape(g, op.operands[0].type.shape)]
 
 
-@gradient_rule("transpose")
+@gradient_rule(ops.transpose)
 def _transpose(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     perm = op.attrs["permutation"]
     inverse = [0] * len(perm)
@@ -35,12 +36,12 @@ def _transpose(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.transpose(g, permutation=tuple(inverse))]
 
 
-@gradient_rule("reverse")
+@gradient_rule(ops.reverse)
 def _reverse(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.reverse(g, dimensions=op.attrs["dimensions"])]
 
 
-@gradient_rule("slice")
+@gradient_rule(ops.slice)
 def _slice(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     """The cotangent padded with zeros back to where the slice took it from."""
     x = op.operands[0]
@@ -58,7 +59,7 @@ def _slice(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [ctx.b.pad(g, zero, low=tuple(low), high=tuple(high), interior=tuple(interior))]
 
 
-@gradient_rule("pad")
+@gradient_rule(ops.pad)
 def _pad(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     """The operand's part of the cotangent (negative padding is cropping: those positions
     get zero); the padding value gets the sum over the rest."""
@@ -84,7 +85,7 @@ def _pad(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     return [gx if ctx.needs(0) else None, gv]
 
 
-@gradient_rule("concatenate")
+@gradient_rule(ops.concatenate)
 def _concatenate(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     dim = op.attrs["dimension"]
     out: list[Value | None] = []

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.computations import binary_computation, compare_computation
 from nxcc.ir.core import Op, Value
-from nxcc.ir.interpreter import binary_opcode_of
+from nxcc.ir.interpreter import binary_op_of
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
 
@@ -37,11 +38,11 @@ def _sum_grad(ctx: GradContext, op: Op, g: Value) -> Value:
     zero = ctx.scalar(0, g.type.dtype)
     padded = b.pad(g, zero, low=tuple(p[0] for p in pads), high=tuple(p[1] for p in pads),
                    interior=tuple(s - 1 for s in a["window_strides"]))
-    return b.op("reduce_window", [padded, zero], {
+    return b.op(ops.reduce_window, [padded, zero], {
         "window_dimensions": a["window_dimensions"], "window_strides": a["base_dilations"],
         "base_dilations": (1,) * rank, "window_dilations": a["window_dilations"],
         "padding": ((0, 0),) * rank,
-        "computation": binary_computation(b.module, "add", g.type.dtype)})
+        "computation": binary_computation(b.module, ops.add, g.type.dtype)})
 
 
 def _chooser_grad(ctx: GradContext, op: Op, g: Value, direction: str) -> Value:
@@ -51,24 +52,24 @@ def _chooser_grad(ctx: GradContext, op: Op, g: Value, direction: str) -> Value:
         raise ValueError("gradient of a dilated max/min reduce_window is not supported")
     b = ctx.b
     dtype = x.type.dtype
-    return b.op("select_and_scatter", [x, g, ctx.scalar(0, dtype)], {
+    return b.op(ops.select_and_scatter, [x, g, ctx.scalar(0, dtype)], {
         "window_dimensions": a["window_dimensions"], "window_strides": a["window_strides"],
         "padding": a["padding"],
         "select": compare_computation(b.module, direction, [dtype]),
-        "scatter": binary_computation(b.module, "add", dtype)})
+        "scatter": binary_computation(b.module, ops.add, dtype)})
 
 
-@gradient_rule("reduce_window")
+@gradient_rule(ops.reduce_window)
 def _reduce_window(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     if len(op.operands) != 2:
         raise ValueError("gradient of a variadic reduce_window is not supported")
     sym: Symbol = op.attrs["computation"]  # type: ignore[assignment]
-    opcode = binary_opcode_of(ctx.b.module, sym.name)
-    if opcode == "add":
+    reducer = binary_op_of(ctx.b.module, sym.name)
+    if reducer is ops.add:
         return [_sum_grad(ctx, op, g), None]
-    if opcode == "maximum":
+    if reducer is ops.maximum:
         return [_chooser_grad(ctx, op, g, "GE"), None]
-    if opcode == "minimum":
+    if reducer is ops.minimum:
         return [_chooser_grad(ctx, op, g, "LE"), None]
     raise ValueError(f"gradient of reduce_window with @{sym.name} is not supported (only "
                      "add, maximum, minimum)")

@@ -43,7 +43,7 @@ def reducer_kind(module: Module | None, sym: Symbol, dtype) -> str | None:
 
 def is_identity(value: Op | None, kind: str) -> bool:
     """Whether `value` (the op producing an init value) is the constant identity of `kind`."""
-    if value is None or value.opcode != "constant":
+    if value is None or value.opdef is not ops.constant:
         return False
     d: Dense = value.attrs["value"]  # type: ignore[assignment]
     if d.type.size != 1:

@@ -16,7 +16,7 @@ import numpy as np
 from nxcc.ir import Builder, DType, Function, Module, TensorType, Value
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels import get_kernel
-from nxcc.ir.opdef import get_opdef
+from nxcc.ir.opdef import OpDef, get_opdef
 
 Collective = Callable[[str, Sequence[np.ndarray], Mapping[str, AttrValue]], list[np.ndarray]]
 
@@ -45,7 +45,7 @@ class FakeCtx:
                 env[id(r)] = o
         return [env[id(r)] for r in fn.results]
 
-    def binary_opcode(self, function: str) -> str | None:
+    def binary_op(self, function: str) -> OpDef | None:
         fn = self.module.functions[function]
         if len(fn.params) != 2 or len(fn.body) != 1 or len(fn.results) != 1:
             return None
@@ -54,7 +54,7 @@ class FakeCtx:
             return None
         if {id(v) for v in op.operands} != {id(p) for p in fn.params}:
             return None
-        return op.opcode
+        return op.opdef
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:

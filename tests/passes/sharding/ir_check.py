@@ -12,7 +12,8 @@ from nxcc.ir.interpreter import IRContext
 from nxcc.ir.parser import parse_module
 from nxcc.ir.printer import print_module
 from nxcc.passes.manager import PassManager
-from nxcc.passes.registry import PASSES
+from nxcc.passes.pipeline_text import option_types
+from nxcc.passes.registry import PASSES, build_pipeline
 from tests.passes.sharding.spmd import run_spmd
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all",
@@ -23,9 +24,9 @@ def partitioned(text: str, *names: str, n: int = 2) -> tuple[Module, Module]:
     """(the module as parsed, the module after the named sharding passes)."""
     module = parse_module(textwrap.dedent(text))
     original = clone_module(module)
-    passes = [PASSES[name](num_cores=n) if name.startswith("shard-") else PASSES[name]()
-              for name in names]
-    PassManager(passes).run(module)
+    text = ",".join(f"{name}{{num_cores={n}}}" if "num_cores" in option_types(PASSES[name])
+                    else name for name in names)
+    PassManager(build_pipeline(text)).run(module)
     return original, module
 
 

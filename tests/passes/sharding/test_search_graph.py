@@ -32,7 +32,7 @@ def test_memoised_pricing_matches_fresh_pricing(model) -> None:  # noqa: ANN001
     fn = module.entry_function
     table = strategy_table(fn, N, module)
     shared = SearchGraph(fn, table, N)
-    anchors = [op for op in fn.body if op.opcode in ANCHORS]
+    anchors = [op for op in fn.body if op.opdef in ANCHORS]
     assert anchors
     rng = np.random.default_rng(0)
     for _ in range(40):

@@ -12,7 +12,7 @@ A schema is built from a few node kinds, each with `check(value, path)` that rai
 
 The NEFF's own schemas (manifest, program) are declared with these in
 `backend.neff.neff_schema`; only shapes and references beyond what a value alone says are
-checked in code (`backend.runtime.validate`).
+checked in code (`backend.runtime.checked_neff`).
 """
 
 from __future__ import annotations

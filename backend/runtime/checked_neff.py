@@ -12,7 +12,7 @@
    uncompressed payload, a read-only view of the mapped file, not a copy;
 4. every program: parsed with its nesting bounded, its schema
    (`backend.neff.neff_schema.PROGRAM`), then its references, sizes and types
-   (`validate_program.check_program`); all arenas together within MAX_ARENA_BYTES.
+   (`program_check.check_program`); all arenas together within MAX_ARENA_BYTES.
 
 Problems are NeffError with the codes of `backend.neff.errors` (one line each). The
 result, a `CheckedNeff`, holds the parsed programs and weights the executors are built from.
@@ -23,7 +23,7 @@ from __future__ import annotations
 import io
 import math
 import tokenize
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,11 +31,11 @@ from numpy.lib import format as npy_format
 
 from nxcc.backend.neff import NeffError, NeffFile, load_npy
 from nxcc.backend.neff.errors import REFERENCE, SCHEMA, SIZE
+from nxcc.backend.neff.json_schema import conform, load_json
 from nxcc.backend.neff.limits import MAX_ARENA_BYTES, MAX_TENSOR_BYTES
 from nxcc.backend.neff.mapped import MappedMembers, member_span
 from nxcc.backend.neff.neff_schema import MANIFEST, PAIRED_KINDS, PROGRAM
-from nxcc.backend.neff.schema import conform, load_json
-from nxcc.backend.runtime.validate_program import check_program
+from nxcc.backend.runtime.program_check import check_program
 from nxcc.ir.dtypes import DType
 from nxcc.ir.limits import oversize
 
@@ -56,7 +56,11 @@ class CheckedNeff:
 
 def check_manifest(neff: NeffFile) -> dict:
     """The manifest, checked against its schema and its payload (steps 1-2 above)."""
-    source, m = str(neff.path), neff.manifest
+    return check_manifest_of(str(neff.path), neff.manifest, neff.files)
+
+
+def check_manifest_of(source: str, m: dict, members: Container[str]) -> dict:
+    """`check_manifest` of manifest `m` of a payload holding `members` (named `source`)."""
     conform(m, MANIFEST, source, "neff.json")
     for kind in ("inputs", "outputs"):
         for i, e in enumerate(m[kind]):
@@ -71,10 +75,10 @@ def check_manifest(neff: NeffFile) -> dict:
     if len(set(names)) != len(names):
         raise NeffError(source, f"neff.json: subgraph names repeat: {names}", code=REFERENCE)
     for sg in m["subgraphs"]:
-        _member(neff, sg["program"], f"subgraph '{sg['name']}' program")
+        _member(source, members, sg["program"], f"subgraph '{sg['name']}' program")
         _check_blocks(source, sg, m)
     for name, member in m["weights"]["files"].items():
-        _member(neff, member, f"weight '{name}'")
+        _member(source, members, member, f"weight '{name}'")
     spmd = m.get("spmd")
     if spmd is not None:
         for kind in ("inputs", "outputs"):
@@ -117,10 +121,18 @@ def check_neff(neff: NeffFile, weights: Mapping[str, np.ndarray] | None = None
     m = check_manifest(neff)
     if weights is None:
         weights = read_checked_weights(neff)
+    programs = check_programs(source, m, neff.files, weights)
+    return CheckedNeff(neff, m, programs, weights)
+
+
+def check_programs(source: str, m: dict, files: Mapping[str, bytes],
+                   weights: Mapping[str, np.ndarray]) -> list[dict]:
+    """Every subgraph's program of manifest `m` parsed from `files` and checked (step 4);
+    the parsed programs, in order."""
     programs = []
     for sg in m["subgraphs"]:
         member = sg["program"]
-        program = load_json(neff.files[member], source, member)
+        program = load_json(files[member], source, member)
         conform(program, PROGRAM, source, member)
         check_program(program, weights, _core_io(m, sg), source, member)
         programs.append(program)
@@ -128,7 +140,7 @@ def check_neff(neff: NeffFile, weights: Mapping[str, np.ndarray] | None = None
     if arenas > MAX_ARENA_BYTES:
         raise NeffError(source, f"the programs' arenas take {arenas} bytes together, over the "
                         f"limit of {MAX_ARENA_BYTES}", code=SIZE)
-    return CheckedNeff(neff, m, programs, weights)
+    return programs
 
 
 def _core_io(m: dict, sg: dict) -> tuple[list[dict], list[dict]]:
@@ -166,9 +178,9 @@ def _bounded(source: str, what: str, dtype: str, shape: list[int]) -> None:
                         f"of {MAX_TENSOR_BYTES}", code=SIZE)
 
 
-def _member(neff: NeffFile, member: str, what: str) -> None:
-    if member not in neff.files:
-        raise NeffError(str(neff.path), f"neff.json: {what} '{member}' is not in the payload",
+def _member(source: str, members: Container[str], member: str, what: str) -> None:
+    if member not in members:
+        raise NeffError(source, f"neff.json: {what} '{member}' is not in the payload",
                         code=REFERENCE)
 
 
