@@ -79,6 +79,13 @@ def log_async_status(params: Any, model_id: int, vnc: int, job_id: int,
     level(line, job_id, model_id, vnc, status.name, int(status))
 
 
+def check_callback(callback: object) -> None:
+    """NrtError(INVALID) unless `callback` is None or callable."""
+    if callback is not None and not callable(callback):
+        raise NrtError(NrtStatus.INVALID, f"the async exec callback {callback!r} is not "
+                       "callable")
+
+
 def read_source(neff: NeffSource, validate_hash: bool) -> NeffFile:
     """The NEFF read (a path, bytes, a `Neff`; a NeffFile as it is), its payload hash
     checked when `validate_hash` and its manifest validated (`validate.check_manifest`)
@@ -317,9 +324,7 @@ class Runtime:
         job_id, status)` is called on the execution thread as each asynchronous execution
         completes; a later registration replaces it; None restores the default, which logs
         the status (see the module docstring)."""
-        if callback is not None and not callable(callback):
-            raise NrtError(NrtStatus.INVALID, f"the async exec callback {callback!r} is not "
-                           "callable")
+        check_callback(callback)
         with self._lock:
             self._callback = (callback, params) if callback is not None else \
                 (log_async_status, None)
