@@ -1,7 +1,6 @@
 """The simulated instance a training job runs on: its type, the compile target and the LNC.
 
-`training_instance(config, runtime)` decides, as `neuronx-cc run` decides for a NEFF and as
-`train --plan` picks the instance it estimates for:
+`training_instance(config, runtime)` decides, as `neuronx-cc run` decides for a NEFF:
 
 - the instance type: `NXCC_INSTANCE_TYPE` when set; else the default instance of the target
   `compiler_flags` names (`--target trn2` -> trn2.48xlarge); else trn2.48xlarge when the
@@ -44,7 +43,7 @@ from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.layout import RankLayout
 
-#: The instance of a file that sets `trainer.lnc` (as `train --plan` chooses it).
+#: The instance of a file that sets `trainer.lnc` and names no other.
 LNC_INSTANCE = "trn2.48xlarge"
 LNC_FLAGS = ("--lnc", "-lnc", "--logical-nc-config")
 

@@ -155,7 +155,6 @@ def test_hops_between_instances_are_efa() -> None:
     assert all(r.link(i) == "neuronlink" for r in inside.routes for i in range(8))
 
 
-
 TWO_RANKS = """HloModule two, num_partitions=2
 add {
   a = f32[] parameter(0)
