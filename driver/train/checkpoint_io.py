@@ -236,7 +236,7 @@ def _no_pointer(exp_dir: str, why: str) -> CheckpointError:
     return CheckpointError(
         os.path.join(checkpoints_root(exp_dir), LATEST),
         f"{why}, yet {checkpoints_root(exp_dir)} holds {more}{steps}: resume from one with "
-        f"exp_manager.resume_from_checkpoint={found[-1][1]}, or start afresh in another "
+        f"++exp_manager.resume_from_checkpoint={found[-1][1]}, or start afresh in another "
         "exp_manager.exp_dir (nxcc never writes over a step folder)")
 
 

@@ -52,8 +52,8 @@ def seeds(work: Path) -> list[bytes]:
         seed.mkdir()
         config = write_config(seed, steps=2, checkpoints=True)
         result = run_cli("train", str(config), "--quiet", f"trainer.devices={devices}",
-                         f"distributed_strategy.zero1={devices > 1}",
-                         f"data.train_dir={work / 'data'}")
+                         f"++distributed_strategy.zero1={devices > 1}",
+                         f"++data.train_dir={work / 'data'}")
         if result.status != 0:
             raise RuntimeError(f"fuzz seed: training failed: {result.stderr}")
         out.append(zip_of(_tree(seed / "exp" / ROOT)))
@@ -202,7 +202,7 @@ def commands(path: Path, work: Path) -> list[list[str]]:
         if latest.is_file() else None
     (work / "before.json").write_text(json.dumps({"committed": _committed(exp),
                                                   "latest": pointer}))
-    return [["train", str(work / CONFIG), "--quiet", f"data.train_dir={work / 'data'}"]]
+    return [["train", str(work / CONFIG), "--quiet", f"++data.train_dir={work / 'data'}"]]
 
 
 def check(work: Path) -> str | None:

@@ -51,7 +51,7 @@ def _llama(tmp: Path) -> tuple[Path, list[str]]:
     return config, [*SHRINK, f"model.max_position_embeddings={SEQ}",
                     "distributed_strategy.kv_replicator=1",
                     f"model.model_config={hf / 'config.json'}", f"data.train_dir={data}",
-                    f"+data.tokenizer.type={tok}", f"exp_manager.resume_from_checkpoint={hf}"]
+                    f"+data.tokenizer.type={tok}", f"++exp_manager.resume_from_checkpoint={hf}"]
 
 
 def _gpt2(tmp: Path) -> tuple[Path, list[str]]:
@@ -61,7 +61,7 @@ def _gpt2(tmp: Path) -> tuple[Path, list[str]]:
     return config, [*SHRINK, "model.ffn_hidden_size=64", "model.num_attention_heads=4",
                     "model.num_kv_heads=4", f"data.data_prefix=[0.3,{a},0.7,{b}]",
                     f"data.tokenizer.vocab_file={vocab}", f"data.tokenizer.merge_file={merges}",
-                    f"exp_manager.resume_from_checkpoint={HF_INPUT['gpt2']}"]
+                    f"++exp_manager.resume_from_checkpoint={HF_INPUT['gpt2']}"]
 
 
 def train_and_export(family: str, tmp: Path) -> tuple[Path, subprocess.CompletedProcess]:

@@ -95,7 +95,8 @@ def test_hydra_overrides() -> None:
     tree = {"a": {"b": 1, "c": None}, "d": [1, 2]}
     apply_overrides(tree, ("a.b=2", "+a.e=[0.5,x]", "++a.f=3", "++a.b=4", "~d", "~a.c=null"))
     assert tree == {"a": {"b": 4, "e": [0.5, "x"], "f": 3}}
-    for bad, fragment in (("a.z=1", r"\+a\.z"), ("+a.b=1", "already has"), ("~q", "cannot delete"),
+    for bad, fragment in (("trainer.max_steps=1", r"add it with \+trainer\.max_steps"),
+                          ("a.z=1", "not a key of NxD Training's configuration"), ("+a.b=1", "already has"), ("~q", "cannot delete"),
                           ("~a.b=9", "its value is 4"), ("a.b", "no value"),
                           ("a..b=1", "an override is")):
         with pytest.raises(TrainConfigError, match=fragment):

@@ -89,7 +89,7 @@ def test_a_checkpoint_that_does_not_fit_is_refused_before_anything(tmp_path: Pat
     overrides = [o for o in overrides if not o.startswith("exp_manager.resume_from")]
     for extra in ((), ("--dry-run",)):
         r = neuronx_cc("train", str(config), "--quiet", f"exp_manager.exp_dir={exp}",
-                       *overrides, f"exp_manager.resume_from_checkpoint={bad}", *extra)
+                       *overrides, f"++exp_manager.resume_from_checkpoint={bad}", *extra)
         assert_one_line_error(r, "[NCC_ETRN001] exp_manager.resume_from_checkpoint:",
                               "final_norm.weight has shape [31]")
         assert r.returncode == 2 and not exp.exists()

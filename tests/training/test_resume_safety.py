@@ -98,13 +98,13 @@ def test_resume_from_a_chosen_step(trained: Path, tmp_path: Path) -> None:
     (exp / "checkpoints" / "latest").unlink()
     step2 = exp / "checkpoints" / "step_2"
     kept = digests(step2)
-    out = train(config(tmp_path, steps=3), f"exp_manager.resume_from_checkpoint={step2}")
+    out = train(config(tmp_path, steps=3), f"++exp_manager.resume_from_checkpoint={step2}")
     assert out.status == 0, out.stderr
     assert "trained steps 3..3" in out.stdout
     assert (exp / "checkpoints" / "latest").read_text() == "step_3\n"
     assert digests(step2) == kept
     # from step 1 the run would save step 2 again: refused
-    assert_clean_error(train(config(tmp_path, steps=3), "exp_manager.resume_from_checkpoint="
+    assert_clean_error(train(config(tmp_path, steps=3), "++exp_manager.resume_from_checkpoint="
                              f"{exp / 'checkpoints' / 'step_1'}"), "step_2: holds a checkpoint")
 
 
