@@ -55,6 +55,7 @@ from nxcc.compiler.decoder.weights import (
     init_full_weights,
     model_specs,
     owned_masks,
+    parameter_count,
     shard_weights,
     stage_specs,
     unshard_weights,
@@ -62,5 +63,6 @@ from nxcc.compiler.decoder.weights import (
 
 __all__ = ["DecoderConfig", "DecoderError", "StagePlan", "activation_type", "build_logits",
            "build_stage",
-           "check_plan", "init_full_weights", "model_specs", "owned_masks", "program",
+           "check_plan", "init_full_weights", "model_specs", "owned_masks", "parameter_count",
+           "program",
            "shard_weights", "stage_specs", "token_type", "unshard_weights"]

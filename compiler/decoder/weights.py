@@ -42,6 +42,7 @@ summed) back together.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -163,6 +164,16 @@ def model_specs(cfg: DecoderConfig, kv_replicator: int = 1) -> list[ParamSpec]:
     """Every parameter of the model, embedding first, head last."""
     layers = [s for i in range(cfg.num_layers) for s in layer_specs(cfg, i, kv_replicator)]
     return [*embedding_specs(cfg), *layers, *head_specs(cfg)]
+
+
+def parameter_count(cfg: DecoderConfig) -> int:
+    """How many parameters `model_specs(cfg)` has, counted without listing them: every
+    layer has the same shapes, so a `num_layers` of any size costs nothing to count."""
+    def total(specs: list[ParamSpec]) -> int:
+        return sum(math.prod(s.shape) for s in specs)
+
+    return (total(embedding_specs(cfg)) + cfg.num_layers * total(layer_specs(cfg, 0))
+            + total(head_specs(cfg)))
 
 
 def stage_specs(cfg: DecoderConfig, plan: StagePlan) -> list[ParamSpec]:

@@ -26,7 +26,6 @@ built its part, before the first step (`run`).
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from collections.abc import Callable
@@ -37,9 +36,8 @@ import numpy as np
 
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.job_cores import JobCores
-from nxcc.compiler.decoder import DecoderError, check_plan
+from nxcc.compiler.decoder import DecoderError, check_plan, parameter_count
 from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.weights import model_specs
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train import checkpoint_io as ckpt
 from nxcc.driver.train import reshard
@@ -152,7 +150,7 @@ def check_model_size(config: TrainConfig) -> None:
     m = config.model
     assert m is not None
     cfg = decoder_config(m)
-    count = sum(math.prod(s.shape) for s in model_specs(cfg))
+    count = parameter_count(cfg)
     limit = physical_memory()
     if count * 4 > (limit or 1 << 62) or max(m.vocab_size, m.hidden_size) > 1 << 40:
         raise TrainConfigError("model", f"{count:,} parameters ({count * 4 / 2**30:,.1f} GiB "
