@@ -5,7 +5,8 @@ override them as NxD's (Hydra's) command line does (`+KEY=VALUE` adds a key, `++
 adds or replaces, `~KEY` deletes). `--dry-run` makes every check the real run makes before
 its first step (`driver.train.prepare`, the one function both call) and prints the layout
 (world size, TP/PP/DP, micro-batches per step, which ranks form which groups, the data)
-without writing anything. A bad file ends in one line, `ERROR: [NCC_ETRN001] <key path>:
+without writing anything. `--profile FILE` writes a Chrome/Perfetto trace of every rank's
+steps. A bad file ends in one line, `ERROR: [NCC_ETRN001] <key path>:
 <what>`, exit status 2, before anything is created under `exp_dir`. Reading, checking and
 training are `nxcc.train`'s (`driver.api.train`); the command prints.
 """
@@ -24,6 +25,19 @@ from nxcc.driver.api.train import check, load, run, warning_lines
 from nxcc.driver.api.train import export_hf as export_checkpoint
 from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.describe import describe_lines
+from nxcc.errors import Error
+
+
+def _load(config_path: str, overrides: tuple[str, ...], placement: bool) -> TrainConfig:
+    """The checked configuration (`placement`: also where its ranks would run). Under an
+    MPI launcher every process finds the same fault in the same file: process 0 says it,
+    the others end with the same status silently."""
+    try:
+        return load(config_path, overrides, placement)
+    except Error as exc:
+        if launched_processes() > 1 and launched_rank() != 0:
+            raise SystemExit(exc.exit_status) from None
+        raise
 
 
 def _export(config: TrainConfig, folder: str, max_shard_size: int) -> None:
@@ -54,15 +68,23 @@ def _dry_run(config: TrainConfig, as_json: bool, warn: Callable[[], None]) -> No
 @click.option("--max-shard-size", metavar="BYTES", type=click.IntRange(min=1),
               default=5 * 10**9, show_default=True,
               help="With --export-hf: cut model.safetensors into shards of at most this.")
+@click.option("--profile", "profile_path", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Write a Chrome/Perfetto trace (JSON) of every rank's steps: forward, "
+              "backward and recomputation per micro-batch, collectives, transfers between "
+              "stages, the optimizer update.")
 @user_errors
 def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_json: bool,
-              quiet: bool, export_hf: str | None, max_shard_size: int) -> None:
+              quiet: bool, export_hf: str | None, max_shard_size: int,
+              profile_path: str | None) -> None:
     """Train the model CONFIG.yaml describes (NxD Training's YAML keys)."""
     if as_json and not dry_run:
         raise click.UsageError("--json applies to --dry-run")
     if export_hf and dry_run:
         raise click.UsageError("--export-hf and --dry-run exclude each other")
-    config = load(config_path, overrides)
+    if profile_path and (dry_run or export_hf):
+        raise click.UsageError("--profile traces a training run: not with --dry-run or "
+                               "--export-hf")
+    config = _load(config_path, overrides, placement=not export_hf)
     if export_hf:
         _export(config, export_hf, max_shard_size)
         return
@@ -77,7 +99,7 @@ def train_cmd(config_path: str, overrides: tuple[str, ...], dry_run: bool, as_js
         return
     if launched_processes() > 1:
         split_off_rank()
-        run_rank(lambda: run(config, config_path, on_joined=joined, on_prepared=warn),
-                 family="NCC")
+        run_rank(lambda: run(config, config_path, on_joined=joined, on_prepared=warn,
+                             profile=profile_path), family="NCC")
         return
-    run(config, config_path, on_prepared=warn)
+    run(config, config_path, on_prepared=warn, profile=profile_path)

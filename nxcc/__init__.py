@@ -37,7 +37,7 @@ if not (_HERE / "ir").is_dir() and (_HERE.parent / "ir" / "__init__.py").is_file
 
 if TYPE_CHECKING:
     from nxcc.backend.neff.artifact import Neff
-    from nxcc.backend.runtime.api import Model, load
+    from nxcc.backend.runtime.api import Model, load, register_async_exec_callback
     from nxcc.driver.api.compile import compile
     from nxcc.driver.api.inspect import inspect
     from nxcc.driver.api.train import train
@@ -51,6 +51,7 @@ _EXPORTS = {
     "train": "nxcc.driver.api.train",
     "Neff": "nxcc.backend.neff.artifact",
     "Model": "nxcc.backend.runtime.api",
+    "register_async_exec_callback": "nxcc.backend.runtime.api",
     "Error": "nxcc.errors",
     "CompileError": "nxcc.errors",
     "NrtError": "nxcc.errors",
@@ -59,7 +60,7 @@ _EXPORTS = {
 }
 
 __all__ = ["CompileError", "Error", "Model", "Neff", "NeffError", "NrtError", "NrtStatus",
-           "compile", "inspect", "load", "train"]
+           "compile", "inspect", "load", "register_async_exec_callback", "train"]
 
 
 def __getattr__(name: str) -> object:

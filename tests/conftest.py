@@ -34,3 +34,12 @@ def private_compile_cache(tmp_path_factory: pytest.TempPathFactory,
     path = tmp_path_factory.mktemp("nxcc-compile-cache")
     monkeypatch.setenv("NEURON_COMPILE_CACHE_URL", str(path))
     return path
+
+
+@pytest.fixture
+def any_even_ranks(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Train on a simulated inf2.48xlarge, whose ring runs collectives on any even number of
+    ranks: for layouts of 4 or 6 ranks, which a trn1.32xlarge (the default instance; sets
+    of 2, 8 or 32) refuses."""
+    monkeypatch.setenv("NXCC_INSTANCE_TYPE", "inf2.48xlarge")
+    return "inf2.48xlarge"

@@ -147,6 +147,11 @@ class ProgramExecutor:
         self.should_stop = should_stop
         self.profiler: Profiler | None = None  # set by `profile.attach`
         self.rank = partition_id
+        self.spans: dict[str, list[str | None]] | None = None
+        """With a profiler: None records every op; else, for each function named here, its
+        runs of consecutive instructions with the same label as one event named by the
+        label (a trainer's forward, recomputation, backward; None: not recorded), other
+        functions not at all."""
 
     def run(self, args: Sequence[np.ndarray],
             on_result: Callable[[int, np.ndarray], None] | None = None) -> list[np.ndarray]:
@@ -183,10 +188,8 @@ class ProgramExecutor:
         index = 0
         quiet = float_errors.ignore()
         try:
-            if on_result is not None:
-                self._run_reporting(fn, bound, on_result)
-            elif self.profiler is not None:
-                self._run_profiled(bound)
+            if on_result is not None or self.profiler is not None:
+                self._run_observed(fn, bound, on_result)
             else:
                 for index, step in enumerate(bound.steps):  # noqa: B007
                     step()
@@ -198,26 +201,30 @@ class ProgramExecutor:
             float_errors.restore(quiet)
         return [r.copy() for r in bound.results]
 
-    @staticmethod
-    def _run_reporting(fn: _Function, bound: _Bound,
-                       on_result: Callable[[int, np.ndarray], None]) -> None:
-        """The bound steps, each result handed to `on_result` once final."""
-        ready = fn.ready_after
-        for k in ready.get(-1, ()):
-            on_result(k, np.array(bound.results[k], copy=True))
-        for index, step in enumerate(bound.steps):
-            step()
-            for k in ready.get(index, ()):
-                on_result(k, np.array(bound.results[k], copy=True))
-
-    def _run_profiled(self, bound: _Bound) -> None:
-        """The bound steps, each recorded as a compute event of this rank."""
+    def _run_observed(self, fn: _Function, bound: _Bound,
+                      on_result: Callable[[int, np.ndarray], None] | None) -> None:
+        """The bound steps, each result handed to `on_result` once final (when given), each
+        step recorded by the profiler (when set; `spans`)."""
+        ready = fn.ready_after if on_result is not None else {}
         profiler, rank, clock = self.profiler, self.rank, time.perf_counter
-        assert profiler is not None
-        for step, name in zip(bound.steps, bound.names, strict=True):
-            start = clock()
+        labels = self.spans.get(fn.name) if self.spans is not None else None
+        per_op = profiler is not None and self.spans is None
+        current, since = None, 0.0
+        for k in ready.get(-1, ()):
+            on_result(k, np.array(bound.results[k], copy=True))  # type: ignore[misc]
+        for index, step in enumerate(bound.steps):
+            start = clock() if profiler is not None else 0.0
             step()
-            profiler.record(name, rank, COMPUTE, start, clock())
+            if per_op:
+                profiler.record(bound.names[index], rank, COMPUTE, start, clock())  # type: ignore[union-attr]
+            elif labels is not None and labels[index] != current:
+                if current is not None:
+                    profiler.record(current, rank, COMPUTE, since, start)  # type: ignore[union-attr]
+                current, since = labels[index], start
+            for k in ready.get(index, ()):
+                on_result(k, np.array(bound.results[k], copy=True))  # type: ignore[misc]
+        if current is not None:
+            profiler.record(current, rank, COMPUTE, since, clock())  # type: ignore[union-attr]
 
     def _run_fresh(self, fn: _Function, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         env: dict[int, np.ndarray] = dict(fn.fixed)

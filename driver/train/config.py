@@ -101,7 +101,8 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
     takes them) applied; TrainConfigError for the first problem found."""
     v = _Values(path, overrides)
     trainer = TrainerConfig(*(v.get(f"trainer.{k}") for k in (
-        "devices", "num_nodes", "max_steps", "log_every_n_steps", "gradient_clip_val")))
+        "devices", "num_nodes", "max_steps", "log_every_n_steps", "gradient_clip_val",
+        "lnc")))
     tp = v.get("distributed_strategy.tensor_model_parallel_size")
     pp = v.get("distributed_strategy.pipeline_model_parallel_size")
     assert isinstance(tp, int) and isinstance(pp, int)

@@ -52,6 +52,8 @@ ACTED: dict[str, Spec] = {
     "model_source": Spec("enum", choices=("megatron", "hf")),
     "trainer.devices": INT1,
     "trainer.num_nodes": INT1,
+    # NxD's trn2 configs: physical NeuronCores per logical core (`train.instance`)
+    "trainer.lnc": INT1_OR_NULL,
     "trainer.max_steps": INT1,
     "trainer.log_every_n_steps": INT1,
     "trainer.gradient_clip_val": Spec("float", minimum=0.0, nullable=True),
@@ -165,7 +167,7 @@ IGNORED: frozenset[str] = frozenset("""
 aync_exec_max_inflight_requests bucket_size_collectives neuron_rt_exec_timeout
 neuron_experimental_compress_rg
 trainer.max_epochs trainer.check_val_every_n_epoch
-trainer.num_sanity_val_steps trainer.limit_test_batches trainer.lnc
+trainer.num_sanity_val_steps trainer.limit_test_batches
 trainer.sequential_move_factor trainer.max_time trainer.precision trainer.accelerator
 trainer.logger trainer.enable_checkpointing trainer.use_distributed_sampler
 exp_manager.log_local_rank_0_only

@@ -23,6 +23,7 @@ class TrainerConfig:
     max_steps: int
     log_every_n_steps: int
     gradient_clip_val: float | None  # None or 0: no clipping (PyTorch Lightning's rule)
+    lnc: int | None = None  # physical cores per logical core, when the file says
 
     @property
     def world_size(self) -> int:

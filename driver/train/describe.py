@@ -54,6 +54,7 @@ def describe(job: Job) -> dict[str, object]:
         "exp_dir": config.exp_manager.exp_dir,
         "max_steps": config.trainer.max_steps,
         "ignored_keys": list(config.ignored_keys),
+        "instance": job.where.describe(),
     }
 
 
@@ -122,6 +123,13 @@ def _groups(groups: list[list[int]]) -> str:
     return " ".join("[" + ",".join(str(r) for r in g) + "]" for g in groups)
 
 
+def _instance_line(where: object) -> str:
+    assert isinstance(where, dict)
+    return (f"instance: {where['instance_type']} ({where['instance_source']}), "
+            f"{where['logical_cores']} NeuronCores {where['software_id']} at LNC "
+            f"{where['lnc']}; stages compiled for {where['target']}")
+
+
 def describe_lines(info: dict[str, object]) -> list[str]:
     """The text of `describe`'s result, one fact a line."""
     m = info["model"]
@@ -152,6 +160,7 @@ def describe_lines(info: dict[str, object]) -> list[str]:
         f"model: {model}",
         f"world: {info['world_size']} ranks = {info['devices']} devices x "
         f"{info['num_nodes']} node(s); TP {info['tp']} x PP {info['pp']} x DP {info['dp']}",
+        _instance_line(info["instance"]),
         f"batch: global {info['global_batch_size']} = micro {info['micro_batch_size']} x "
         f"DP {info['dp']} x {info['micro_batches_per_step']} micro-batches per step"
         + (f"; seq_length {info['seq_length']}, {info['tokens_per_step']} tokens per step"

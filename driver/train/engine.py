@@ -26,6 +26,11 @@ ordinary pipeline, `stage_program`) and binds their collectives to its TP group;
 5. runs the compiled optimizer update on its shard at the step's learning rate
    (`settings.lr_at(k)`), then (ZeRO-1) all-gathers the parameters.
 
+Where the rank runs (`cores`, a `job_cores.JobCores`: its instance, LNC and logical core) binds
+its groups' collectives to the instance's links; at LNC N > 1 its stage programs are
+compiled as one program per physical core (`logical_core`) and physical core k of each TP
+member runs the TP collectives with the others' core k.
+
 `settings.precision` (NxD's `precision` block, `precision.py`) decides the dtypes: products
 in bf16 (the stage programs' dot_generals rewritten by `autocast`), the weights the programs
 read in bf16 (`keep_in`: the flat parameter vector is bf16), an f32 master copy of the
@@ -36,12 +41,16 @@ accumulation in f32 or bf16, and optimizer slots in bf16 when there is no master
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from nxcc.backend.runtime.channel_comm import Channels
+from nxcc.backend.runtime.executor import ProgramExecutor
+from nxcc.backend.runtime.job_cores import JobCores
+from nxcc.backend.runtime.profile import Profiler
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train.checkpoint_io import CheckpointError, Expected, check_arrays
 from nxcc.driver.train.data import micro_batch_rows
@@ -51,22 +60,30 @@ from nxcc.driver.train.groups import (
     DP_STREAMS,
     EMBED_STREAMS,
     PIPE_STREAMS,
+    TP_CORE_STREAMS,
     TP_STREAMS,
     WORLD_STREAMS,
     Group,
 )
 from nxcc.driver.train.layout import RankLayout
+from nxcc.driver.train.logical_core import LogicalCoreExecutor, ShardedProgram
 from nxcc.driver.train.optimizer_step import OptimizerStep
 from nxcc.driver.train.precision import BF16, Precision, element_ids, rounding_key, to_bf16
+from nxcc.driver.train.profile_spans import BACKWARD, step_labels
 from nxcc.driver.train.schedule import max_in_flight, stage_ops
 from nxcc.driver.train.stage import StageBuilder, StagePlan
-from nxcc.driver.train.stage_program import compile_function
+from nxcc.driver.train.stage_program import StageProgram, compile_function
 from nxcc.ir.core import Module
 from nxcc.ir.dtypes import DType
 from nxcc.passes.autodiff.mixed_precision import autocast, keep_in
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
 
 BF16_IR = DType.BF16
+#: The tracks of a rank in `train --profile`'s trace.
+COMPUTE_TRACK, TP_TRACK, DP_TRACK, JOB_TRACK, PIPELINE_TRACK = 0, 1, 2, 3, 4
+TRACKS = {COMPUTE_TRACK: "compute", TP_TRACK: "tensor-parallel collectives",
+          DP_TRACK: "data-parallel collectives", JOB_TRACK: "job collectives",
+          PIPELINE_TRACK: "pipeline send/recv"}
 
 
 @dataclass(frozen=True)
@@ -110,15 +127,19 @@ class RankTrainer:
     """One rank of a training job (see the module docstring)."""
 
     def __init__(self, rank: int, settings: EngineSettings, channels: Channels,
-                 build: StageBuilder) -> None:
+                 build: StageBuilder, cores: JobCores | None = None) -> None:
         s = self.settings = settings
         lay = s.layout
-        self.rank, self.channels = rank, channels
+        self.rank, self.channels, self.cores = rank, channels, cores
         c = lay.coords(rank)
         self.tp_rank, self.dp_rank, self.stage = c.tp, c.dp, c.pp
-        self.tp_group = Group(channels, lay.tp_group(rank), rank, TP_STREAMS, "tp")
-        self.dp_group = Group(channels, lay.dp_group(rank), rank, DP_STREAMS, "dp")
-        self.world_group = Group(channels, range(s.world), rank, WORLD_STREAMS, "world")
+        self.tp_group = self._group(lay.tp_group(rank), TP_STREAMS, "tp")
+        self.dp_group = self._group(lay.dp_group(rank), DP_STREAMS, "dp")
+        self.world_group = self._group(range(s.world), WORLD_STREAMS, "world")
+        # physical core k > 0 of a logical core: its own side of the TP group
+        self.tp_cores = [self.tp_group] + [
+            self._group(lay.tp_group(rank), TP_CORE_STREAMS + k, f"tp{k}.", k)
+            for k in range(1, s.options.logical_nc_config)]
         self.plan = StagePlan(self.tp_rank, lay.tp, self.stage, lay.pp, s.micro_batch,
                               s.seq_length, s.sequence_parallel)
         self.build = build(self.plan)
@@ -149,6 +170,12 @@ class RankTrainer:
         self.element_ids = self._element_ids() if s.precision.stochastic_rounding else None
         self.next_rank = lay.stage_peer(rank, 1)
         self.prev_rank = lay.stage_peer(rank, -1)
+        self.profiler: Profiler | None = None
+
+    def _group(self, members: Sequence[int], base: int, name: str, core: int = 0) -> Group:
+        """This rank's side of the group `members`, bound to where they run."""
+        placement = self.cores.placement(members, core) if self.cores is not None else None
+        return Group(self.channels, members, self.rank, base, name, placement)
 
     @property
     def shared_stages(self) -> tuple[int, ...]:
@@ -163,15 +190,21 @@ class RankTrainer:
         lay = self.settings.layout
         c = lay.coords(rank)
         ranks = [lay.rank(c.tp, p, c.dp) for p in self.shared_stages]
-        return Group(self.channels, ranks, rank, EMBED_STREAMS, "embed")
+        return self._group(ranks, EMBED_STREAMS, "embed")
 
     def _compile(self) -> None:
         module, opts = self.build.module, self.settings.options
         names = ["forward_backward"] if self.plan.last else ["forward", "backward"]
         _apply_precision(module, names, len(self.build.params), self.settings.precision)
         self.programs = {n: compile_function(module, n, opts) for n in names}
-        self.executors = {n: p.executor(self.tp_group.endpoint, self.tp_group.index)
-                          for n, p in self.programs.items()}
+        self.executors = {n: self._executor(p) for n, p in self.programs.items()}
+
+    def _executor(self, program: StageProgram) -> ProgramExecutor | LogicalCoreExecutor:
+        """A fresh executor of `program` whose own collectives go to the TP group (at LNC N,
+        physical core k's to that core's side of it)."""
+        if isinstance(program, ShardedProgram):
+            return program.executor([g.endpoint for g in self.tp_cores])
+        return program.executor(self.tp_group.endpoint, self.tp_group.index)
 
     # one step
 
@@ -204,8 +237,11 @@ class RankTrainer:
         gradient (result `offset + i` is parameter i's) as soon as it is final and starts
         the DP reduction of each bucket whose gradients are all final, so the buckets
         overlap the rest of the backward pass. None where the reduction must wait for the
-        whole gradient (bf16 accumulation; TP-partial parameters' buckets wait anyway)."""
-        if grads_flat.dtype != np.float32:
+        whole gradient (bf16 accumulation; programs split over a logical core's physical
+        cores, which report no result early; TP-partial parameters' buckets wait anyway)."""
+        if grads_flat.dtype != np.float32 or not getattr(
+                self.executors["forward_backward" if self.plan.last else "backward"],
+                "reports_results", True):
             return None
         members = self.layout.bucket_params
         remaining = [len(m) for m in members]
@@ -228,7 +264,7 @@ class RankTrainer:
     def _run_pipeline(self, micro: list[tuple[np.ndarray, ...]],
                       grads_flat: np.ndarray) -> tuple[float, float]:
         """The stage's 1F1B order; (loss sum, token count) on the last stage, else zeros."""
-        plan, ch = self.plan, self.channels
+        plan = self.plan
         acc = self.layout.views(grads_flat)
         stash: dict[int, list[np.ndarray]] = {}
         pending_g_in: dict[int, np.ndarray] = {}
@@ -239,11 +275,11 @@ class RankTrainer:
             hook = self._gradients_hook(grads_flat, acc, (0 if plan.first else 1) + (
                 2 if plan.last else 0), done == 0) if done == len(micro) - 1 else None
             if kind == "F":
-                inputs = data if plan.first else \
-                    [ch.recv(self.prev_rank, self.rank, PIPE_STREAMS), *data]
+                inputs = data if plan.first else [self._recv(-1, "activation", m), *data]
                 if plan.last:
-                    out = self.executors["forward_backward"].run(
-                        [*self.params, *inputs], on_result=hook)
+                    with self._span(f"forward+backward mb {m}", m):
+                        out = self.executors["forward_backward"].run(
+                            [*self.params, *inputs], on_result=hook)
                     loss_sum += float(out[0])
                     count += float(out[1])
                     rest = out[2:]
@@ -253,24 +289,80 @@ class RankTrainer:
                         self._accumulate(rest, acc, done == 0)
                     done += 1
                     continue
-                x_out, *kept = self.executors["forward"].run([*self.params, *inputs])
+                with self._span(f"forward mb {m}", m):
+                    x_out, *kept = self.executors["forward"].run([*self.params, *inputs])
                 stash[m] = [*inputs, *kept]
-                ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
+                self._send(1, x_out, "activation", m)
                 continue
             if plan.last:
                 if not plan.first:
-                    ch.send(self.rank, self.prev_rank, pending_g_in.pop(m), PIPE_STREAMS + 1)
+                    self._send(-1, pending_g_in.pop(m), "gradient", m)
                 continue
-            g_out = ch.recv(self.next_rank, self.rank, PIPE_STREAMS + 1)
-            out = self.executors["backward"].run([*self.params, *stash.pop(m), g_out],
-                                                 on_result=hook)
+            g_out = self._recv(1, "gradient", m)
+            with self._span(f"backward mb {m}", m):
+                out = self.executors["backward"].run([*self.params, *stash.pop(m), g_out],
+                                                     on_result=hook)
             if not plan.first:
-                ch.send(self.rank, self.prev_rank, out[0], PIPE_STREAMS + 1)
+                self._send(-1, out[0], "gradient", m)
                 out = out[1:]
             if hook is None:
                 self._accumulate(out, acc, done == 0)
             done += 1
         return loss_sum, count
+
+    # the stage's transfers and the profile
+
+    def _send(self, direction: int, x: np.ndarray, what: str, m: int) -> None:
+        """Send `x` to the next (+1: an activation) or previous stage (-1: a gradient)."""
+        peer = self.next_rank if direction > 0 else self.prev_rank
+        with self._span(f"send {what} mb {m} to rank {peer}", m, PIPELINE_TRACK):
+            self.channels.send(self.rank, peer, x, PIPE_STREAMS + (direction < 0))
+
+    def _recv(self, direction: int, what: str, m: int) -> np.ndarray:
+        """Receive from the previous (-1: an activation) or next stage (+1: a gradient)."""
+        peer = self.prev_rank if direction < 0 else self.next_rank
+        with self._span(f"recv {what} mb {m} from rank {peer}", m, PIPELINE_TRACK):
+            return self.channels.recv(peer, self.rank, PIPE_STREAMS + (direction > 0))
+
+    def _span(self, name: str, micro_batch: int | None = None,
+              track: int = COMPUTE_TRACK) -> AbstractContextManager[None]:
+        """A profile span of this rank (nothing without a profiler)."""
+        if self.profiler is None:
+            return nullcontext()
+        args = {} if micro_batch is None else {"micro_batch": micro_batch}
+        return self.profiler.span(name, self.rank, track, args)
+
+    def core_programs(self) -> dict[str, int]:
+        """How many physical-core programs each stage program of this rank has (the LNC
+        it was compiled at)."""
+        return {n: len(p.cores) if isinstance(p, ShardedProgram) else 1
+                for n, p in self.programs.items()}
+
+    def attach_profiler(self, profiler: Profiler) -> None:
+        """Record this rank's steps in `profiler` (see `TRACKS`): each micro-batch's
+        forward and backward (their recomputation and, on the last stage, their forward,
+        recomputation and backward phases inside), the optimizer update, the transfers
+        between stages and every collective. At LNC N the programs' inside is physical
+        core 0's."""
+        self.profiler = profiler
+        c = self.settings.layout.coords(self.rank)
+        profiler.rank_names[self.rank] = f"rank {self.rank} (tp {c.tp} pp {c.pp} dp {c.dp})"
+        for group, track in ((self.tp_group, TP_TRACK), (self.dp_group, DP_TRACK),
+                             (self.world_group, JOB_TRACK), (self.embed_group, JOB_TRACK)):
+            if group is not None:
+                group.profile(profiler, track)
+        for name, executor in self.executors.items():
+            core = executor.executors[0] if isinstance(executor, LogicalCoreExecutor) \
+                else executor
+            program = self.programs[name]
+            code = program.cores[0].program if isinstance(program, ShardedProgram) \
+                else program.program
+            spans: dict[str, list[str | None]] = {}  # a forward program: its span is all
+            if name != "forward":
+                loss = (0, 1) if name == "forward_backward" else ()
+                spans[code["entry"]] = [None if name == "backward" and x == BACKWARD else x
+                                        for x in step_labels(code, len(self.params), loss)]
+            core.profiler, core.rank, core.spans = profiler, self.rank, spans
 
     def evaluate(self, *arrays: np.ndarray) -> tuple[float, float]:
         """(loss sum, token count) of one global batch over the whole job, the parameters
@@ -298,6 +390,10 @@ class RankTrainer:
         """Train step k (0-based: the optimizer steps taken before it) on the global batch
         `arrays` (each [global_batch, ...], in the model's input order: for a language
         model the inputs and the labels, [global_batch, seq_length] token ids)."""
+        with self._span(f"step {k + 1}"):
+            return self._step(k, *arrays)
+
+    def _step(self, k: int, *arrays: np.ndarray) -> StepStats:
         start = time.perf_counter()
         grads_flat = np.zeros(self.layout.size, self.settings.precision.grad_dtype)
         loss_sum, count = self._run_pipeline(self._micro_batches(arrays), grads_flat)
@@ -318,7 +414,8 @@ class RankTrainer:
         clip = self.settings.clip
         factor = min(1.0, clip / (norm + 1e-6)) if clip else 1.0
         lr = float(np.float32(self.settings.lr_at(k)))
-        new_shard = self.optimizer(self._param_shard(), shard, factor / tokens, lr, k)
+        with self._span("optimizer update"):
+            new_shard = self.optimizer(self._param_shard(), shard, factor / tokens, lr, k)
         self.sync.gather_params(self.flat, self._stored(new_shard, k))
         return StepStats(total_loss / tokens, norm, lr, int(tokens),
                          time.perf_counter() - start)
@@ -462,7 +559,7 @@ class RankTrainer:
         return mine
 
     def close(self) -> None:
-        for g in (self.tp_group, self.dp_group, self.world_group, self.embed_group):
+        for g in (*self.tp_cores, self.dp_group, self.world_group, self.embed_group):
             if g is not None:
                 g.close()
 

@@ -9,7 +9,9 @@ validation needs), the checkpoint a resume would load (`resume`: a lost `latest`
 committed step folders refused; its manifest, its precision, its files those of the layout
 that wrote it), that the run saves over no committed checkpoint and that its metrics file is
 a regular file, and a Hugging Face checkpoint the run starts from (every tensor against the
-model; not read when a checkpoint of the run itself is resumed).
+model; not read when a checkpoint of the run itself is resumed), and the simulated instance
+the job runs on (`instance`: its type, target and LNC, the ranks per node against its cores
+and its collectives' rank sets).
 
 `exp_manager.resume_from_checkpoint` names one of two kinds of folder, told apart by what it
 holds: an nxcc step folder (`checkpoint.json`, `exp_dir/checkpoints/step_N`) resumes from that
@@ -33,6 +35,8 @@ from typing import TypeAlias
 
 import numpy as np
 
+from nxcc.backend.runtime.config import RuntimeConfig
+from nxcc.backend.runtime.job_cores import JobCores
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train import checkpoint_io as ckpt
 from nxcc.driver.train import reshard
@@ -45,6 +49,7 @@ from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.hf_checkpoint import KEY as START_KEY
 from nxcc.driver.train.hf_checkpoint import is_hf_folder, load_hf_weights
 from nxcc.driver.train.hf_dataset import HFRows, is_hf_dataset
+from nxcc.driver.train.instance import TrainingInstance, check_placement, training_instance
 from nxcc.driver.train.megatron_data import Request, megatron_samples
 from nxcc.driver.train.metrics import check_metrics_file
 from nxcc.driver.train.model_stage import (
@@ -67,21 +72,25 @@ from nxcc.driver.train.stage import StageBuilder
 from nxcc.driver.train.tensorboard_log import MISSING as TENSORBOARD_MISSING
 from nxcc.driver.train.tensorboard_log import available as tensorboard_available
 from nxcc.nxd.model import InputSpec
-from nxcc.nxd.models.decoder import DecoderError, check_plan
+from nxcc.nxd.models.decoder import DecoderError, check_plan, parameter_count
 from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
-from nxcc.nxd.models.decoder.weights import model_specs
 from nxcc.nxd.params import ParamSpec
 
 
-def engine_settings(config: TrainConfig) -> EngineSettings:
+def engine_settings(config: TrainConfig, where: TrainingInstance | None = None
+                    ) -> EngineSettings:
+    """The engine's settings; the stages compiled for `where`'s target and LNC (default:
+    trn1, LNC 1)."""
     opt, sched = config.optim, config.optim.sched
     clip = config.trainer.gradient_clip_val or None
+    options = CompileOptions(target=where.target, lnc=where.lnc) if where is not None else \
+        CompileOptions(target="trn1")
     return EngineSettings(
         config.distributed.layout, config.data.micro_batch_size,
         config.data.global_batch_size, config.data.seq_length, opt.optimizer_config(),
         lambda k: sched.lr_at(opt.lr, k), zero1=config.distributed.zero1,
         sequence_parallel=config.distributed.sequence_parallel, clip=clip,
-        options=CompileOptions(target="trn1"), precision=config.recipe, seed=config.seed)
+        options=options, precision=config.recipe, seed=config.seed)
 
 
 @dataclass
@@ -95,6 +104,7 @@ class Job:
     emit: Callable[[str], None]
     resume: ckpt.Checkpoint | None
     pipeline: Pipeline
+    where: TrainingInstance
     vocab: int = 0
     validation: Batches | SampleBatches | ArrayBatches | None = None
     validation_batches: int = 0
@@ -108,6 +118,8 @@ class Job:
     logged: bool = False
     unshard: reshard.Unshard | None = None
     inputs: list[InputSpec] = field(default_factory=list)  # a user model's data inputs
+    cores: JobCores | None = None  # where the ranks run, once reserved (`run`)
+    core_programs: dict[str, int] = field(default_factory=dict)  # rank 0's, per program
     _whole: list = field(default_factory=list)
     _whole_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -154,11 +166,12 @@ def check_model_size(config: TrainConfig, specs: list[ParamSpec] | None = None) 
         assert m is not None
         vocab = f", vocab_size {m.vocab_size:,}"
         huge = max(m.vocab_size, m.hidden_size) > 1 << 40
-        # beyond numpy's sizes the embedding alone says enough (the model is not built)
-        specs = [ParamSpec("embed", (m.vocab_size, m.hidden_size))] if huge else \
-            model_specs(decoder_config(m))
+        # beyond numpy's sizes the embedding alone says enough (the model is not built);
+        # the decoder's layers are counted, never listed (num_layers may be any size)
+        count = m.vocab_size * m.hidden_size if huge else parameter_count(decoder_config(m))
         least = "at least " if huge else ""
-    count = sum(math.prod(s.shape) for s in specs)
+    else:
+        count = sum(math.prod(s.shape) for s in specs)
     limit = physical_memory()
     if count * 4 > (limit or 1 << 62) or huge:
         raise TrainConfigError("model", f"{least}{count:,} parameters "
@@ -326,7 +339,9 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
                 write_cache: bool = True) -> Job:
     """The run's job with every check made (see the module docstring); nothing written
     under `exp_dir`."""
-    settings = engine_settings(config)
+    where = training_instance(config, RuntimeConfig.from_env())
+    check_placement(config, where)
+    settings = engine_settings(config, where)
     step_folder, hf_folder = start_folders(config)
     found = _resume(config, settings, step_folder)
     check_saves(config.exp_manager.exp_dir, planned_saves(config, found))
@@ -336,7 +351,7 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
     initial = load_hf_weights(config, hf_folder) if hf_folder is not None and found is None \
         else None
     if config.module is not None:
-        return _module_job(config, settings, emit, found, write_cache)
+        return _module_job(config, settings, where, emit, found, write_cache)
     if config.model is not None:
         build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
                                           config.data, initial)
@@ -349,8 +364,8 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
         join = _only_slice
     _check_vocabularies(config, vocab)
     batches, validation, count = data_sources(config, vocab, write_cache)
-    job = Job(config, settings, batches, build, emit, found, pipeline, vocab, validation,
-              count, unshard=join)
+    job = Job(config, settings, batches, build, emit, found, pipeline, where, vocab,
+              validation, count, unshard=join)
     return _with_tensorboard(config, job)
 
 
@@ -362,8 +377,9 @@ def _with_tensorboard(config: TrainConfig, job: Job) -> Job:
     return job
 
 
-def _module_job(config: TrainConfig, settings: EngineSettings, emit: Callable[[str], None],
-                found: ckpt.Checkpoint | None, write_cache: bool) -> Job:
+def _module_job(config: TrainConfig, settings: EngineSettings, where: TrainingInstance,
+                emit: Callable[[str], None], found: ckpt.Checkpoint | None,
+                write_cache: bool) -> Job:
     """The job of a user model (`model.module`): its every stage on every TP rank built
     once (as the run will), its data (token sources for a model whose inputs are `tokens`
     and `labels`, else one array per input, `arrays.py`) checked against its inputs."""
@@ -382,8 +398,8 @@ def _module_job(config: TrainConfig, settings: EngineSettings, emit: Callable[[s
         batches, validation, count = data_sources(config, vocab, write_cache)
     else:
         batches, validation, count = array_sources(config, inputs)
-    job = Job(config, settings, batches, build, emit, found, pipeline, 0, validation, count,
-              unshard=module_unshard(cfg), inputs=list(inputs))
+    job = Job(config, settings, batches, build, emit, found, pipeline, where, 0, validation,
+              count, unshard=module_unshard(cfg), inputs=list(inputs))
     return _with_tensorboard(config, job)
 
 

@@ -54,5 +54,5 @@ def test_train_runs_and_returns_the_summary(tmp_path: Path) -> None:
     with pytest.warns(UserWarning, match="keys accepted but not acted on"):
         summary = nxcc.train(EXAMPLES / "train" / "megatron_gpt_tiny.yaml",
                              ["trainer.max_steps=2", f"exp_manager.exp_dir={exp}"])
-    assert (summary["steps"], summary["world_size"], summary["tp"]) == (2, 4, 2)
+    assert (summary["steps"], summary["world_size"], summary["tp"]) == (2, 8, 2)
     assert summary["final_loss"] == summary["losses"][-1] and exp.is_dir()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -10,6 +13,7 @@ from nxcc.nxd.models.decoder import (
     init_full_weights,
     model_specs,
     owned_masks,
+    parameter_count,
     shard_weights,
     unshard_weights,
 )
@@ -67,3 +71,11 @@ def test_owned_masks_count_every_entry_once(make, tp: int, rep: int) -> None:
             assert masks[name].shape == w.shape
             counted += float((w.astype(np.float64) ** 2 * masks[name]).sum())
     assert counted == pytest.approx(total, rel=1e-12)
+
+
+def test_parameter_count_is_model_specs_counted_without_listing_the_layers() -> None:
+    for cfg in (gpt(), llama(), replace(llama(), tie_embeddings=True)):
+        assert parameter_count(cfg) == sum(math.prod(s.shape) for s in model_specs(cfg))
+    huge = replace(gpt(), num_layers=2**64)  # a hostile file's: counted, never listed
+    assert parameter_count(huge) == parameter_count(gpt()) + (2**64 - gpt().num_layers) * (
+        parameter_count(replace(gpt(), num_layers=2)) - parameter_count(replace(gpt(), num_layers=1)))

@@ -35,8 +35,9 @@ def test_ls_json_shows_devices_cores_and_holders(start, monkeypatch) -> None:
     dev1 = desc["devices"][1]
     assert dev1["logical_cores"] == [4, 5, 6, 7] and dev1["memory"] == "96 GB"
     assert dev1["connected_devices"] == [0, 2, 5, 13]
-    assert dev1["cores"][1] == {"nc": 5, "physical": [10, 11], "pid": os.getpid(),
-                                "command": dev1["cores"][1]["command"]}
+    assert dev1["cores"][1] == {"nc": 5, "physical": [10, 11], "software_id": "NC_V3d",
+                                "pid": os.getpid(), "command": dev1["cores"][1]["command"]}
+    assert desc["software_id"] == "NC_V3d"
     procs = {p["pid"]: p for p in desc["processes"]}
     assert procs[other.report["pid"]]["cores"] == [0, 1]
     assert "tests.runtime.holder" in procs[other.report["pid"]]["command"]
@@ -60,6 +61,17 @@ def test_ls_lnc_follows_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
     [desc] = json.loads(ls("--json"))
     assert desc["logical_cores"] == 8 and desc["devices"][0]["logical_cores"] == list(range(8))
+    assert {c["software_id"] for c in desc["devices"][0]["cores"]} == {"NC_V3"}
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "2")
+    assert "logical-nc-config: 2 (4 logical NeuronCores NC_V3d, 8 physical)" in ls()
+
+
+def test_ls_software_ids_of_each_generation(monkeypatch) -> None:
+    for instance, shown in (("trn1.32xlarge", "32 logical NeuronCores NC_V2"),
+                            ("inf2.xlarge", "2 logical NeuronCores NC_V2"),
+                            ("trn2.48xlarge", "64 logical NeuronCores NC_V3d")):
+        monkeypatch.setenv("NXCC_INSTANCE_TYPE", instance)
+        assert shown in ls(), instance
 
 
 def neuronx_cc(*args: str, **env: str) -> subprocess.Popen[str]:

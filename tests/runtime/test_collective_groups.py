@@ -53,10 +53,16 @@ def test_rank_placement_follows_the_topology() -> None:
         check_rank_set(trn1, 1, list(range(4, 12)))
     inf2 = INSTANCES["inf2.48xlarge"]
     check_rank_set(inf2, 1, [2, 3, 4, 5, 6, 7])  # devices 1-3
-    with pytest.raises(NrtError, match="consecutive devices"):
-        check_rank_set(inf2, 1, [1, 2])  # half of two devices
+    check_rank_set(inf2, 1, [1, 2])  # half of devices 0 and 1: consecutive devices
+    check_rank_set(inf2, 1, [3, 4, 5, 6])  # devices 1-3, from the second core of device 1
+    check_rank_set(inf2, 1, [23, 0])  # devices 11 and 0, joined by the ring's wrap-around
+    check_rank_set(INSTANCES["inf2.24xlarge"], 1, [9, 10, 11, 0, 1, 2])
     with pytest.raises(NrtError, match="consecutive devices"):
         check_rank_set(inf2, 1, [0, 1, 4, 5])
+    with pytest.raises(NrtError, match="consecutive devices"):
+        check_rank_set(inf2, 1, [1, 3])
+    with pytest.raises(NrtError, match="any even number"):
+        check_rank_set(inf2, 1, [1, 2, 3])
 
 
 def test_ranks_with_the_same_collectives_form_a_group(start, spin, tmp_path) -> None:
@@ -98,10 +104,11 @@ def test_group_disagreements_fail(start, spin, tmp_path) -> None:
 
 def test_a_complete_group_is_checked_against_the_topology(start, spin, tmp_path) -> None:
     neff = with_collectives(spin, tmp_path / "ar.neff", ALL_REDUCE)
-    rt = start(NXCC_INSTANCE_TYPE="inf2.48xlarge", NEURON_RT_VISIBLE_CORES="1-2")
-    rt.load_collectives(neff, start_nc=0, rank=0, world_size=2)
+    rt = start(NXCC_INSTANCE_TYPE="inf2.48xlarge", NEURON_RT_VISIBLE_CORES="1-3")
+    rt.load_collectives(neff, start_nc=0, rank=0, world_size=2)  # nc1
     with pytest.raises(NrtError, match="consecutive devices"):
-        rt.load_collectives(neff, start_nc=1, rank=1, world_size=2)
+        rt.load_collectives(neff, start_nc=2, rank=1, world_size=2)  # nc3: not next to nc1
+    rt.load_collectives(neff, start_nc=1, rank=1, world_size=2)  # nc2: devices 0 and 1
 
 
 def test_ranks_in_two_processes_must_agree(start, spin, tmp_path) -> None:

@@ -12,7 +12,7 @@ from nxcc.backend.runtime.status import NrtError, NrtStatus
 def test_defaults() -> None:
     c = RuntimeConfig.from_env({})
     assert c.visible_cores is None and c.num_cores == 0
-    assert (c.log_location, c.log_level) == ("console", "ERROR")
+    assert (c.log_location, c.log_level) == ("console,syslog", "WARNING")
     assert c.exec_timeout == 30
     assert not (c.validate_hash or c.shared_weights or c.allow_legacy_neff)
     assert c.async_max_inflight == 0
@@ -50,11 +50,13 @@ def test_values_are_parsed() -> None:
         ("NEURON_RT_VISIBLE_CORES", "1,3", "inclusive range"),
         ("NEURON_RT_NUM_CORES", "-1", "from 0 to"),
         ("NEURON_RT_NUM_CORES", "two", "from 0 to"),
-        ("NEURON_RT_LOG_LOCATION", "file.log", "console, syslog"),
+        ("NEURON_RT_LOG_LOCATION", "file.log", "console, syslog or both (console,syslog)"),
+        ("NEURON_RT_LOG_LOCATION", "console,file", "console, syslog"),
         ("NEURON_RT_LOG_LEVEL", "VERBOSE", "ERROR, WARNING, INFO, DEBUG, TRACE, QUIET"),
         ("NEURON_RT_LOG_LEVEL_NRT", "LOUD", "ERROR, WARNING, INFO, DEBUG, TRACE, QUIET"),
         ("NEURON_RT_LOG_LEVEL_NMGR", "1", "ERROR, WARNING"),
         ("NEURON_RT_LOG_LEVEL_TDRV", "x", "ERROR, WARNING"),
+        ("NEURON_RT_LOG_LEVEL_KMGR", "LOUD", "ERROR, WARNING"),
         ("NEURON_RT_EXEC_TIMEOUT", "1.5", "from 0 to 2147483647"),
         ("NEURON_RT_EXEC_TIMEOUT", "99999999999", "from 0 to 2147483647"),
         ("NEURON_RT_VALIDATE_HASH", "yes", "TRUE or FALSE"),
@@ -78,3 +80,18 @@ def test_unusable_log_file_is_refused_at_init(monkeypatch, tmp_path) -> None:
     monkeypatch.setenv("NEURON_RT_LOG_LOCATION_TDRV", str(tmp_path / "no" / "such" / "t.log"))
     with pytest.raises(ConfigError, match="NEURON_RT_LOG_LOCATION_TDRV"):
         Runtime().init()
+
+
+def test_log_spellings_of_the_current_runtime() -> None:
+    c = RuntimeConfig.from_env({"NEURON_RT_LOG_LEVEL": "warn", "NEURON_RT_LOG_LEVEL_KMGR": "Info",
+                                "NEURON_RT_LOG_LOCATION": "SYSLOG, console",
+                                "NEURON_RT_LOG_LOCATION_KMGR": "syslog"})
+    assert c.log_level == "WARNING" and c.level_of("KMGR") == "INFO"
+    assert c.log_location == "console,syslog" and c.location_of("KMGR") == "syslog"
+    assert RuntimeConfig.from_env({"NEURON_RT_LOG_LOCATION": "console"}).log_location == "console"
+
+
+def test_deprecated_group_sizes_is_recorded_not_refused() -> None:
+    c = RuntimeConfig.from_env({"NEURONCORE_GROUP_SIZES": "2,2"})
+    assert c.deprecated_variables == ("NEURONCORE_GROUP_SIZES",) and c.num_cores == 0
+    assert RuntimeConfig.from_env({}).deprecated_variables == ()

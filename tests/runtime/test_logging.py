@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging.handlers
 import re
+from pathlib import Path
 
 import pytest
 
@@ -11,7 +12,8 @@ from nxcc.backend.runtime.log import TRACE, logger
 from nxcc.backend.runtime.status import NrtError
 
 TRN1 = {"NXCC_INSTANCE_TYPE": "trn1.2xlarge"}
-LINE = re.compile(r"^\d{4}-\w{3}-\d\d \d\d:\d\d:\d\d\.\d{4} \d+:\d+ (\w+) (NRT|NMGR|TDRV):\w+ ")
+LINE = re.compile(r"^\d{4}-\w{3}-\d\d \d\d:\d\d:\d\d\.\d{4} \d+:\d+ (\w+) (NRT|NMGR|KMGR|TDRV):\w+ ")
+COMPONENTS = ("NRT", "NMGR", "KMGR", "TDRV")
 
 
 def bad_neff(tmp_path):
@@ -20,9 +22,15 @@ def bad_neff(tmp_path):
     return path
 
 
-def test_default_level_is_error(start, spin, tmp_path, capfd) -> None:
+def test_default_is_warning_to_console_and_syslog(start, spin, tmp_path, capfd) -> None:
     rt = start(**TRN1)
     rt.load(spin)
+    for comp in COMPONENTS:  # the current runtime's default: WARN, console and syslog
+        log = logger(comp)
+        # pytest attaches its capture handler to non-propagating loggers: not the runtime's
+        kinds = {type(h) for h in log.handlers if not type(h).__module__.startswith("_pytest")}
+        assert log.level == logging.WARNING, comp
+        assert kinds == {logging.StreamHandler, logging.handlers.SysLogHandler}, comp
     with pytest.raises(NrtError):
         rt.load(bad_neff(tmp_path))
     err = capfd.readouterr().err.splitlines()
@@ -74,9 +82,38 @@ def test_component_location_is_a_file(start, spin, tmp_path, capfd) -> None:
 
 def test_syslog_location(start, tmp_path, capfd) -> None:
     rt = start(NEURON_RT_LOG_LOCATION="syslog", **TRN1)
-    for comp in ("NRT", "NMGR", "TDRV"):
+    for comp in COMPONENTS:
         kinds = [type(h) for h in logger(comp).handlers]
         assert logging.handlers.SysLogHandler in kinds and logging.StreamHandler not in kinds
     with pytest.raises(NrtError):
         rt.load(bad_neff(tmp_path))
     assert capfd.readouterr().err == ""  # to syslog, not the console
+
+
+def test_kmgr_is_a_component(start, tmp_path, capfd) -> None:
+    """KMGR (the seed's component list) has its own level: it logs how a loaded model's
+    collective placeholders were bound."""
+    import nxcc
+
+    mlp = Path(__file__).resolve().parents[2] / "examples" / "mlp.onnx"
+    neff = nxcc.compile(mlp, target="trn2", lnc=2, output=tmp_path / "mlp2.neff",
+                        no_cache=True)
+    rt = start(NEURON_RT_LOG_LEVEL_KMGR="INFO", NXCC_INSTANCE_TYPE="trn2.3xlarge",
+               NEURON_RT_NUM_CORES="1")
+    model = rt.load(neff.path)
+    err = capfd.readouterr().err.splitlines()
+    kmgr = [x for x in err if LINE.match(x) and LINE.match(x).group(2) == "KMGR"]
+    assert model.bindings and len(kmgr) == len(model.bindings)
+    assert all("INFO" in x and "shared_memory" in x for x in kmgr)
+    assert not [x for x in err if LINE.match(x) and LINE.match(x).group(2) == "NRT"]
+
+
+def test_group_sizes_warns_once(start, spin, capfd, monkeypatch) -> None:
+    from nxcc.backend.runtime import log
+
+    monkeypatch.setattr(log, "_warned", set())
+    start(NEURONCORE_GROUP_SIZES="1,1", NEURON_RT_NUM_CORES="1", **TRN1)
+    start(NEURONCORE_GROUP_SIZES="1,1", NEURON_RT_NUM_CORES="1", **TRN1)
+    err = [x for x in capfd.readouterr().err.splitlines() if "NEURONCORE_GROUP_SIZES" in x]
+    assert len(err) == 1 and LINE.match(err[0]).group(1, 2) == ("WARNING", "NRT")
+    assert "use NEURON_RT_VISIBLE_CORES or NEURON_RT_NUM_CORES instead" in err[0]

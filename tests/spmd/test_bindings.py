@@ -153,3 +153,51 @@ def test_hops_between_instances_are_efa() -> None:
     inside = bind("all_gather", [list(range(8)), list(range(8, 16))], [], 64, placement)
     assert inside.algorithm == "ring"
     assert all(r.link(i) == "neuronlink" for r in inside.routes for i in range(8))
+
+
+TWO_RANKS = """HloModule two, num_partitions=2
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT c = f32[] add(a, b)
+}
+ENTRY main {
+  p = f32[4]{0} parameter(0)
+  ROOT r = f32[4]{0} all-reduce(p), channel_id=1, replica_groups={{0,1}},
+    use_global_device_ids=true, to_apply=add
+}
+"""
+
+
+def test_inf2_ranks_on_consecutive_devices_from_any_core(tmp_path: Path, monkeypatch) -> None:
+    """The collective seed: on inf2 any even number of ranks on consecutive devices; cores
+    1-2 are half of devices 0 and 1."""
+    from tests.spmd.conftest import compile_hlo
+
+    src = tmp_path / "two.hlo"
+    src.write_text(TWO_RANKS)
+    neff = compile_hlo(src, tmp_path / "two.neff", target="inf2")
+    monkeypatch.setenv("NXCC_INSTANCE_TYPE", "inf2.48xlarge")
+    monkeypatch.setenv("NEURON_RT_VISIBLE_CORES", "1-2")
+    rt = Runtime().init(target="inf2")
+    try:
+        model = rt.load_spmd(neff, 2)
+        assert model.replicas[0].cores == (1, 2)
+        (b,) = model.bindings
+        assert b.algorithm == RING and b.routes[0].cores == (1, 2)
+        x = np.arange(4, dtype=np.float32)
+        (out,) = rt.execute(model, {model.inputs[0].name: x}).values()
+        np.testing.assert_array_equal(out, 2 * x)
+    finally:
+        rt.close()
+
+
+def test_inf2_pair_across_the_ring_wrap() -> None:
+    """Cores 23 and 0 of an inf2.48xlarge sit on devices 11 and 0, neighbours on the ring:
+    a valid pair, bound as a ring of one hop each way."""
+    from nxcc.backend.runtime.collective_groups import check_rank_set
+
+    inf2 = INSTANCES["inf2.48xlarge"]
+    check_rank_set(inf2, 1, [23, 0])
+    b = bind("all_reduce", [[0, 1]], [], 16, Placement(inf2, 1, (23, 0)))
+    assert b.algorithm == RING and b.routes[0].hops == (1, 1)

@@ -269,7 +269,10 @@ def test_profile_trace_shows_compute_and_communication_per_rank(
     comm = [e for e in spans if e["tid"] == 1]
     assert {e["name"] for e in comm} == {"all_reduce"} and len(comm) == 8
     assert any(e["name"] == "dot_general" and e["tid"] == 0 for e in spans)
-    names = {(e["pid"], e.get("tid"), e["args"]["name"]) for e in events if e["ph"] == "M"}
+    names = {(e["pid"], e.get("tid"), e["args"]["name"]) for e in events
+             if e["name"] in ("process_name", "thread_name")}
+    assert {(e["pid"], e["args"]["sort_index"]) for e in events
+            if e["name"] == "process_sort_index"} == {(r, r) for r in range(8)}  # rank order
     assert (3, None, "rank 3") in names and (3, 1, "communication") in names
 
 

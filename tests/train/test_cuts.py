@@ -107,6 +107,7 @@ def test_pieces_text() -> None:
     assert pieces_text(range(5 * L + 4, 5 * L + 5)) == "layer 5.attn.core"
 
 
+@pytest.mark.usefixtures("any_even_ranks")  # 6 ranks
 def test_a_run_uses_automatic_or_manual_cuts(tmp_path: Path) -> None:
     common = (f"exp_manager.exp_dir={tmp_path}", "model.num_layers=6", "trainer.max_steps=2",
               "exp_manager.resume_if_exists=false", "trainer.devices=6",

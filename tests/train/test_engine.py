@@ -101,13 +101,13 @@ def test_dp_buckets_start_during_the_last_backward(monkeypatch: pytest.MonkeyPat
 
     inside: list[bool] = []
     running = {"now": False}
-    reporting = ProgramExecutor._run_reporting
+    observed = ProgramExecutor._run_observed
     start_bucket = GradSync.start_bucket
 
-    def tracked(fn, bound, on_result):  # noqa: ANN001, ANN202
-        running["now"] = True
+    def tracked(self, fn, bound, on_result):  # noqa: ANN001, ANN202
+        running["now"] = on_result is not None  # a gradient program handing results over
         try:
-            reporting(fn, bound, on_result)
+            observed(self, fn, bound, on_result)
         finally:
             running["now"] = False
 
@@ -115,7 +115,7 @@ def test_dp_buckets_start_during_the_last_backward(monkeypatch: pytest.MonkeyPat
         inside.append(running["now"])
         start_bucket(self, index, flat)
 
-    monkeypatch.setattr(ProgramExecutor, "_run_reporting", staticmethod(tracked))
+    monkeypatch.setattr(ProgramExecutor, "_run_observed", tracked)
     monkeypatch.setattr(GradSync, "start_bucket", recorded)
     stats, _ = _train(1, 1, 2)
     one, _ = _train(1, 1, 1)

@@ -112,6 +112,7 @@ def test_stage_programs_multiply_in_bf16(tmp_path: Path) -> None:
     assert EngineSettings.__dataclass_fields__["precision"]  # the engine takes the recipe
 
 
+@pytest.mark.usefixtures("any_even_ranks")  # 4 ranks
 def test_layouts_agree_in_mixed_precision(runs: dict[str, dict], tmp_path: Path) -> None:
     four = _train(tmp_path, "trainer.devices=4", "precision.type=mixed_precision")
     np.testing.assert_allclose(four["losses"], runs["mixed_precision"]["losses"], rtol=2e-4)

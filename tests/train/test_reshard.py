@@ -40,6 +40,7 @@ PP3 = ("trainer.devices=6", "distributed_strategy.pipeline_model_parallel_size=3
 @pytest.mark.parametrize(("first", "then", "extra"), [
     ((), ONE, ()), (ONE, (), ()), ((), ("trainer.devices=4",), ("precision.type=mixed_precision",)),
     (PP3, ONE, ("model.num_layers=6",)), (ONE, PP3, ("model.num_layers=6",))])
+@pytest.mark.usefixtures("any_even_ranks")  # layouts of 4 and 6 ranks
 def test_another_layout_continues_the_run(tmp_path: Path, first: tuple, then: tuple,
                                          extra: tuple) -> None:
     whole = _run(EXAMPLE, tmp_path / "whole", 6, *first, *extra, fresh=True)

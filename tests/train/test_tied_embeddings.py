@@ -1,5 +1,5 @@
 """The GPT example as NxD ships it: the head tied to the embedding
-(`model.share_embeddings_and_output_weights: True`) trains on its TP2 x DP2 layout, and on
+(`model.share_embeddings_and_output_weights: True`) trains on its TP2 x DP4 layout, and on
 TP2 x PP2 x DP2 (a copy of the table on the first and the last stage, their gradients summed
 over the pair, as Megatron does), to the losses of one rank."""
 

@@ -36,7 +36,9 @@ def threads(tmp_path_factory: pytest.TempPathFactory) -> Path:
     r = neuronx_cc("train", EXAMPLE, *QUICK, f"exp_manager.exp_dir={exp}")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0].startswith("memory rank 0 (tp 0 pp 0 dp 0): parameter ")
+    assert lines[0] == ("instance trn1.32xlarge (default), stages compiled for trn1 at LNC 1; "
+                        "node 0: nc0-7 of trn1.32xlarge (LNC=1)")
+    assert lines[1].startswith("memory rank 0 (tp 0 pp 0 dp 0): parameter ")
     assert lines[-3].startswith("step 1/2  loss ") and "tokens/s" in lines[-3]
     assert lines[-1].startswith("trained steps 1..2 on 8 ranks: final loss ")
     return exp
@@ -62,9 +64,10 @@ def test_another_layout_resumes_from_the_command_line(threads: Path, tmp_path: P
     shutil.copytree(threads, exp)
     r = neuronx_cc("train", EXAMPLE, *QUICK, "trainer.max_steps=3",
                    f"exp_manager.exp_dir={exp}", "exp_manager.resume_if_exists=true",
-                   "distributed_strategy.zero1=false", "trainer.devices=4")
+                   "distributed_strategy.zero1=false",
+                   "distributed_strategy.pipeline_model_parallel_size=1")  # TP2 x DP4
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines()[-1].startswith("trained steps 3..3 on 4 ranks")
+    assert r.stdout.splitlines()[-1].startswith("trained steps 3..3 on 8 ranks")
     assert [rec["step"] for rec in read_metrics(str(exp / "metrics.jsonl"))] == [1, 2, 3]
 
 

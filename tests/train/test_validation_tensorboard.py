@@ -29,7 +29,7 @@ def _run(exp: Path, *overrides: str) -> dict:
 
 def test_val_loss_is_the_mean_of_the_first_batches(tmp_path: Path) -> None:
     """With lr 0 the weights never move, so the validation of the training stream's first
-    two batches is the mean of the first two steps' losses, on one rank and on TP2 x DP2."""
+    two batches is the mean of the first two steps' losses, on one rank and on TP2 x DP4."""
     one = _run(tmp_path / "one", *ONE)
     assert [s for s, _ in one["val_losses"]] == [2, 4]
     want = np.mean(one["losses"][:2])
@@ -37,7 +37,7 @@ def test_val_loss_is_the_mean_of_the_first_batches(tmp_path: Path) -> None:
         assert value == pytest.approx(want, rel=1e-6)
     records = read_metrics(str(tmp_path / "one" / "metrics.jsonl"))
     assert [r.get("val_loss") is not None for r in records] == [False, True, False, True]
-    many = _run(tmp_path / "many")  # the example's TP2 x DP2 with sequence parallelism
+    many = _run(tmp_path / "many")  # the example's TP2 x DP4 with sequence parallelism
     np.testing.assert_allclose([v for _, v in many["val_losses"]],
                                [v for _, v in one["val_losses"]], rtol=1e-5)
 

@@ -56,6 +56,7 @@ def test_weights_round_trip_through_sharded_files(family: str, tmp_path: Path) -
         np.testing.assert_array_equal(theirs[name], ours[name])
 
 
+@pytest.mark.usefixtures("any_even_ranks")  # TP2 x PP2: 4 ranks
 @pytest.mark.parametrize("family", ["llama", "gpt2"])
 def test_shrunk_nxd_config_trains_from_hf_and_exports_transformers_logits(
         family: str, tmp_path: Path) -> None:
@@ -73,6 +74,7 @@ def test_shrunk_nxd_config_trains_from_hf_and_exports_transformers_logits(
                                    ref[f"{family}_export"], rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.usefixtures("any_even_ranks")  # TP2 x PP2: 4 ranks
 def test_a_checkpoint_that_does_not_fit_is_refused_before_anything(tmp_path: Path) -> None:
     bad = tmp_path / "hf"
     bad.mkdir()

@@ -64,7 +64,7 @@ def test_gpt_example_loads_with_relative_interpolations() -> None:
     assert c.data.seq_length == 32  # ${model.encoder_seq_length}
     assert m.layernorm_epsilon == 1e-5  # YAML 1.1 reads '1e-5' as a string
     assert c.optim.betas == (0.9, 0.95) and c.optim.sched.min_lr == 1e-4
-    assert c.distributed.data_parallel_size == 2
+    assert c.distributed.data_parallel_size == 4  # 8 devices: TP2 x DP4
     assert "data.tokenizer.delimiter" in c.ignored_keys
     assert "model.hidden_dropout" in c.ignored_keys
     assert c.data.tokenizer is None  # names no file: model.vocab_size stands in

@@ -57,6 +57,7 @@ from nxcc.nxd.models.decoder.weights import (
     init_full_weights,
     model_specs,
     owned_masks,
+    parameter_count,
     shard_weights,
     stage_specs,
     unshard_weights,
@@ -64,5 +65,5 @@ from nxcc.nxd.models.decoder.weights import (
 
 __all__ = ["DecoderConfig", "DecoderError", "StagePlan", "activation_type", "build_logits",
            "build_stage", "check_plan", "decoder_model", "init_full_weights", "model_specs",
-           "owned_masks", "program", "shard_weights", "stage_specs", "token_type",
-           "unshard_weights"]
+           "owned_masks", "parameter_count", "program", "shard_weights", "stage_specs",
+           "token_type", "unshard_weights"]

@@ -40,7 +40,9 @@ summed) back together.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -55,13 +57,24 @@ from nxcc.nxd.pipeline.stage import owned_masks as generic_owned
 TIED = "embed.tokens"
 
 __all__ = ["TIED", "ParamSpec", "Segment", "init_full_weights", "join_parts", "model_specs",
-           "owned_masks", "shard", "shard_weights", "stage_specs", "take_part", "unshard",
-           "unshard_weights"]
+           "owned_masks", "parameter_count", "shard", "shard_weights", "stage_specs",
+           "take_part", "unshard", "unshard_weights"]
 
 
 def model_specs(cfg: DecoderConfig, kv_replicator: int = 1) -> list[ParamSpec]:
     """Every parameter of the model, embedding first, head last."""
     return traced_whole(cfg, kv_replicator).specs
+
+
+def parameter_count(cfg: DecoderConfig) -> int:
+    """How many parameters `model_specs(cfg)` has, counted without listing them: every
+    layer has the same shapes, so the models of one and of two layers say what a layer
+    adds, and a `num_layers` of any size costs nothing to count."""
+    def total(layers: int) -> int:
+        return sum(math.prod(s.shape) for s in model_specs(replace(cfg, num_layers=layers)))
+
+    one = total(1)
+    return one + (cfg.num_layers - 1) * (total(2) - one)
 
 
 def stage_specs(cfg: DecoderConfig, plan: StagePlan) -> list[ParamSpec]:
