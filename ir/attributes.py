@@ -9,8 +9,9 @@ user-supplied value to the canonical Python value for its kind, or raises ValueE
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -100,6 +101,41 @@ def _all_equal(arr: np.ndarray) -> bool:
 
 
 AttrValue = bool | int | float | str | DType | Symbol | Dense | tuple
+
+_Scalar = TypeVar("_Scalar", bool, int, float, str, DType, Symbol, Dense)
+
+
+def attr_of(attrs: Mapping[str, AttrValue], name: str, kind: type[_Scalar]) -> _Scalar:
+    """`attrs[name]` as the `kind` its op definition declares (and checked when the op was
+    built); TypeError naming the attribute if it is not one."""
+    value = attrs[name]
+    if not isinstance(value, kind):
+        raise TypeError(f"attribute '{name}' is {value!r}, not a {kind.__name__}")
+    return value
+
+
+def optional_attr(attrs: Mapping[str, AttrValue], name: str,
+                  kind: type[_Scalar]) -> _Scalar | None:
+    """`attr_of` for an attribute whose default is None (absent or None gives None)."""
+    if attrs.get(name) is None:
+        return None
+    return attr_of(attrs, name, kind)
+
+
+def attr_ints(attrs: Mapping[str, AttrValue], name: str) -> tuple[int, ...]:
+    """`attrs[name]`, an ``INTS`` attribute; TypeError naming it if it is not a tuple."""
+    value = attrs[name]
+    if not isinstance(value, tuple):
+        raise TypeError(f"attribute '{name}' is {value!r}, not a list of integers")
+    return value
+
+
+def attr_ints2(attrs: Mapping[str, AttrValue], name: str) -> tuple[tuple[int, ...], ...]:
+    """`attrs[name]`, an ``INTS2`` attribute; TypeError naming it if it is not a tuple."""
+    value = attrs[name]
+    if not isinstance(value, tuple):
+        raise TypeError(f"attribute '{name}' is {value!r}, not a list of integer lists")
+    return value
 
 
 class AttrKind(enum.Enum):
