@@ -53,7 +53,8 @@ class Dense:
             object.__setattr__(self, "array", arr)
 
     @staticmethod
-    def of(array: np.ndarray | float | int | bool, dtype: DType | None = None) -> Dense:
+    def of(array: np.ndarray | np.generic | float | int | bool,
+           dtype: DType | None = None) -> Dense:
         """A Dense holding `array` (copied unless already read-only), as `dtype` if given."""
         arr = np.asarray(array)
         dt = dtype if dtype is not None else DType.from_numpy(arr.dtype)
