@@ -185,7 +185,9 @@ def _subgraph(survey: Survey, name: str, definition: str) -> dict[str, Any]:
                         "instructions": _instruction_count(survey, folder,
                                                            d.get(f"{engine}_asm_dbg"))})
     variables: dict[str, int] = {}
-    var = d.get("var") if isinstance(d.get("var"), dict) else {}
+    var = d.get("var")
+    if not isinstance(var, dict):
+        var = {}
     for entry in var.values():
         kind = entry.get("type") if isinstance(entry, dict) else None
         variables[str(kind)] = variables.get(str(kind), 0) + 1
@@ -228,7 +230,7 @@ def _constants(survey: Survey, subgraphs: list[dict[str, Any]]) -> dict[str, Any
 
 
 def _members(survey: Survey) -> dict[str, Any]:
-    named = set()
+    named: set[str] = set()
     for raw_name in survey.texts:
         if raw_name.endswith(".json"):
             named.update(_strings(load_json(survey.texts[raw_name], survey.path, raw_name)))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from nxcc.backend.program.view_layout import Layout, contiguous_strides, reshaped, sliced
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints
 from nxcc.ir.core import Function, Module, Op, Value
 
 ALIGNMENT = 64
@@ -129,7 +130,7 @@ def _view_layout(op: Op, source: Layout | None) -> Layout | None:
     steps = tuple(op.attrs.get("strides") or (1,) * x.type.rank)  # type: ignore[arg-type]
     if any(k < 1 for k in steps):
         return None
-    return sliced(source, op.attrs["start_indices"], steps)  # type: ignore[arg-type]
+    return sliced(source, attr_ints(op.attrs, "start_indices"), steps)
 
 
 def peak_activation_bytes(module: Module, fn: str) -> int:
