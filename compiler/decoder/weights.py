@@ -223,6 +223,7 @@ def _segments(spec: ParamSpec, arr: np.ndarray) -> list[np.ndarray]:
     taken from: the whole, or its segments (all as wide where that is done: the MLP's)."""
     if spec.part_spans_segments:
         return [arr]
+    assert spec.axis is not None  # its callers return replicated specs whole
     return np.split(arr, len(spec.segments), axis=spec.axis)
 
 
