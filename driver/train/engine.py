@@ -166,6 +166,18 @@ class RankTrainer:
 
     # one step
 
+    def _receive(self, peer: int | None, stream: int) -> np.ndarray:
+        """The activation or gradient the neighbouring stage `peer` sent on `stream`."""
+        assert peer is not None  # a stage receives only from a stage that exists
+        got = self.channels.recv(peer, self.rank, stream)
+        assert isinstance(got, np.ndarray)
+        return got
+
+    def _send(self, peer: int | None, array: np.ndarray, stream: int) -> None:
+        """`array` to the neighbouring stage `peer` on `stream`."""
+        assert peer is not None
+        self.channels.send(self.rank, peer, array, stream)
+
     def _micro_batches(self, inputs: np.ndarray, labels: np.ndarray
                        ) -> list[tuple[np.ndarray, np.ndarray]]:
         cut = micro_batches(inputs, labels, self.dp_rank, self.settings.layout.dp,
@@ -210,7 +222,7 @@ class RankTrainer:
     def _run_pipeline(self, micro: list[tuple[np.ndarray, np.ndarray]],
                       grads_flat: np.ndarray) -> tuple[float, float]:
         """The stage's 1F1B order; (loss sum, token count) on the last stage, else zeros."""
-        plan, ch = self.plan, self.channels
+        plan = self.plan
         acc = self.layout.views(grads_flat)
         stash: dict[int, list[np.ndarray]] = {}
         pending_g_in: dict[int, np.ndarray] = {}
@@ -221,8 +233,7 @@ class RankTrainer:
             hook = self._gradients_hook(grads_flat, acc, (0 if plan.first else 1) + (
                 2 if plan.last else 0), done == 0) if done == len(micro) - 1 else None
             if kind == "F":
-                x_in = tokens if plan.first else ch.recv(self.prev_rank, self.rank,
-                                                         PIPE_STREAMS)
+                x_in = tokens if plan.first else self._receive(self.prev_rank, PIPE_STREAMS)
                 if plan.last:
                     out = self.executors["forward_backward"].run(
                         [*self.params, x_in, labels], on_result=hook)
@@ -237,17 +248,17 @@ class RankTrainer:
                     continue
                 x_out, *kept = self.executors["forward"].run([*self.params, x_in])
                 stash[m] = [x_in, *kept]
-                ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
+                self._send(self.next_rank, x_out, PIPE_STREAMS)
                 continue
             if plan.last:
                 if not plan.first:
-                    ch.send(self.rank, self.prev_rank, pending_g_in.pop(m), PIPE_STREAMS + 1)
+                    self._send(self.prev_rank, pending_g_in.pop(m), PIPE_STREAMS + 1)
                 continue
-            g_out = ch.recv(self.next_rank, self.rank, PIPE_STREAMS + 1)
+            g_out = self._receive(self.next_rank, PIPE_STREAMS + 1)
             out = self.executors["backward"].run([*self.params, *stash.pop(m), g_out],
                                                  on_result=hook)
             if not plan.first:
-                ch.send(self.rank, self.prev_rank, out[0], PIPE_STREAMS + 1)
+                self._send(self.prev_rank, out[0], PIPE_STREAMS + 1)
                 out = out[1:]
             if hook is None:
                 self._accumulate(out, acc, done == 0)
@@ -258,17 +269,17 @@ class RankTrainer:
         """(loss sum, token count) of one global batch over the whole job, the parameters
         left as they are: each micro-batch's forward through the stages (the last stage's
         one program computes its loss; its gradients are not used)."""
-        plan, ch = self.plan, self.channels
+        plan = self.plan
         loss_sum = count = 0.0
         for tokens, target in self._micro_batches(inputs, labels):
-            x_in = tokens if plan.first else ch.recv(self.prev_rank, self.rank, PIPE_STREAMS)
+            x_in = tokens if plan.first else self._receive(self.prev_rank, PIPE_STREAMS)
             if plan.last:
                 out = self.executors["forward_backward"].run([*self.params, x_in, target])
                 loss_sum += float(out[0])
                 count += float(out[1])
             else:
                 x_out = self.executors["forward"].run([*self.params, x_in])[0]
-                ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
+                self._send(self.next_rank, x_out, PIPE_STREAMS)
         counts = plan.last and self.tp_rank == 0
         total = self.world_group.all_reduce(np.array(
             [loss_sum if counts else 0.0, count if counts else 0.0], np.float64))

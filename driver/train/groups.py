@@ -27,6 +27,7 @@ from nxcc.backend.runtime.async_comm import AsyncEndpoint
 from nxcc.backend.runtime.channel_comm import ChannelCommunicator, Channels
 from nxcc.backend.runtime.collective_binding import Binder, Placement
 from nxcc.backend.runtime.topology import INSTANCES
+from nxcc.ir.attributes import AttrValue
 
 #: Stream bases: each kind of traffic on streams of its own.
 TP_STREAMS, DP_STREAMS, WORLD_STREAMS, PIPE_STREAMS, EMBED_STREAMS = 10, 20, 30, 40, 50
@@ -77,11 +78,11 @@ class Group:
         self._sync = self.endpoint.inner
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"nxcc-{name}{rank}")
 
-    def _collective(self, opcode: str, x: np.ndarray, **attrs: object) -> np.ndarray:
+    def _collective(self, opcode: str, x: np.ndarray, **attrs: AttrValue) -> np.ndarray:
         if self.size == 1:
             return np.array(x, copy=True)
-        groups = [list(range(self.size))]
-        return self._sync.collective(opcode, [x], {"replica_groups": groups, **attrs})[0]  # type: ignore[arg-type]
+        groups = (tuple(range(self.size)),)
+        return self._sync.collective(opcode, [x], {"replica_groups": groups, **attrs})[0]
 
     def all_reduce(self, x: np.ndarray) -> np.ndarray:
         """The elementwise sum over the members (the same bits on each)."""

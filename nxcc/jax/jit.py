@@ -49,7 +49,7 @@ class Jitted:
     def __init__(self, fn: Callable[..., Any], target: str, lnc: int | None,
                  static_argnums: tuple[int, ...], static_argnames: tuple[str, ...],
                  donate_argnums: tuple[int, ...], donate_argnames: tuple[str, ...],
-                 flags: dict[str, object]) -> None:
+                 flags: dict[str, Any]) -> None:
         self.fn = fn
         self.target = target
         self.lnc = lnc
