@@ -28,7 +28,7 @@ import nxcc
 try:  # a weakly typed result, as jax.jit returns one (JAX has no public way to make one)
     from jax._src.lax.lax import _convert_element_type as _convert
 except ImportError:  # pragma: no cover - another JAX: results are strongly typed
-    _convert = None  # type: ignore[assignment]
+    _convert = None
 
 
 @dataclass(frozen=True)
