@@ -20,7 +20,15 @@ from __future__ import annotations
 from nxcc.ir import ops
 from nxcc.ir.attributes import attr_ints, attr_of
 from nxcc.ir.core import Module, Op
-from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.passes.sharding.rules.strategy import (
+    R,
+    Strategy,
+    partial,
+    replicate,
+    rule,
+    split,
+    splittable,
+)
 
 
 @rule(ops.dot_general)

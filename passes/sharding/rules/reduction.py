@@ -18,7 +18,15 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import Dense, Symbol, attr_ints, attr_of
 from nxcc.ir.core import Module, Op
 from nxcc.ir.opdef import OpDef
-from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.passes.sharding.rules.strategy import (
+    R,
+    Strategy,
+    partial,
+    replicate,
+    rule,
+    split,
+    splittable,
+)
 
 #: binary op of a reducer -> the pending reduction of a partial value it leaves.
 REDUCTION_OF: dict[OpDef, str] = {ops.add: "sum", ops.multiply: "prod", ops.maximum: "max",

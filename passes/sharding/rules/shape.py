@@ -23,7 +23,15 @@ import math
 from nxcc.ir import ops
 from nxcc.ir.attributes import attr_ints
 from nxcc.ir.core import Module, Op
-from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.passes.sharding.rules.strategy import (
+    R,
+    Strategy,
+    partial,
+    replicate,
+    rule,
+    split,
+    splittable,
+)
 
 
 def _local(shape: tuple[int, ...], d: int, n: int) -> tuple[int, ...]:
