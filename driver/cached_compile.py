@@ -92,6 +92,7 @@ def compile_cached(path: str, options: CompileOptions, cache: CompileCache | Non
 
 def _compile(path: str, options: CompileOptions, emit: Callable[[str], None],
              progress: Callable[[str], None] | None) -> None:
+    # on a miss only: a cache hit loads no frontend, pass or numpy (see the docstring)
     from nxcc.driver.compile import compile_model
 
     compile_model(path, options, emit, progress)

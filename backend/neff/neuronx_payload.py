@@ -29,6 +29,7 @@ from nxcc.backend.neff.errors import NeffError
 from nxcc.backend.neff.json_schema import load_json
 from nxcc.backend.neff.protowire import count_field
 from nxcc.backend.neff.survey import Survey
+from nxcc.backend.neff.tvm_graph import graph_signature
 
 PRODUCER = "neuronx-cc"
 
@@ -265,8 +266,6 @@ def _signature(survey: Survey, subgraphs: list[dict[str, Any]]
                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     graph = _json(survey, MANIFEST_NAME, required=False)
     if isinstance(graph, dict) and "nodes" in graph:
-        from nxcc.backend.neff.tvm_graph import graph_signature
-
         return graph_signature(graph, survey.path)
     return _tensor_map_signature(survey, subgraphs)
 

@@ -73,7 +73,12 @@ NO_CALLS: KernelContext = _NoCalls()
 
 
 def load_kernels() -> None:
-    """Import every kernel module (each registers its kernels and plans)."""
+    """Import every kernel module (each registers its kernels and plans).
+
+    Run by the tables on their first lookup, not at import: the elementwise op definitions
+    (`ir/ops/elementwise.py`) take their functions from modules of this package, and the
+    kernel modules register against those definitions, so they can be imported only once
+    every op is defined."""
     from nxcc.ir.kernels import registry  # noqa: F401  (imports every kernel module)
 
 
