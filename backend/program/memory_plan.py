@@ -127,7 +127,7 @@ def _view_layout(op: Op, source: Layout | None) -> Layout | None:
         source = (0, contiguous_strides(x.type.shape, x.type.dtype.itemsize))
     if op.opdef is ops.reshape:
         return reshaped(source, x.type.shape, op.result.type.shape)
-    steps = tuple(op.attrs.get("strides") or (1,) * x.type.rank)  # type: ignore[arg-type]
+    steps = attr_ints(op.attrs, "strides") if op.attrs.get("strides") else (1,) * x.type.rank
     if any(k < 1 for k in steps):
         return None
     return sliced(source, attr_ints(op.attrs, "start_indices"), steps)

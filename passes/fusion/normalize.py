@@ -14,7 +14,7 @@ chain lose their users and dead code elimination removes them.
 from __future__ import annotations
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import attr_ints
+from nxcc.ir.attributes import Symbol, attr_ints, attr_of
 from nxcc.ir.core import Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.interpreter import binary_op_of
@@ -57,9 +57,9 @@ def _row_reduce(v: Value, module: Module, combiner: OpDef, init: float) -> tuple
     red = _owner(r.operands[0], ops.reduce) if r is not None else None
     if red is None or len(red.operands) != 2 or _splat(red.operands[1]) != init:
         return None
-    dims = tuple(red.attrs["dimensions"])  # type: ignore[arg-type]
+    dims = attr_ints(red.attrs, "dimensions")
     x = red.operands[0]
-    combined = binary_op_of(module, red.attrs["computation"].name)  # type: ignore[union-attr]
+    combined = binary_op_of(module, attr_of(red.attrs, "computation", Symbol).name)
     if len(dims) != 1 or combined is not combiner:
         return None
     keep = list(x.type.shape)

@@ -54,7 +54,7 @@ def is_identity(value: Op | None, kind: str) -> bool:
     """Whether `value` (the op producing an init value) is the constant identity of `kind`."""
     if value is None or value.opdef is not ops.constant:
         return False
-    d: Dense = value.attrs["value"]  # type: ignore[assignment]
+    d = attr_of(value.attrs, "value", Dense)
     if d.type.size != 1:
         return False
     x = d.array.reshape(-1)[0]
