@@ -48,7 +48,7 @@ def render(desc: dict) -> list[str]:
         f"{desc['software_id']}, {desc['physical_cores']} physical)",
         f"runtime-dir: {desc['runtime_dir']}",
     ]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for d in desc["devices"]:
         pids = sorted({c["pid"] for c in d["cores"] if c["pid"] is not None})
         rows.append((str(d["device"]), str(len(d["physical_cores"])), _span(d["logical_cores"]),

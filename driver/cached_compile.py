@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from nxcc.driver.cache.key import CacheKey, make_key
-from nxcc.driver.cache.store import NEFF, CompileCache, pause_point
+from nxcc.driver.cache.store import NEFF, CompileCache
 from nxcc.driver.errors import WRITE_FAILED, CompileError, write_error
 from nxcc.driver.frontends import choose_framework
 from nxcc.driver.options import CompileOptions
@@ -92,6 +92,7 @@ def compile_cached(path: str, options: CompileOptions, cache: CompileCache | Non
 
 def _compile(path: str, options: CompileOptions, emit: Callable[[str], None],
              progress: Callable[[str], None] | None) -> None:
+    # on a miss only: a cache hit loads no frontend, pass or numpy (see the docstring)
     from nxcc.driver.compile import compile_model
 
     compile_model(path, options, emit, progress)
@@ -118,7 +119,6 @@ def _use_entry(cache: CompileCache, key: CacheKey, output: str,
     if data is None:
         log.warning("compile cache entry %s is damaged; compiling again", key.entry)
         return False
-    pause_point("hit")
     try:
         write_bytes_atomically(output, data)
     except OSError as exc:
@@ -136,7 +136,6 @@ def _compile_into_cache(path: str, options: CompileOptions, cache: CompileCache,
         with cache.staging(key) as staged:
             neff = os.path.join(staged, NEFF)
             shutil.copyfile(path, os.path.join(staged, "model" + os.path.splitext(path)[1]))
-            pause_point("model")
             try:
                 _compile(path, replace(options, output=neff), emit, progress)
             except CompileError as exc:
@@ -144,7 +143,6 @@ def _compile_into_cache(path: str, options: CompileOptions, cache: CompileCache,
                     raise
                 _publish_failure(cache, key, staged, exc)
                 raise
-            pause_point("neff")
             with open(neff, "rb") as f:
                 data = f.read()
             cache.publish(key, staged, {"status": "ok", "neff_bytes": len(data),
@@ -173,6 +171,5 @@ def _publish_failure(cache: CompileCache, key: CacheKey, staged: str,
     raw = json.dumps({"code": exc.code, "message": exc.args[0]}).encode("utf-8")
     with open(os.path.join(staged, "error.json"), "wb") as f:
         f.write(raw)
-    pause_point("error")
     cache.publish(key, staged, {"status": "failed", "error_code": exc.code,
                                 "error_sha256": hashlib.sha256(raw).hexdigest()})

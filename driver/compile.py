@@ -54,6 +54,7 @@ def import_model(path: str, options: CompileOptions,
     if progress is not None:
         progress("import")
     if framework == "ONNX":
+        # the ONNX frontend (onnx and its protobuf classes) only for an ONNX model
         from nxcc.compiler.onnx import FrontendError, import_onnx
 
         try:
@@ -78,7 +79,7 @@ def compile_model(path: str, options: CompileOptions,
 def compile_onnx_model(proto: onnx.ModelProto, options: CompileOptions, name: str = "model",
                        emit: Callable[[str], None] = print) -> CompileResult:
     """Compile an in-memory ONNX model to the NEFF `options.output` (as `compile_model`)."""
-    from nxcc.compiler.onnx import FrontendError, import_onnx
+    from nxcc.compiler.onnx import FrontendError, import_onnx  # as in compile_model
 
     check_print_ir_after(options)
     with compile_gc():

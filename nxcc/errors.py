@@ -103,6 +103,12 @@ class NrtStatus(enum.IntEnum):
         member.meaning = " ".join(meaning.split())
         return member
 
+    @classmethod
+    def of(cls, value: int) -> NrtStatus:
+        """The member whose code is `value` (ValueError for none): the enum's lookup, which
+        the type checker would take for a call of `__new__`."""
+        return cls(value)  # type: ignore[call-arg]
+
     SUCCESS = 0, "Success (never reported as an error)."
     FAILURE = 1, """A failure with no more specific status: a rank of the job was lost, or an
     execution failed."""

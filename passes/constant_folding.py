@@ -86,9 +86,9 @@ def fold_op(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:
         else:
             outs = [np.asarray(values[0].splat_value)]
             if opdef is ops.pad and values[0].splat_value != values[1].splat_value:
-                outs = None  # type: ignore[assignment]
+                outs = None
             if opdef is ops.concatenate and len({v.splat_value.tobytes() for v in values}) > 1:
-                outs = None  # type: ignore[assignment]
+                outs = None
         if outs is not None:
             return [Dense.splat(r.type, o.reshape(-1)[0]) for r, o in zip(op.results, outs,
                                                                           strict=True)]

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints
 from nxcc.ir.core import Module, Op, Value
 from nxcc.ir.patterns import RewritePattern, Rewriter, rewrite_function
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
@@ -48,12 +49,12 @@ class _TransposeIntoDot(RewritePattern):
             producer = operands[side].owner
             if producer is None or producer.opcode != ops.transpose.name:
                 continue
-            perm = [int(p) for p in producer.attrs["permutation"]]  # type: ignore[union-attr]
-            dims = folded_dims(perm, attrs[batch_key], attrs[contracting_key])  # type: ignore[arg-type]
+            perm = [int(p) for p in attr_ints(producer.attrs, "permutation")]
+            dims = folded_dims(perm, attr_ints(attrs, batch_key), attr_ints(attrs, contracting_key))
             if dims is None:
                 continue
             operands[side] = producer.operands[0]
-            attrs[batch_key], attrs[contracting_key] = dims
+            attrs[batch_key], attrs[contracting_key] = tuple(dims[0]), tuple(dims[1])
             changed = True
         if not changed:
             return None

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nxcc.backend.neff import NeffHeader, write_neff
+from nxcc.backend.neff.payload import Contents
 from nxcc.backend.neff.weights import npy_parts
 from nxcc.backend.program.collectives import block_entry, global_shape, manifest_collectives
 from nxcc.backend.program.lower import WeightTable, lower_module
@@ -101,7 +102,7 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
     (`runtime.loadable.check_loadable`, else UnloadableNeff and no file).
     """
     weights = WeightTable()
-    files: dict[str, bytes] = {}
+    files: dict[str, Contents] = {}
     subgraphs = []
     for core, module in enumerate(core_modules):
         program = lower_module(module, weights)

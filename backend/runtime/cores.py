@@ -228,13 +228,16 @@ def _allocate(config: RuntimeConfig, instance: Instance, lnc: int) -> CoreAlloca
     directory = lock_dir(config.runtime_dir, instance, config.instance_index)
     with _alloc_lock(directory):
         if kind == "count":
-            n = int(arg)  # type: ignore[call-overload]
+            assert isinstance(arg, int)  # requested_cores: ("count", n)
+            n = arg
             got = _take_contiguous(directory, instance, lnc, n)
             if got is None:
                 raise _refusal(directory, instance, lnc, list(range(total)),
                                f"NEURON_RT_NUM_CORES={n}: no {n} free contiguous NeuronCores")
         else:
-            a, b = arg if kind == "visible" else (0, total - 1)  # type: ignore[misc]
+            span = arg if kind == "visible" else (0, total - 1)
+            assert isinstance(span, tuple)  # requested_cores: ("visible", (a, b))
+            a, b = span
             got = _take_exact(directory, instance, lnc, list(range(a, b + 1)))
             if got is None:
                 what = (f"NEURON_RT_VISIBLE_CORES={a if a == b else f'{a}-{b}'}"

@@ -299,4 +299,4 @@ def _no_weight(name: str) -> Dense:
 
 def _shape(a: object) -> tuple[int, ...]:
     """The shape of an array argument (an attribute read), or of anything np.shape takes."""
-    return a.shape if isinstance(a, np.ndarray) else np.shape(a)
+    return a.shape if isinstance(a, np.ndarray) else np.asarray(a).shape

@@ -110,8 +110,8 @@ def reserve_job_cores(config: RuntimeConfig, instance: Instance, lnc: int, per_n
         first, (status, message) = failed[0]
         if error is not None and first == process:
             raise error
-        raise PeerFailed(NrtStatus(status), f"process {first} of the job failed: {message}")
-    cores = tuple(c for block in outcomes for c in block)  # type: ignore[union-attr]
+        raise PeerFailed(NrtStatus.of(status), f"process {first} of the job failed: {message}")
+    cores = tuple(c for block in outcomes if isinstance(block, list) for c in block)
     if len(cores) != world:
         raise NrtError(NrtStatus.INVALID, f"the processes placed {len(cores)} ranks, the job "
                        f"has {world}")
@@ -185,7 +185,7 @@ def _agreed_starts(config: RuntimeConfig, instance: Instance, lnc: int, per_node
     starts: dict[int, int] = {}
     for entry in gather(found):
         if isinstance(entry, tuple) and entry[0] == "refused":
-            raise NrtError(NrtStatus(entry[1]), entry[2])
+            raise NrtError(NrtStatus.of(entry[1]), entry[2])
         if isinstance(entry, tuple):
             starts[entry[1]] = entry[2]
     return starts

@@ -73,7 +73,7 @@ AsyncExecCallback = Callable[[Any, int, int, int, NrtStatus], None]
 def log_async_status(params: Any, model_id: int, vnc: int, job_id: int,
                      status: NrtStatus) -> None:
     """The default asynchronous-execution callback: one NRT log line with the status."""
-    status = NrtStatus(status)
+    status = NrtStatus.of(status)
     line = "async execution %d of model %d on nc%d completed: %s (%d)"
     level = logger("NRT").info if status == NrtStatus.SUCCESS else logger("NRT").error
     level(line, job_id, model_id, vnc, status.name, int(status))

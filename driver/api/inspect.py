@@ -39,8 +39,8 @@ def describe_collective(entry: dict) -> dict:
     if entry.get("kind") == "collective_permute":
         pairs = entry.get("source_target_pairs", [])
         size, ranks = 2, len(pairs)
-    per_rank = rank_traffic(entry["kind"], int(entry.get("bytes", 0)), size)
-    return {**entry, "traffic_bytes_per_rank": per_rank, "traffic_bytes": per_rank * ranks}
+    traffic = rank_traffic(entry["kind"], int(entry.get("bytes", 0)), size)
+    return {**entry, "traffic_bytes_per_rank": traffic, "traffic_bytes": traffic * ranks}
 
 
 def inspect(neff: str | os.PathLike[str] | Neff) -> dict:

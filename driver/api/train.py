@@ -19,6 +19,7 @@ from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.driver.errors import CompileError
 from nxcc.driver.train.config import TrainConfig, load_config
 from nxcc.driver.train.describe import describe
+from nxcc.driver.train.hf_checkpoint import export_hf as export
 from nxcc.driver.train.instance import check_placement, training_instance
 from nxcc.driver.train.prepare import prepare_job
 from nxcc.errors import TRAIN_CONFIG
@@ -113,6 +114,4 @@ def run(config: TrainConfig, path: str, on_joined: Callable[[], None] | None = N
 def export_hf(config: TrainConfig, folder: str, max_shard_size: int) -> tuple[int, list[str]]:
     """Write the latest checkpoint of `config`'s run as a Hugging Face model folder:
     (its step, the files written)."""
-    from nxcc.driver.train.hf_checkpoint import export_hf as export
-
     return export(config, folder, max_shard_size)

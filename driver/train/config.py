@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from typing import Any
 
 from nxcc.driver.train.config_checks import check_sizes, parse_cuts
 from nxcc.driver.train.config_data import data_config
@@ -80,7 +81,9 @@ class _Values:
             check_neutral(p, resolve(tree, p, v))
         self.base_dir = os.path.dirname(os.path.abspath(path))
 
-    def get(self, path: str) -> object:
+    def get(self, path: str) -> Any:
+        """The value of key `path`, of the type its `Spec` in ACTED gives (a table the type
+        checker cannot read: hence Any); TrainConfigError if it is missing or wrong."""
         value = self.raw.get(path)
         if value is None and path in DEFAULTS:
             value = DEFAULTS[path]
@@ -129,7 +132,7 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         compiler_cache_url=v.get("compiler_cache_url"), source=os.path.abspath(path),
         ignored_keys=_ignored(v, onnx), recipe=precision_of(
             str(v.get("precision.type")),
-            {k: v.get(f"precision.{k}") for k in MANUAL_KEYS}),  # type: ignore[misc]
+            {k: v.get(f"precision.{k}") for k in MANUAL_KEYS}),
         vocabulary=vocabulary, module=module)
     check_sizes(config)
     return config
@@ -218,7 +221,7 @@ def _model(v: _Values, pp: int, seq: int, tokenizer_vocab: int | None
     architecture = architecture_of(str(v.get("model_source")), values)
     family = family_of(architecture)
 
-    def get(key: str, default: object = None) -> object:
+    def get(key: str, default: object = None) -> Any:
         value = values.get(key, default)
         if value is None:
             also = " (or data.tokenizer, whose vocabulary NxD pads)" \
@@ -249,8 +252,9 @@ def _model(v: _Values, pp: int, seq: int, tokenizer_vocab: int | None
     return model, None
 
 
-def _optional(values: dict[str, object], key: str) -> object:
-    """model.`key` checked against its spec, or None when absent or null."""
+def _optional(values: dict[str, object], key: str) -> Any:
+    """model.`key` checked against its spec (of the type it gives), or None when absent or
+    null."""
     value = values.get(key)
     return None if value is None else convert(f"model.{key}", ACTED[f"model.{key}"], value)
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
 from nxcc.ir.flops import module_flops
 from nxcc.nxd.models.decoder import DecoderConfig, build_stage, program
@@ -91,7 +92,8 @@ def stage_costs(cfg: DecoderConfig, micro_batch: int, seq_length: int, recompute
 
 
 StageCost = Callable[[int, int, int], int]  # (stage, first piece, end piece) -> FLOPs
-Chosen = tuple[object, tuple[int, ...]]  # a split's value and its cuts
+_V = TypeVar("_V")  # what the dynamic programming optimises (a stage cost, a count)
+Chosen = tuple[_V, tuple[int, ...]]  # a split's value and its cuts
 
 
 def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
@@ -126,20 +128,20 @@ def best_split(cost: StageCost, units: int, stages: int, may_start: Callable[[in
         return ()
     cap = _least_cap(cost, may_start, units, stages)
 
-    def lightest(prev: object, s: int, m: int, e: int) -> object:
+    def lightest(prev: int | None, s: int, m: int, e: int) -> int:
         c = cost(s, m, e)
-        return c if prev is None else min(prev, c)  # type: ignore[call-overload]
+        return c if prev is None else min(prev, c)
 
     floor = _best_split(cost, may_start, units, stages, cap, lightest,
                         lambda a, b: a[0] > b[0])[0]
 
-    def fewest_inside(prev: object, s: int, m: int, e: int) -> object:
-        if cost(s, m, e) < floor:  # type: ignore[operator]
+    def fewest_inside(prev: int | None, s: int, m: int, e: int) -> int | None:
+        if cost(s, m, e) < floor:
             return None
-        return (0 if prev is None else prev) + (s > 0 and inside(m))  # type: ignore[operator]
+        return (0 if prev is None else prev) + (s > 0 and inside(m))
 
     return _best_split(cost, may_start, units, stages, cap, fewest_inside,
-                       lambda a, b: (a[0], a[1]) < (b[0], b[1]))[1]  # type: ignore[operator]
+                       lambda a, b: (a[0], a[1]) < (b[0], b[1]))[1]
 
 
 def _least_cap(cost: StageCost, may_start: Callable[[int], bool], units: int, stages: int
@@ -175,17 +177,17 @@ def _fits(cost: StageCost, may_start: Callable[[int], bool], units: int, stages:
 
 def _best_split(cost: StageCost, may_start: Callable[[int], bool], units: int, stages: int,
                 cap: int,
-                extend: Callable[[object, int, int, int], object],
-                better: Callable[[Chosen, Chosen], bool]) -> Chosen:
+                extend: Callable[[_V | None, int, int, int], _V | None],
+                better: Callable[[Chosen[_V], Chosen[_V]], bool]) -> Chosen[_V]:
     """The split with every stage at most `cap` that `better` prefers, by dynamic
     programming over (stage, end piece): extend(prefix value or None, s, m, e) is the value
     once stage s holds pieces [m, e) (None: not allowed)."""
-    row: list[Chosen | None] = [None] * (units + 1)
+    row: list[Chosen[_V] | None] = [None] * (units + 1)
     for e in range(1, units + 1):
         value = extend(None, 0, 0, e) if cost(0, 0, e) <= cap else None
         row[e] = None if value is None else (value, ())
     for s in range(1, stages):
-        new: list[Chosen | None] = [None] * (units + 1)
+        new: list[Chosen[_V] | None] = [None] * (units + 1)
         for e in ([units] if s == stages - 1 else range(s + 1, units + 1)):
             for m in range(e - 1, s - 1, -1):
                 if cost(s, m, e) > cap:
@@ -195,11 +197,13 @@ def _best_split(cost: StageCost, may_start: Callable[[int], bool], units: int, s
                 if value is None or prev is None:
                     continue
                 cand = (value, (*prev[1], m))
-                if new[e] is None or better(cand, new[e]):  # type: ignore[arg-type]
+                best = new[e]
+                if best is None or better(cand, best):
                     new[e] = cand
         row = new
-    assert row[units] is not None
-    return row[units]  # type: ignore[return-value]
+    chosen = row[units]
+    assert chosen is not None
+    return chosen
 
 
 def stage_pieces(cuts: tuple[int, ...], num_layers: int) -> list[range]:

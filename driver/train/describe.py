@@ -139,7 +139,7 @@ def describe_lines(info: dict[str, object]) -> list[str]:
     elif "module" in m:
         model = f"{m['module']}({_arguments(m['args'])}); inputs " + ", ".join(
             f"{i['name']} {i['dtype']}[{','.join(map(str, i['shape']))}]"
-            for i in m["inputs"])  # type: ignore[attr-defined]
+            for i in m["inputs"])
     else:
         model = (f"{m['family']}, {m['num_layers']} layers, hidden {m['hidden_size']}, "
                  f"{m['num_attention_heads']} heads ({m['num_kv_heads']} key/value), "

@@ -213,7 +213,7 @@ class RankTrainer:
         model's input takes it (int32 token ids unless the model says otherwise)."""
         cut = micro_batch_rows(arrays, self.dp_rank, self.settings.layout.dp,
                                self.settings.micro_batch)
-        dtypes = self.build.input_dtypes or (np.int32,) * len(arrays)
+        dtypes = self.build.input_dtypes or (np.dtype(np.int32),) * len(arrays)
         return [tuple(np.ascontiguousarray(a, t) for a, t in zip(mb, dtypes, strict=True))
                 for mb in cut]
 
@@ -315,14 +315,18 @@ class RankTrainer:
     def _send(self, direction: int, x: np.ndarray, what: str, m: int) -> None:
         """Send `x` to the next (+1: an activation) or previous stage (-1: a gradient)."""
         peer = self.next_rank if direction > 0 else self.prev_rank
+        assert peer is not None  # a stage sends only to a stage that exists
         with self._span(f"send {what} mb {m} to rank {peer}", m, PIPELINE_TRACK):
             self.channels.send(self.rank, peer, x, PIPE_STREAMS + (direction < 0))
 
     def _recv(self, direction: int, what: str, m: int) -> np.ndarray:
         """Receive from the previous (-1: an activation) or next stage (+1: a gradient)."""
         peer = self.prev_rank if direction < 0 else self.next_rank
+        assert peer is not None  # a stage receives only from a stage that exists
         with self._span(f"recv {what} mb {m} from rank {peer}", m, PIPELINE_TRACK):
-            return self.channels.recv(peer, self.rank, PIPE_STREAMS + (direction > 0))
+            got = self.channels.recv(peer, self.rank, PIPE_STREAMS + (direction > 0))
+        assert isinstance(got, np.ndarray)
+        return got
 
     def _span(self, name: str, micro_batch: int | None = None,
               track: int = COMPUTE_TRACK) -> AbstractContextManager[None]:
@@ -368,19 +372,18 @@ class RankTrainer:
         """(loss sum, token count) of one global batch over the whole job, the parameters
         left as they are: each micro-batch's forward through the stages (the last stage's
         one program computes its loss; its gradients are not used)."""
-        plan, ch = self.plan, self.channels
+        plan = self.plan
         loss_sum = count = 0.0
-        for batch in self._micro_batches(arrays):
+        for m, batch in enumerate(self._micro_batches(arrays)):
             data = self._data(batch)
-            inputs = data if plan.first else \
-                [ch.recv(self.prev_rank, self.rank, PIPE_STREAMS), *data]
+            inputs = data if plan.first else [self._recv(-1, "activation", m), *data]
             if plan.last:
                 out = self.executors["forward_backward"].run([*self.params, *inputs])
                 loss_sum += float(out[0])
                 count += float(out[1])
             else:
                 x_out = self.executors["forward"].run([*self.params, *inputs])[0]
-                ch.send(self.rank, self.next_rank, x_out, PIPE_STREAMS)
+                self._send(1, x_out, "activation", m)
         counts = plan.last and self.tp_rank == 0
         total = self.world_group.all_reduce(np.array(
             [loss_sum if counts else 0.0, count if counts else 0.0], np.float64))

@@ -32,6 +32,7 @@ from nxcc.backend.runtime.channel_comm import ChannelCommunicator, Channels
 from nxcc.backend.runtime.collective_binding import Binder, Placement
 from nxcc.backend.runtime.profile import Profiler
 from nxcc.backend.runtime.topology import INSTANCES
+from nxcc.ir.attributes import AttrValue
 
 #: Stream bases: each kind of traffic on streams of its own.
 TP_STREAMS, DP_STREAMS, WORLD_STREAMS, PIPE_STREAMS, EMBED_STREAMS = 10, 20, 30, 40, 50
@@ -96,16 +97,16 @@ class Group:
         self.endpoint.profiler, self.endpoint.track = profiler, track
         self.endpoint.rank, self.endpoint.label = self.rank, f"{self.name} "
 
-    def _collective(self, opcode: str, x: np.ndarray, **attrs: object) -> np.ndarray:
+    def _collective(self, opcode: str, x: np.ndarray, **attrs: AttrValue) -> np.ndarray:
         if self.size == 1:
             return np.array(x, copy=True)
-        groups = [list(range(self.size))]
+        groups = (tuple(range(self.size)),)
         call = {"replica_groups": groups, **attrs}
         if self.profiler is None:
-            return self._sync.collective(opcode, [x], call)[0]  # type: ignore[arg-type]
+            return self._sync.collective(opcode, [x], call)[0]
         with self.profiler.span(f"{self.name} {opcode}", self.rank, self.track,
                                 {"bytes": int(x.nbytes), "ranks": self.members}):
-            return self._sync.collective(opcode, [x], call)[0]  # type: ignore[arg-type]
+            return self._sync.collective(opcode, [x], call)[0]
 
     def all_reduce(self, x: np.ndarray) -> np.ndarray:
         """The elementwise sum over the members (the same bits on each)."""

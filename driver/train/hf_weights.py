@@ -44,7 +44,7 @@ def hf_kind(cfg: DecoderConfig) -> str:
     if parts == FAMILY_PARTS["gpt"] and cfg.kv_heads == cfg.num_attention_heads and \
             cfg.sliding_window is None:
         return "gpt2"
-    raise HFMappingError(f"a decoder of {', '.join(parts)}"
+    raise HFMappingError(f"a decoder of {', '.join(map(str, parts))}"
                          f"{', sliding window' if cfg.sliding_window else ''}"
                          f"{', grouped-query attention' if cfg.kv_heads != cfg.num_attention_heads else ''}"  # noqa: E501
                          " has no Hugging Face Llama or GPT-2 counterpart")

@@ -90,8 +90,8 @@ def trace_rank(cfg: ModuleModelConfig, rank: RankSpec, cuts: frozenset[int] = fr
     fn = load(cfg)
     args = cfg.kwargs
 
-    def build(m: Model) -> tuple:  # type: ignore[type-arg]
-        return fn(m, **args)  # type: ignore[return-value]
+    def build(m: Model) -> tuple:
+        return fn(m, **args)  # type: ignore[return-value]  # trace checks what it returns
 
     try:
         return trace(build, rank, cuts, os.path.splitext(os.path.basename(cfg.path))[0])

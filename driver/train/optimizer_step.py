@@ -40,7 +40,7 @@ class OptimizerStep:
         """The updated parameters after step `step` (0 for the first); the slots are
         updated."""
         slots = [s.astype(np.float32, copy=False) for s in self.slots]
-        out = self.executor.run([param, *slots, grad, np.float32(grad_scale),
-                                 np.float32(lr), np.int32(step)])
+        out = self.executor.run([param, *slots, grad, np.array(grad_scale, np.float32),
+                                 np.array(lr, np.float32), np.array(step, np.int32)])
         self.slots = [s.astype(self.state_dtype, copy=False) for s in out[1:]]
         return out[0]

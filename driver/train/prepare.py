@@ -225,7 +225,8 @@ def _folder_batches(folder: str, key: str, config: TrainConfig, vocab: int | Non
                    data.global_batch_size, eod, key)
 
 
-def validation_batches(config: TrainConfig, val: Batches | SampleBatches) -> int:
+def validation_batches(config: TrainConfig, val: Batches | SampleBatches | ArrayBatches
+                       ) -> int:
     """How many global batches a validation reads (`trainer.limit_val_batches`)."""
     limit = config.data.validation.limit
     count = limit if isinstance(limit, int) else int(val.batches_per_epoch * limit)
@@ -392,6 +393,8 @@ def _module_job(config: TrainConfig, settings: EngineSettings, where: TrainingIn
     check_model_size(config, whole.model.specs)
     check_module_ranks(cfg, config.distributed, config.data, pipeline)
     inputs = whole.model.inputs
+    batches: Batches | SampleBatches | ArrayBatches
+    validation: Batches | SampleBatches | ArrayBatches | None
     if [i.name for i in inputs] == list(TOKEN_INPUTS):
         vocab = module_vocab(inputs, config.data)
         _check_vocabularies(config, vocab)

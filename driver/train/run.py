@@ -221,7 +221,7 @@ def _steps(job: Job, trainer: RankTrainer, writer: MetricsWriter | None,
         val_loss = _validate(job, trainer, k + 1)
         if writer is not None:
             _log_step(job, writer, k + 1, stats, val_loss, board)
-        if saving and (k + 1) % every == 0:
+        if saving and every and (k + 1) % every == 0:
             _save(job, trainer, k + 1)
 
 

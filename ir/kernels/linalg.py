@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, attr_ints
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, compute_dtype, is_float, store
 from nxcc.ir.kernels.plan import Step, plan
@@ -45,15 +45,15 @@ def matmul_operands(lhs: np.ndarray, rhs: np.ndarray, out_dtype: np.dtype,
                     attrs: Mapping[str, AttrValue]) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     """(a, b, acc): the operands of dot_general as 3-D (batch, m, k) and (batch, k, n) arrays
     of the accumulation dtype `acc` (views of lhs and rhs when no copy is needed)."""
-    lb, rb = attrs["lhs_batch_dims"], attrs["rhs_batch_dims"]
-    lc, rc = attrs["lhs_contracting_dims"], attrs["rhs_contracting_dims"]
-    lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]  # type: ignore
-    rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]  # type: ignore
+    lb, rb = attr_ints(attrs, "lhs_batch_dims"), attr_ints(attrs, "rhs_batch_dims")
+    lc, rc = attr_ints(attrs, "lhs_contracting_dims"), attr_ints(attrs, "rhs_contracting_dims")
+    lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
+    rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
     acc = accumulate_dtype(lhs.dtype, out_dtype)
     if lhs.dtype == np.bool_:
         acc = np.dtype(np.int64)
-    a = _as_3d(lhs, lb, lfree, lc, acc)  # type: ignore[arg-type]
-    b = _as_3d(rhs, rb, rc, rfree, acc)  # type: ignore[arg-type]
+    a = _as_3d(lhs, lb, lfree, lc, acc)
+    b = _as_3d(rhs, rb, rc, rfree, acc)
     return a, b, acc
 
 

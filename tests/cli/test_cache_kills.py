@@ -2,7 +2,8 @@
 leaves no entry that reads as valid unless it is the whole one: the next compile is a miss
 (or, once the entry was renamed into place, a hit) and writes the right NEFF; `cache list`
 shows no half entry; `cache clean` removes what the killed writer left. The writer is
-stopped exactly at each point by the test hook NXCC_TEST_CACHE_PAUSE (driver/cache/store.py)."""
+stopped exactly at each point by `tests/cli/paused_compile.py`, which wraps the calls the
+points lie at in the compiling process."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from nxcc.driver.cache.store import PAUSE_ENV, read_entry
+from nxcc.driver.cache.store import read_entry
 from tests.cli_helpers import REPO
 from tests.inprocess import assert_clean_error, run_cli
 
@@ -35,10 +36,11 @@ def _compile_argv(model: Path, out: Path, cache: Path) -> list[str]:
 def _killed_at(point: str, model: Path, out: Path, cache: Path, tmp: Path) -> None:
     """Run a compile that pauses at `point`, wait until it is there, SIGKILL it."""
     marker = tmp / f"at-{point}"
-    env = {**os.environ, "PYTHONPATH": str(REPO), PAUSE_ENV: f"{point}:{marker}"}
-    proc = subprocess.Popen([sys.executable, "-m", "nxcc", *_compile_argv(model, out, cache)],
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "tests.cli.paused_compile", point,
+                             str(marker), *_compile_argv(model, out, cache)],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 120
     while not marker.exists():
         if proc.poll() is not None:

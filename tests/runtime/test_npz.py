@@ -51,3 +51,20 @@ def test_not_a_zip(tmp_path: Path) -> None:
     (tmp_path / "x.npz").write_bytes(b"plain text")
     with pytest.raises(NrtError, match="cannot read inputs"):
         read_npz(str(tmp_path / "x.npz"))
+
+
+def test_write_npz_keeps_every_name(tmp_path: Path) -> None:
+    """An output may be named as np.savez's own parameters are; the archive is np.load's."""
+    from nxcc.backend.userfiles.npz import write_npz
+
+    arrays = {"file": np.arange(3, dtype=np.int32), "allow_pickle": np.ones((2, 2), np.float16),
+              "y": np.array(2.5)}
+    path = tmp_path / "out.npz"
+    with open(path, "wb") as f:
+        write_npz(f, arrays)
+    with np.load(path) as got:
+        assert sorted(got.files) == sorted(arrays)
+        for name, arr in arrays.items():
+            assert got[name].dtype == arr.dtype
+            np.testing.assert_array_equal(got[name], arr)
+    assert read_npz(str(path)).keys() == arrays.keys()
