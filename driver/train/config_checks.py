@@ -4,8 +4,9 @@ Ranks: `devices x num_nodes` by `TP x PP` (in `config.load_config`, which needs 
 Here: heads by TP, key/value heads (times `kv_replicator`) by TP, heads by key/value heads,
 hidden size by heads, FFN and vocabulary by TP (column-parallel and vocabulary-parallel
 splits), the sequence by TP under sequence parallelism, the global batch by micro batch x DP,
-layers by pipeline stages (unless `pipeline_cuts` place them), the sequence against the
-position table.
+at least a layer per pipeline stage (unless `pipeline_cuts` place them; layers the stages
+do not divide are split as NxD splits them, `cuts.nxd_layer_split`), the sequence against
+the position table.
 """
 
 from __future__ import annotations
@@ -77,9 +78,9 @@ def check_model(m: ModelConfig, tp: int, kv_replicator: int, pp: int, seq: int) 
     _divides("model.ffn_hidden_size", "ffn_hidden_size", m.ffn_hidden_size,
              "tensor_model_parallel_size", tp)
     _divides("model.vocab_size", "vocab_size", m.vocab_size, "tensor_model_parallel_size", tp)
-    if not m.pipeline_cuts:
-        _divides("model.num_layers", "num_layers", m.num_layers,
-                 "pipeline_model_parallel_size", pp)
+    if not m.pipeline_cuts and m.num_layers < pp:
+        raise TrainConfigError("model.num_layers", f"num_layers {m.num_layers} is fewer than "
+                               f"pipeline_model_parallel_size {pp}: every stage needs a layer")
     if m.share_embeddings_and_output_weights and pp > 1:
         raise TrainConfigError("model.share_embeddings_and_output_weights",
                                "tied embeddings across pipeline stages are not supported: "

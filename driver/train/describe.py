@@ -55,7 +55,7 @@ def _pipeline(config: TrainConfig) -> dict[str, object] | None:
         return None
     plan = plan_pipeline(m, config.distributed, config.data)
     stages = range(config.distributed.pipeline_model_parallel_size)
-    return {"automatic": plan.automatic,
+    return {"automatic": plan.automatic, "split": plan.split,
             "stages": [pieces_text(plan.pieces(s, m.num_layers)) for s in stages],
             "cut_pieces": list(plan.cuts), "flops_per_micro_batch": list(plan.flops or ()),
             "line": plan.describe(m.num_layers)}

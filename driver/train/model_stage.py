@@ -3,8 +3,9 @@
 `decoder_builder(model, seed, distributed, data)` returns the engine's `StageBuilder`: for
 each rank's `StagePlan` the decoder's stage module, and the rank's slices of the full
 weights drawn once from `seed` (so every layout starts from the same numbers). Stages take
-the layers `model.cut_after` gives (NxD's `pipeline_cuts`), else the split of balanced
-FLOPs over layer pieces (`cuts.balanced_cuts`).
+the layers `model.cut_after` gives (NxD's `pipeline_cuts`); else, when the stages do not
+divide the layers, NxD's split of whole layers (`cuts.nxd_layer_split`); else the split of
+balanced FLOPs over layer pieces (`cuts.balanced_cuts`).
 
 The global gradient norm counts each element of the model once: a replicated parameter on
 TP rank 0 only, and in a fused weight whose key/value heads are repeated `kv_replicator`
@@ -38,7 +39,9 @@ from nxcc.driver.train.config_model import ModelConfig
 from nxcc.driver.train.cuts import (
     balanced_cuts,
     layer_cuts,
+    nxd_layer_split,
     per_stage_flops,
+    split_cuts,
     stage_costs,
     stage_pieces,
 )
@@ -65,15 +68,22 @@ def decoder_config(model: ModelConfig) -> DecoderConfig:
         raise TrainConfigError("model", str(exc)) from None
 
 
+#: How a pipeline's stages were chosen (`Pipeline.split`), as the dry-run names it.
+SPLITS = {"balanced": "balanced by FLOPs", "nxd": "NxD's split of layers the stages do not "
+          "divide: the remainder on the last stages", "pipeline_cuts": "model.pipeline_cuts"}
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """The stages' pieces (`cuts`: the first piece of each stage but the first; piece
     PIECES_PER_LAYER * i + j is layer i's `PIECES[j]`), whether the cost model chose them,
-    and each stage's FLOPs per micro-batch (None with PP = 1)."""
+    and each stage's FLOPs per micro-batch (None with PP = 1). `split` says how the cuts
+    were chosen (a key of `SPLITS`)."""
 
     cuts: tuple[int, ...]
     automatic: bool
     flops: tuple[int, ...] | None
+    split: str = "balanced"
 
     def pieces(self, stage: int, num_layers: int) -> range:
         return stage_pieces(self.cuts, num_layers)[stage]
@@ -89,7 +99,7 @@ class Pipeline:
     def describe(self, num_layers: int) -> str:
         text = " | ".join(pieces_text(self.pieces(s, num_layers))
                           for s in range(len(self.cuts) + 1))
-        how = "balanced by FLOPs" if self.automatic else "model.pipeline_cuts"
+        how = SPLITS[self.split]
         if self.flops:
             text += " (FLOPs per micro-batch " + ", ".join(f"{f:,}" for f in self.flops) + ")"
         return f"pipeline stages ({how}): {text}"
@@ -108,7 +118,8 @@ def pieces_text(pieces: range) -> str:
 
 def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: DataConfig
                   ) -> Pipeline:
-    """The stages' pieces: the configured cuts, else the balanced ones (TrainConfigError
+    """The stages' pieces: the configured cuts; else, when the stages do not divide the
+    layers, NxD's split (`cuts.nxd_layer_split`); else the balanced ones (TrainConfigError
     when the decoder refuses the model)."""
     stages = distributed.pipeline_model_parallel_size
     if stages == 1:
@@ -118,11 +129,16 @@ def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: Data
         costs = stage_costs(cfg, data.micro_batch_size, data.seq_length, recompute_mode(model))
     except DecoderError as exc:
         raise TrainConfigError("model", str(exc)) from None
-    inside = chunks_fit(cfg, distributed.tensor_model_parallel_size, distributed.kv_replicator)
-    cuts = layer_cuts(model.cut_after) if model.cut_after else \
-        balanced_cuts(costs, model.num_layers, stages, inside)
+    if model.cut_after:
+        cuts, split = layer_cuts(model.cut_after), "pipeline_cuts"
+    elif model.num_layers % stages:
+        cuts, split = split_cuts(nxd_layer_split(model.num_layers, stages)), "nxd"
+    else:
+        inside = chunks_fit(cfg, distributed.tensor_model_parallel_size,
+                            distributed.kv_replicator)
+        cuts, split = balanced_cuts(costs, model.num_layers, stages, inside), "balanced"
     flops = tuple(per_stage_flops(costs, cuts, model.num_layers))
-    return Pipeline(cuts, not model.cut_after, flops)
+    return Pipeline(cuts, not model.cut_after, flops, split)
 
 
 def recompute_mode(model: ModelConfig) -> str:

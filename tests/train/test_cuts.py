@@ -1,7 +1,8 @@
 """Automatic pipeline cuts: the cost model's stage FLOPs are the programs' own, the split is
 the best one over layer pieces (the largest stage least, then the lightest heaviest), a
 6-layer model in 3 stages is balanced within 10% (with each recomputation mode, for several
-shapes and heads up to nearly a layer), and manual cuts are honoured."""
+shapes and heads up to nearly a layer), and manual cuts are honoured. Layer counts the
+stages do not divide are split as NxD splits them, and train to the one-stage losses."""
 
 from __future__ import annotations
 
@@ -17,10 +18,13 @@ from nxcc.driver.train.config import load_config
 from nxcc.driver.train.cuts import (
     _flops,
     balanced_cuts,
+    nxd_layer_split,
     per_stage_flops,
+    split_cuts,
     stage_costs,
     stage_pieces,
 )
+from nxcc.driver.train.describe import describe
 from nxcc.driver.train.model_stage import pieces_text
 from nxcc.driver.train.run import run_training
 from tests.cli_helpers import REPO
@@ -126,3 +130,32 @@ def test_a_run_uses_automatic_or_manual_cuts(tmp_path: Path) -> None:
                           lines.append)
     assert manual["pipeline_cut_after"] == [0, 4]
     assert manual["losses"] == pytest.approx(auto["losses"], rel=1e-5)
+
+
+def test_layers_the_stages_do_not_divide_are_split_as_nxd_splits_them() -> None:
+    split = nxd_layer_split(126, 32)  # NxD's Llama-3.1-405B config
+    assert split == (3, 3) + (4,) * 30 and sum(split) == 126
+    assert nxd_layer_split(5, 3) == (1, 2, 2)
+    assert split_cuts((1, 2, 2)) == (L, 3 * L)
+    with pytest.raises(ValueError, match="2 layers cannot make 3 stages"):
+        nxd_layer_split(2, 3)
+
+
+def test_an_uneven_split_trains_and_the_dry_run_names_it(tmp_path: Path) -> None:
+    common = (f"exp_manager.exp_dir={tmp_path}", "model.num_layers=5", "trainer.max_steps=2",
+              "exp_manager.resume_if_exists=false", "trainer.devices=2",
+              "distributed_strategy.tensor_model_parallel_size=1",
+              "distributed_strategy.zero1=false", "model.encoder_seq_length=16",
+              "data.global_batch_size=4")
+    config = load_config(str(EXAMPLE), (*common,
+                                        "distributed_strategy.pipeline_model_parallel_size=2"))
+    info = describe(config)
+    assert info["pipeline"]["split"] == "nxd"
+    assert info["pipeline"]["stages"] == ["layers 0-1", "layers 2-4"]
+    assert "the remainder on the last stages): layers 0-1 | layers 2-4" in \
+        info["pipeline"]["line"]
+    two = run_training(config, lambda _: None)
+    assert two["pipeline_cut_after"] == [1]
+    one = run_training(load_config(str(EXAMPLE), (
+        *common, "distributed_strategy.pipeline_model_parallel_size=1")), lambda _: None)
+    assert two["losses"] == pytest.approx(one["losses"], rel=1e-5)
