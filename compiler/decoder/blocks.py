@@ -17,16 +17,38 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
 from nxcc.compiler.decoder.config import DecoderConfig, StagePlan
+from nxcc.ir import ops
+from nxcc.ir.attributes import Dense
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.passes.autodiff.losses import reduce_all
 
 NEG = -1e30  # the masked scores' value (exp gives exactly 0)
+
+
+@lru_cache(maxsize=4)
+def _causal_table(s: int, window: int | None) -> Dense:
+    """bool[s, s]: key <= query (and query - key < window), made once per shape: every
+    stage program of a model shares it, and at a real model's sequence it is large."""
+    allowed = np.tril(np.ones((s, s), dtype=bool))
+    if window is not None and window < s:
+        allowed &= ~np.tril(np.ones((s, s), dtype=bool), -window)
+    return Dense.of(allowed)
+
+
+@lru_cache(maxsize=8)
+def _rotary_tables(theta: float, d: int, s: int, dtype: DType) -> tuple[Dense, Dense]:
+    """cos, sin [seq, head_dim] of the rotary positions, made once per shape."""
+    inv = theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    angles = np.arange(s, dtype=np.float64)[:, None] * inv[None, :]
+    angles = np.concatenate([angles, angles], axis=1)
+    return Dense.of(np.cos(angles), dtype), Dense.of(np.sin(angles), dtype)
 
 
 class Blocks:
@@ -133,12 +155,8 @@ class Blocks:
         """pred[shape] (scores' shape, last two dims query, key): key <= query, and with a
         sliding window W, query - key < W."""
         if self._mask is None:
-            s = shape[-1]
-            allowed = np.tril(np.ones((s, s), dtype=bool))
-            window = self.cfg.sliding_window
-            if window is not None and window < s:
-                allowed &= ~np.tril(np.ones((s, s), dtype=bool), -window)
-            self._mask = self.expand(self.b.constant(allowed), shape,
+            table = _causal_table(shape[-1], self.cfg.sliding_window)
+            self._mask = self.expand(self.b.op(ops.constant, [], {"value": table}), shape,
                                      (len(shape) - 2, len(shape) - 1))
         return self._mask
 
@@ -147,14 +165,10 @@ class Blocks:
         frequencies theta^(-2i/d) for the first half, repeated for the second)."""
         if heads not in self._rotary:
             d, s = self.cfg.head_dim, self.plan.seq_length
-            inv = self.cfg.rope_theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)
-            angles = np.arange(s, dtype=np.float64)[:, None] * inv[None, :]
-            angles = np.concatenate([angles, angles], axis=1)
             shape = (self.plan.micro_batch, s, heads, d)
-            np_dtype = self.dtype.numpy
             self._rotary[heads] = tuple(  # type: ignore[assignment]
-                self.expand(self.b.constant(f(angles).astype(np_dtype)), shape, (1, 3))
-                for f in (np.cos, np.sin))
+                self.expand(self.b.op(ops.constant, [], {"value": t}), shape, (1, 3))
+                for t in _rotary_tables(self.cfg.rope_theta, d, s, self.dtype))
         return self._rotary[heads]
 
     def rotate(self, x: Value) -> Value:
