@@ -46,6 +46,7 @@ from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.data import Batches, load_tokens
 from nxcc.driver.train.engine import EngineSettings, RankTrainer, StepStats
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.memory import MEMORY_KEYS
 from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
 from nxcc.driver.train.model_stage import Pipeline, decoder_builder, decoder_unshard
 from nxcc.driver.train.onnx_stage import onnx_builder
@@ -54,8 +55,6 @@ from nxcc.driver.train.stage import StageBuilder
 
 #: A rank of the job failed (the message names it).
 RANK_FAILED = "NCC_ETRN003"
-MEMORY_KEYS = ("parameter_bytes", "gradient_bytes", "optimizer_state_bytes",
-               "activation_bytes")
 DEFAULT_TIMEOUT = 600.0
 
 
