@@ -147,9 +147,12 @@ class TrainConfig:
 
 
 class _Values:
-    """The acted-on keys of one file, interpolations resolved and types checked."""
+    """The acted-on keys of one file, interpolations resolved and types checked. Keys in
+    `optional` may be left out even when REQUIRED says otherwise."""
 
-    def __init__(self, path: str, overrides: tuple[str, ...] = ()) -> None:
+    def __init__(self, path: str, overrides: tuple[str, ...] = (),
+                 optional: frozenset[str] = frozenset()) -> None:
+        self.optional = optional
         tree = read_tree(path)
         apply_overrides(tree, overrides)
         keys = sort_keys(tree)
@@ -164,7 +167,7 @@ class _Values:
         value = self.raw.get(path)
         if value is None and path in DEFAULTS:
             value = DEFAULTS[path]
-        if value is None and path in REQUIRED:
+        if value is None and path in REQUIRED and path not in self.optional:
             raise TrainConfigError(path, "is required")
         return convert(path, ACTED[path], value)
 
@@ -176,10 +179,16 @@ def check_neutral(path: str, value: object) -> None:
                                      f"only off ({NEUTRAL[path]!r})")
 
 
-def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
+#: What a plan of the run (`train --plan`) does not need: it reads no data.
+PLAN_OPTIONAL = frozenset({"data.train_dir"})
+
+
+def load_config(path: str, overrides: tuple[str, ...] = (), plan: bool = False
+                ) -> TrainConfig:
     """The run `path` describes, with `overrides` (`key.path=value`, as NxD's command line
-    takes them) applied; TrainConfigError for the first problem found."""
-    v = _Values(path, overrides)
+    takes them) applied; TrainConfigError for the first problem found. With `plan`, the
+    keys of `PLAN_OPTIONAL` may be left out (`data.train_dir` is then "")."""
+    v = _Values(path, overrides, PLAN_OPTIONAL if plan else frozenset())
     trainer = TrainerConfig(*(v.get(f"trainer.{k}") for k in (
         "devices", "num_nodes", "max_steps", "log_every_n_steps", "gradient_clip_val")))
     tp = v.get("distributed_strategy.tensor_model_parallel_size")
@@ -236,7 +245,8 @@ def _data(v: _Values) -> DataConfig:
     seq = seq if seq is not None else encoder
     if seq is None:
         raise TrainConfigError("data.seq_length", "is required (or model.encoder_seq_length)")
-    train_dir = resolve_path(str(v.get("data.train_dir")), v.base_dir)
+    given = v.get("data.train_dir")
+    train_dir = "" if given is None else resolve_path(str(given), v.base_dir)
     return DataConfig(v.get("data.micro_batch_size"), v.get("data.global_batch_size"), seq,
                       train_dir)
 
@@ -299,6 +309,7 @@ def _model(v: _Values, pp: int, seq: int) -> tuple[ModelConfig | None, OnnxModel
         init_method_std=get("init_method_std", 0.02),
         activations_checkpoint_granularity=recompute, pipeline_cuts=cuts,
         cut_after=parse_cuts(cuts, num_layers, pp),
+        pipeline_split=str(_optional(values, "pipeline_split") or "nxd"),
         sliding_window_size=_optional(values, "sliding_window_size"),
         architecture=architecture)
     return model, None

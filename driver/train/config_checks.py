@@ -4,9 +4,8 @@ Ranks: `devices x num_nodes` by `TP x PP` (in `config.load_config`, which needs 
 Here: heads by TP, key/value heads (times `kv_replicator`) by TP, heads by key/value heads,
 hidden size by heads, FFN and vocabulary by TP (column-parallel and vocabulary-parallel
 splits), the sequence by TP under sequence parallelism, the global batch by micro batch x DP,
-at least a layer per pipeline stage (unless `pipeline_cuts` place them; layers the stages
-do not divide are split as NxD splits them, `cuts.nxd_layer_split`), the sequence against
-the position table.
+at least a layer per pipeline stage under NxD's split (`cuts.nxd_layer_split`), the
+sequence against the position table.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from nxcc.compiler.decoder.config import PIECES_PER_LAYER
 from nxcc.driver.train.errors import TrainConfigError
 
 if TYPE_CHECKING:
@@ -78,9 +78,11 @@ def check_model(m: ModelConfig, tp: int, kv_replicator: int, pp: int, seq: int) 
     _divides("model.ffn_hidden_size", "ffn_hidden_size", m.ffn_hidden_size,
              "tensor_model_parallel_size", tp)
     _divides("model.vocab_size", "vocab_size", m.vocab_size, "tensor_model_parallel_size", tp)
-    if not m.pipeline_cuts and m.num_layers < pp:
-        raise TrainConfigError("model.num_layers", f"num_layers {m.num_layers} is fewer than "
-                               f"pipeline_model_parallel_size {pp}: every stage needs a layer")
+    pieces = PIECES_PER_LAYER if m.pipeline_split == "flops" else 1
+    if not m.pipeline_cuts and m.num_layers * pieces < pp:
+        what = "a layer" if pieces == 1 else f"one of a layer's {pieces} pieces"
+        raise TrainConfigError("model.num_layers", f"num_layers {m.num_layers} is too few for "
+                               f"pipeline_model_parallel_size {pp}: every stage needs {what}")
     if m.share_embeddings_and_output_weights and pp > 1:
         raise TrainConfigError("model.share_embeddings_and_output_weights",
                                "tied embeddings across pipeline stages are not supported: "

@@ -1,8 +1,8 @@
 """Automatic pipeline cut points: stages of balanced compute, by the IR's FLOP counts.
 
-Without `model.pipeline_cuts`, a model whose layers the stages do not divide is split as
-NxD splits it (`nxd_layer_split`: whole layers, the remainder on the last stages; NxD's
-Llama-3.1-405B config puts 126 layers on 32 stages that way). Otherwise it is split so
+Without `model.pipeline_cuts`, a model is split as NxD splits it (`nxd_layer_split`:
+whole layers, any remainder on the last stages; NxD's Llama-3.1-405B config puts 126
+layers on 32 stages that way). With nxcc's `model.pipeline_split: flops` it is split so
 that the stages' compute per
 micro-batch (forward + backward FLOPs of their programs, `ir.flops`) is as even as the
 model's pieces allow. A layer has ten pieces (`compiler.decoder.config.PIECES`: the q/k/v

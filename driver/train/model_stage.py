@@ -3,9 +3,9 @@
 `decoder_builder(model, seed, distributed, data)` returns the engine's `StageBuilder`: for
 each rank's `StagePlan` the decoder's stage module, and the rank's slices of the full
 weights drawn once from `seed` (so every layout starts from the same numbers). Stages take
-the layers `model.cut_after` gives (NxD's `pipeline_cuts`); else, when the stages do not
-divide the layers, NxD's split of whole layers (`cuts.nxd_layer_split`); else the split of
-balanced FLOPs over layer pieces (`cuts.balanced_cuts`).
+the layers `model.cut_after` gives (NxD's `pipeline_cuts`); else NxD's split of whole
+layers (`cuts.nxd_layer_split`), or with `model.pipeline_split: flops` (nxcc's own key) the
+split of balanced FLOPs over layer pieces (`cuts.balanced_cuts`).
 
 The global gradient norm counts each element of the model once: a replicated parameter on
 TP rank 0 only, and in a fused weight whose key/value heads are repeated `kv_replicator`
@@ -69,8 +69,8 @@ def decoder_config(model: ModelConfig) -> DecoderConfig:
 
 
 #: How a pipeline's stages were chosen (`Pipeline.split`), as the dry-run names it.
-SPLITS = {"balanced": "balanced by FLOPs", "nxd": "NxD's split of layers the stages do not "
-          "divide: the remainder on the last stages", "pipeline_cuts": "model.pipeline_cuts"}
+SPLITS = {"balanced": "balanced by FLOPs", "nxd": "NxD's split: whole layers, any remainder "
+          "on the last stages", "pipeline_cuts": "model.pipeline_cuts"}
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ class Pipeline:
     cuts: tuple[int, ...]
     automatic: bool
     flops: tuple[int, ...] | None
-    split: str = "balanced"
+    split: str = "nxd"
 
     def pieces(self, stage: int, num_layers: int) -> range:
         return stage_pieces(self.cuts, num_layers)[stage]
@@ -116,29 +116,36 @@ def pieces_text(pieces: range) -> str:
     return f"layer {a}" if a == b else f"layers {a}-{b}"
 
 
-def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: DataConfig
-                  ) -> Pipeline:
-    """The stages' pieces: the configured cuts; else, when the stages do not divide the
-    layers, NxD's split (`cuts.nxd_layer_split`); else the balanced ones (TrainConfigError
-    when the decoder refuses the model)."""
+def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: DataConfig,
+                  flops: bool = True) -> Pipeline:
+    """The stages' pieces: the configured cuts; else, with `pipeline_split: flops`, the
+    balanced ones; else NxD's split (`cuts.nxd_layer_split`). With `flops`, also each
+    stage's FLOPs per micro-batch (the cost model builds a stage program per run of a
+    layer's pieces: seconds at a real model's size). TrainConfigError when the decoder
+    refuses the model."""
     stages = distributed.pipeline_model_parallel_size
     if stages == 1:
         return Pipeline((), False, None)
     cfg = decoder_config(model)
-    try:
-        costs = stage_costs(cfg, data.micro_batch_size, data.seq_length, recompute_mode(model))
-    except DecoderError as exc:
-        raise TrainConfigError("model", str(exc)) from None
+    balanced = not model.cut_after and model.pipeline_split == "flops"
+    costs = None
+    if flops or balanced:
+        try:
+            costs = stage_costs(cfg, data.micro_batch_size, data.seq_length,
+                                recompute_mode(model))
+        except DecoderError as exc:
+            raise TrainConfigError("model", str(exc)) from None
     if model.cut_after:
         cuts, split = layer_cuts(model.cut_after), "pipeline_cuts"
-    elif model.num_layers % stages:
-        cuts, split = split_cuts(nxd_layer_split(model.num_layers, stages)), "nxd"
-    else:
+    elif costs is not None and balanced:
         inside = chunks_fit(cfg, distributed.tensor_model_parallel_size,
                             distributed.kv_replicator)
         cuts, split = balanced_cuts(costs, model.num_layers, stages, inside), "balanced"
-    flops = tuple(per_stage_flops(costs, cuts, model.num_layers))
-    return Pipeline(cuts, not model.cut_after, flops, split)
+    else:
+        cuts, split = split_cuts(nxd_layer_split(model.num_layers, stages)), "nxd"
+    per_stage = None if costs is None else tuple(per_stage_flops(costs, cuts,
+                                                                 model.num_layers))
+    return Pipeline(cuts, not model.cut_after, per_stage, split)
 
 
 def recompute_mode(model: ModelConfig) -> str:
@@ -146,23 +153,28 @@ def recompute_mode(model: ModelConfig) -> str:
     return RECOMPUTE.get(model.activations_checkpoint_granularity, "none")
 
 
+def decoder_plan(model: ModelConfig, distributed: DistributedConfig, pipeline: Pipeline,
+                 plan: StagePlan) -> DecoderPlan:
+    """The decoder's plan of the rank `plan` describes: its stage's pieces, its TP rank."""
+    pieces = pipeline.pieces(plan.stage, model.num_layers)
+    return DecoderPlan(
+        tp_rank=plan.tp_rank, tp_size=plan.tp_size, sequence_parallel=plan.sequence_parallel,
+        kv_replicator=distributed.kv_replicator, first_piece=pieces.start,
+        last_piece=pieces.stop, has_embedding=plan.first, has_head=plan.last,
+        recompute=recompute_mode(model), micro_batch=plan.micro_batch,
+        seq_length=plan.seq_length)
+
+
 def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfig,
                     data: DataConfig) -> tuple[StageBuilder, Pipeline]:
     """The builder of every rank's stage, and the pipeline's split."""
     cfg = decoder_config(model)  # tied embeddings with PP > 1 were refused at config load
-    recompute = recompute_mode(model)
     pipeline = plan_pipeline(model, distributed, data)
     full: dict[str, np.ndarray] = {}
     lock = threading.Lock()
 
     def build(plan: StagePlan) -> StageBuild:
-        pieces = pipeline.pieces(plan.stage, model.num_layers)
-        dplan = DecoderPlan(
-            tp_rank=plan.tp_rank, tp_size=plan.tp_size,
-            sequence_parallel=plan.sequence_parallel,
-            kv_replicator=distributed.kv_replicator, first_piece=pieces.start,
-            last_piece=pieces.stop, has_embedding=plan.first, has_head=plan.last,
-            recompute=recompute, micro_batch=plan.micro_batch, seq_length=plan.seq_length)
+        dplan = decoder_plan(model, distributed, pipeline, plan)
         with lock:
             if not full:
                 full.update(init_full_weights(cfg, seed))

@@ -51,7 +51,7 @@ def test_dry_run_json_with_overrides(tmp_path: Path) -> None:
     ({"data__global_batch_size": 7}, ("[NCC_ETRN001] data.global_batch_size:", "7",
                                       "1 x 2 = 2")),
     ({"model__num_layers": 1}, ("[NCC_ETRN001] model.num_layers:", "num_layers 1",
-                                "fewer than pipeline_model_parallel_size 2")),
+                                "too few for pipeline_model_parallel_size 2")),
     ({"data__train_dir": "/nonexistent/tokens"}, ("[NCC_ETRN001] data.train_dir:",
                                                   "does not exist")),
     ({"trainer__max_steps": "${multiply:2,3}"}, ("[NCC_ETRN001] trainer.max_steps:",

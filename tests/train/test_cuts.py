@@ -117,7 +117,8 @@ def test_a_run_uses_automatic_or_manual_cuts(tmp_path: Path) -> None:
               "distributed_strategy.tensor_model_parallel_size=1",
               "distributed_strategy.pipeline_model_parallel_size=3",
               "distributed_strategy.zero1=false", "model.encoder_seq_length=16",
-              "data.global_batch_size=4", "model.activations_checkpoint_granularity=full")
+              "data.global_batch_size=4", "model.activations_checkpoint_granularity=full",
+              "model.pipeline_split=flops")
     lines: list[str] = []
     auto = run_training(load_config(str(EXAMPLE), common), lines.append)
     assert auto["pipeline_cut_after"] is None  # the cost model cuts inside layers here
@@ -141,6 +142,18 @@ def test_layers_the_stages_do_not_divide_are_split_as_nxd_splits_them() -> None:
         nxd_layer_split(2, 3)
 
 
+def test_the_default_split_is_nxds_and_flops_balances_over_pieces(tmp_path: Path) -> None:
+    common = (f"exp_manager.exp_dir={tmp_path}", "model.num_layers=6", "trainer.devices=6",
+              "distributed_strategy.tensor_model_parallel_size=1",
+              "distributed_strategy.pipeline_model_parallel_size=3",
+              "model.encoder_seq_length=16", "data.global_batch_size=4")
+    nxd = describe(load_config(str(EXAMPLE), common))["pipeline"]
+    assert (nxd["split"], nxd["stages"]) == ("nxd", ["layers 0-1", "layers 2-3", "layers 4-5"])
+    flops = describe(load_config(str(EXAMPLE), (*common, "model.pipeline_split=flops")))
+    assert flops["pipeline"]["split"] == "balanced"
+    assert flops["pipeline"]["line"].startswith("pipeline stages (balanced by FLOPs)")
+
+
 def test_an_uneven_split_trains_and_the_dry_run_names_it(tmp_path: Path) -> None:
     common = (f"exp_manager.exp_dir={tmp_path}", "model.num_layers=5", "trainer.max_steps=2",
               "exp_manager.resume_if_exists=false", "trainer.devices=2",
@@ -152,7 +165,7 @@ def test_an_uneven_split_trains_and_the_dry_run_names_it(tmp_path: Path) -> None
     info = describe(config)
     assert info["pipeline"]["split"] == "nxd"
     assert info["pipeline"]["stages"] == ["layers 0-1", "layers 2-4"]
-    assert "the remainder on the last stages): layers 0-1 | layers 2-4" in \
+    assert "any remainder on the last stages): layers 0-1 | layers 2-4" in \
         info["pipeline"]["line"]
     two = run_training(config, lambda _: None)
     assert two["pipeline_cut_after"] == [1]

@@ -128,7 +128,7 @@ def test_wrong_type_or_value_names_the_key(tmp_path: Path, key: str, value: obje
     ({"data__global_batch_size": 6, "data__micro_batch_size": 2},
      ("data.global_batch_size:", "global_batch_size 6", "2 x 2 = 4")),
     ({"model__num_layers": 1}, ("model.num_layers:", "num_layers 1",
-                                "fewer than pipeline_model_parallel_size 2")),
+                                "too few for pipeline_model_parallel_size 2")),
     ({"model__vocab_size": 255}, ("model.vocab_size:", "255", "tensor_model_parallel_size 2")),
     ({"model__intermediate_size": 175}, ("model.ffn_hidden_size:", "175", "2")),
     ({"model__encoder_seq_length": 33, "model__max_position_embeddings": 64},
