@@ -142,7 +142,7 @@ class RankTrainer:
     def _compile(self) -> None:
         module, opts = self.build.module, self.settings.options
         names = ["forward_backward"] if self.plan.last else ["forward", "backward"]
-        _apply_precision(module, names, len(self.build.params), self.settings.precision)
+        apply_precision(module, names, len(self.build.params), self.settings.precision)
         self.programs = {n: compile_function(module, n, opts) for n in names}
         self.executors = {n: p.executor(self.tp_group.endpoint, self.tp_group.index)
                           for n, p in self.programs.items()}
@@ -349,7 +349,7 @@ class RankTrainer:
             g.close()
 
 
-def _apply_precision(module: Module, names: list[str], n_params: int, p: Precision) -> None:
+def apply_precision(module: Module, names: list[str], n_params: int, p: Precision) -> None:
     """Rewrite the stage programs `names` of `module` for `p`: bf16 weights (the first
     `n_params` parameters of each), then every f32 product with bf16 operands."""
     for name in names:
