@@ -1,7 +1,8 @@
 """What a program costs on the real hardware: its work by engine, and the time it takes.
 
-`program_work(module)` counts one execution of a module's entry function (and what it
-calls) the way the device runs it:
+`program_work(module)` counts one execution of a module's entry function the way the
+device runs it (`ir.flops`' counts: a called computation, such as a reduction's body, is
+counted by the op that runs it):
 
 - TensorEngine FLOPs of each dot_general and convolution, by operand dtype (a bf16 product
   at the bf16 rate, an f32 one at the fp32 rate, `ir.hardware.Chip.core_tensor_flops`);
@@ -33,7 +34,6 @@ from nxcc.ir.core import Module
 from nxcc.ir.dtypes import DType
 from nxcc.ir.flops import op_flops
 from nxcc.ir.hardware import Chip
-from nxcc.ir.rewrite import reachable_functions
 from nxcc.passes.sharding.cost_model import rank_traffic
 
 TENSOR_OPS = frozenset({"dot_general", "convolution"})
@@ -97,16 +97,15 @@ def program_work(module: Module) -> Work:
     """The counts of one execution of `module`'s entry function (see the docstring)."""
     work = Work()
     entry = module.entry_function
-    for name in reachable_functions(module):
-        for op in module.functions[name].body:
-            if op.opcode in TENSOR_OPS:
-                work.tensor_flops[op.operands[0].type.dtype] += op_flops(op)
-            elif op.opcode == "constant":
-                value = op.attrs["value"]
-                if isinstance(value, Dense) and not value.is_splat:
-                    work.hbm_bytes += value.type.nbytes
-            else:
-                work.vector_flops += op_flops(op)
+    for op in entry.body:  # a called computation's work is counted by the op calling it
+        if op.opcode in TENSOR_OPS:
+            work.tensor_flops[op.operands[0].type.dtype] += op_flops(op)
+        elif op.opcode == "constant":
+            value = op.attrs["value"]
+            if isinstance(value, Dense) and not value.is_splat:
+                work.hbm_bytes += value.type.nbytes
+        else:
+            work.vector_flops += op_flops(op)
     work.hbm_bytes += sum(p.type.nbytes for p in entry.params)
     work.hbm_bytes += sum(r.type.nbytes for r in entry.results)
     work.collectives = [Collective(c["kind"], int(c["bytes"]), _group(c))
@@ -120,14 +119,20 @@ def _group(entry: dict) -> int:
     return 2
 
 
-def compute_seconds(work: Work, chip: Chip, lnc: int = 1,
-                    efficiency: Efficiency = EFFICIENCY) -> float:
-    """Seconds one logical core at LNC `lnc` of `chip` computes `work` (no collectives)."""
+def engine_seconds(work: Work, chip: Chip, lnc: int = 1,
+                   efficiency: Efficiency = EFFICIENCY) -> float:
+    """Seconds of `work`'s FLOPs on the TensorEngine and the vector engines."""
     tensor = sum(flops / (chip.core_tensor_flops(dt, lnc) * efficiency.tensor)
                  for dt, flops in work.tensor_flops.items() if flops)
-    vector = work.vector_flops / (chip.core_vector_flops(lnc) * efficiency.vector)
+    return tensor + work.vector_flops / (chip.core_vector_flops(lnc) * efficiency.vector)
+
+
+def compute_seconds(work: Work, chip: Chip, lnc: int = 1,
+                    efficiency: Efficiency = EFFICIENCY) -> float:
+    """Seconds one logical core at LNC `lnc` of `chip` computes `work` (no collectives):
+    its engines' time, or its HBM traffic's when that is longer."""
     memory = work.hbm_bytes / (chip.core_hbm_bytes_per_s(lnc) * efficiency.vector)
-    return max(tensor + vector, memory)
+    return max(engine_seconds(work, chip, lnc, efficiency), memory)
 
 
 def collective_seconds(collective: Collective, bytes_per_s: float,

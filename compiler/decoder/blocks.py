@@ -36,9 +36,9 @@ NEG = -1e30  # the masked scores' value (exp gives exactly 0)
 def _causal_table(s: int, window: int | None) -> Dense:
     """bool[s, s]: key <= query (and query - key < window), made once per shape: every
     stage program of a model shares it, and at a real model's sequence it is large."""
-    allowed = np.tril(np.ones((s, s), dtype=bool))
+    allowed = np.tri(s, dtype=bool)
     if window is not None and window < s:
-        allowed &= ~np.tril(np.ones((s, s), dtype=bool), -window)
+        allowed &= ~np.tri(s, k=-window, dtype=bool)
     return Dense.of(allowed)
 
 

@@ -22,6 +22,7 @@ AWS's published tables) against every core's dense BF16 peak.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nxcc.backend.program.estimate import (
@@ -54,7 +55,8 @@ class StageCost:
     hbm: dict[str, int]
     forward_s: float  # one micro-batch's forward op (the last stage: forward_backward)
     backward_s: float
-    communication_s: float  # TP collectives of one micro-batch (in forward_s + backward_s)
+    forward_communication_s: float  # TP collectives inside forward_s
+    backward_communication_s: float  # and inside backward_s
     transfer_s: float  # the activation to the next stage
     dp_s: float
     dp_exposed_s: float
@@ -128,32 +130,36 @@ class Plan:
         return busy[-1].end - sum(i.end - i.start for i in busy)
 
 
-def make_plan(config: TrainConfig, machine: Machine, efficiency: Efficiency = EFFICIENCY
-              ) -> Plan:
+#: How a plan gets a stage's figures: `stages.stage_figures` builds the stage itself.
+FiguresOf = Callable[[TrainConfig, Pipeline, int], StageFigures]
+
+
+def make_plan(config: TrainConfig, machine: Machine, efficiency: Efficiency = EFFICIENCY,
+              figures_of: FiguresOf = stage_figures) -> Plan:
     """The plan of `config`'s layout on `machine` (TrainConfigError when the decoder refuses
     the layout)."""
     d = config.distributed
     assert config.model is not None
     pipeline = plan_pipeline(config.model, d, config.data, flops=False)
-    figures = [stage_figures(config, pipeline, s) for s in range(d.pipeline_model_parallel_size)]
+    figures = [figures_of(config, pipeline, s) for s in range(d.pipeline_model_parallel_size)]
     micro = config.data.micro_batches_per_step(d.data_parallel_size)
     times = [_stage_times(config, machine, efficiency, s, f) for s, f in enumerate(figures)]
-    transfer = [t[3] for t in times]
-    timeline = one_f_one_b_timeline([t[0] for t in times], [t[1] for t in times], transfer,
-                                    micro)
+    timeline = one_f_one_b_timeline([t.forward for t in times], [t.backward for t in times],
+                                    [t.transfer for t in times], micro)
     model = config.model
     assert model is not None
     stages = []
     for s, (f, t) in enumerate(zip(figures, times, strict=True)):
         # the DP buckets start during the last backward program (on the last stage, the
         # last forward_backward)
-        last_backward = t[0] if f.last else t[1]
+        last_backward = t.forward if f.last else t.backward
         dp, optimizer, gather = _after_backward(config, machine, efficiency, s, f)
         exposed = max(0.0, dp - last_backward)
         held = in_flight(s, len(figures), micro)
         stages.append(StageCost(
-            s, pieces_text(f.pieces), held, _hbm(config, machine, f, held), t[0], t[1],
-            t[2], t[3], dp, exposed, optimizer, gather,
+            s, pieces_text(f.pieces), held, _hbm(config, machine, f, held), t.forward,
+            t.backward, t.forward_comm, t.backward_comm, t.transfer, dp, exposed, optimizer,
+            gather,
             timeline[s][-1].end + exposed + optimizer + gather,
             _flops(f),
             f.param_elements))
@@ -172,25 +178,32 @@ def _program_seconds(work: Work, machine: Machine, efficiency: Efficiency, bandw
     return compute_seconds(work, machine.chip, machine.lnc, efficiency) + comm, comm
 
 
+@dataclass(frozen=True)
+class _Times:
+    forward: float
+    backward: float
+    forward_comm: float
+    backward_comm: float
+    transfer: float
+
+
 def _stage_times(config: TrainConfig, machine: Machine, efficiency: Efficiency, s: int,
-                 f: StageFigures) -> tuple[float, float, float, float]:
-    """(forward op, backward op, TP collectives, transfer to the next stage) seconds."""
+                 f: StageFigures) -> _Times:
+    """Seconds of stage `s`'s forward and backward ops (and of the TP collectives in
+    them), and of handing an activation to the next stage."""
     layout = config.distributed.layout
     rank = layout.rank(0, s, 0)
     _, tp_bw = machine.link(layout.tp_group(rank))
     runs = {n: _program_seconds(p.work, machine, efficiency, tp_bw)
             for n, p in f.programs.items()}
-    comm = sum(c for _, c in runs.values())
-    if f.last:
-        forward, backward = runs["forward_backward"][0], 0.0
-    else:
-        forward, backward = runs["forward"][0], runs["backward"][0]
+    forward, backward = runs["forward_backward" if f.last else "forward"], \
+        (0.0, 0.0) if f.last else runs["backward"]
     peer = layout.stage_peer(rank, 1)
     transfer = 0.0
     if peer is not None:
         _, bw = machine.link([rank, peer])
         transfer = f.handoff_bytes / (bw * efficiency.link)
-    return forward, backward, comm, transfer
+    return _Times(forward[0], backward[0], forward[1], backward[1], transfer)
 
 
 def _after_backward(config: TrainConfig, machine: Machine, efficiency: Efficiency, s: int,

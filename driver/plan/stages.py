@@ -106,19 +106,30 @@ def low_precision(precision: Precision) -> bool:
 def stage_figures(config: TrainConfig, pipeline: Pipeline, stage: int) -> StageFigures:
     """The figures of stage `stage` of `config`'s layout (TrainConfigError when the decoder
     refuses the layout)."""
+    dplan = rank_plan(config, pipeline, stage)
+    assert config.model is not None
+    return figures_from(config, dplan,
+                        measure_stage(config.model, config.recipe, at_first_layer(dplan)))
+
+
+def rank_plan(config: TrainConfig, pipeline: Pipeline, stage: int) -> DecoderPlan:
+    """The decoder plan of TP rank 0 of stage `stage`."""
     d, data, model = config.distributed, config.data, config.model
     assert model is not None
     plan = StagePlan(0, d.tensor_model_parallel_size, stage, d.pipeline_model_parallel_size,
                      data.micro_batch_size, data.seq_length, d.sequence_parallel)
-    dplan = decoder_plan(model, d, pipeline, plan)
-    built = _programs(model, config.recipe, _first_layer(dplan))
-    optimizer = config.optim.optimizer_config()
+    return decoder_plan(model, d, pipeline, plan)
+
+
+def figures_from(config: TrainConfig, dplan: DecoderPlan, built: MeasuredStage
+                 ) -> StageFigures:
+    """A stage's figures from its measured programs and the layout's DP and ZeRO-1."""
+    d = config.distributed
     flat = FlatLayout(built.shapes, d.data_parallel_size, BUCKET_BYTES)
     shard = flat.shard_size(d.zero1 and d.data_parallel_size > 1)
     return StageFigures(dplan.pieces, dplan.has_embedding, dplan.has_head, built.programs,
-                        flat.used, flat.size, shard, built.stash_bytes,
-                        built.handoff_bytes,
-                        _update_work(optimizer, shard))
+                        flat.used, flat.size, shard, built.stash_bytes, built.handoff_bytes,
+                        update_work(config.optim.optimizer_config(), shard))
 
 
 def _program(module: Module, name: str) -> Module:
@@ -129,7 +140,7 @@ def _program(module: Module, name: str) -> Module:
     return out
 
 
-def _first_layer(dplan: DecoderPlan) -> DecoderPlan:
+def at_first_layer(dplan: DecoderPlan) -> DecoderPlan:
     """`dplan` moved to the model's first layers (its pieces shifted by whole layers): the
     same programs but for the layer numbers in names, so stages alike are built once."""
     shift = dplan.pieces.start - dplan.pieces.start % PIECES_PER_LAYER
@@ -138,15 +149,18 @@ def _first_layer(dplan: DecoderPlan) -> DecoderPlan:
 
 
 @dataclass(frozen=True)
-class _Built:
+class MeasuredStage:
+    """A stage's measured programs, its parameters' shapes (TP rank 0), its stash and
+    handoff bytes per micro-batch."""
+
     programs: dict[str, ProgramFigures]
     shapes: tuple[tuple[int, ...], ...]
     stash_bytes: int
     handoff_bytes: int
 
 
-@lru_cache(maxsize=128)
-def _programs(model: ModelConfig, recipe: Precision, dplan: DecoderPlan) -> _Built:
+@lru_cache(maxsize=4096)
+def measure_stage(model: ModelConfig, recipe: Precision, dplan: DecoderPlan) -> MeasuredStage:
     """The stage's programs as the engine builds them, measured (see the module
     docstring): the peaks on the programs as built (the engine's figure), the work after
     dead code is gone (the engine compiles them with `dce`)."""
@@ -163,12 +177,12 @@ def _programs(model: ModelConfig, recipe: Precision, dplan: DecoderPlan) -> _Bui
     programs = {n: ProgramFigures(n, program_work(_program(module, n)), peaks[n])
                 for n in names}
     forward = module.functions.get("forward")
-    return _Built(programs, tuple(s.local_shape(dplan.tp_size) for s in specs),
-                  0 if forward is None else stash_bytes(forward, len(specs)),
-                  0 if forward is None else tensor_bytes(forward.results[0].type))
+    return MeasuredStage(programs, tuple(s.local_shape(dplan.tp_size) for s in specs),
+                         0 if forward is None else stash_bytes(forward, len(specs)),
+                         0 if forward is None else tensor_bytes(forward.results[0].type))
 
 
-@lru_cache(maxsize=128)
-def _update_work(optimizer: OptimizerConfig, n: int) -> Work:
+@lru_cache(maxsize=4096)
+def update_work(optimizer: OptimizerConfig, n: int) -> Work:
     """The optimizer update program's work over a shard of `n` elements."""
     return program_work(build_update_module(optimizer, n))
