@@ -52,7 +52,8 @@ def describe(path: str) -> dict:
         "subgraphs": [{"name": sg["name"], "core": sg.get("core"), "ops": sg.get("ops"),
                        "flops": sg.get("flops"),
                        "collectives": sum(1 for c in collectives
-                                          if sg["name"] in c.get("subgraphs", []))}
+                                          if sg["name"] in c.get("subgraphs", [])),
+                       **({"estimate": sg["estimate"]} if "estimate" in sg else {})}
                       for sg in m.get("subgraphs", [])],
         "collectives": collectives,
         "communication": {"collectives": len(collectives),
@@ -64,6 +65,17 @@ def describe(path: str) -> dict:
         "input_output_alias": m.get("input_output_alias", []),
         "state": [{k: e[k] for k in ("name", "input", "output")} for e in m.get("state", [])],
     }
+
+
+def estimate_line(estimate: dict, target: object) -> str:
+    """The compiler's estimate of a subgraph on its target (`driver.hbm_check`)."""
+    peak = estimate.get("peak_hbm_bytes", {})
+    limit = estimate.get("hbm_limit_bytes", 0)
+    return (f"estimate on {target}: peak HBM {peak.get('total', 0) / 2**20:.3f} MiB of "
+            f"{limit / 2**30:g} GiB (weights {peak.get('weights', 0)}, inputs "
+            f"{peak.get('inputs', 0)}, arena {peak.get('arena', 0)}, collective buffers "
+            f"{peak.get('collective_buffers', 0)} bytes), device time "
+            f"{1e6 * float(estimate.get('device_seconds', 0.0)):.3f} us")
 
 
 def _groups(c: dict) -> str:
@@ -99,6 +111,8 @@ def print_text(d: dict) -> None:
         flops = f", {sg['flops']} FLOPs" if sg.get("flops") is not None else ""
         click.echo(f"  {sg['name']} (core {sg['core']}): {sg['ops']} ops{flops}, "
                    f"{sg['collectives']} collectives")
+        if isinstance(sg.get("estimate"), dict):
+            click.echo(f"    {estimate_line(sg['estimate'], d['target'])}")
     comm = d["communication"]
     click.echo(f"collectives: {comm['collectives']}, {comm['bytes_per_execution']:.0f} bytes "
                "communicated per execution")

@@ -18,6 +18,10 @@ that streams more than it computes), each rate scaled by its efficiency constant
 `collective_seconds` is the ring formulas' bytes (`passes.sharding.cost_model.rank_traffic`)
 over the bandwidth a rank has on the link that carries them.
 
+`peak_hbm(module)` is what a core's program needs in HBM at its peak (weights, inputs,
+arena, collective buffers): the compiler refuses a program over the core's HBM
+(`driver.hbm_check`). `device_seconds` is its estimated time on the core.
+
 The three efficiency constants (`Efficiency`): the achieved fraction of the TensorEngine's
 peak, of the vector engines' and HBM's rates, and of a link's bandwidth. They are the only
 numbers here not taken from a published page; docs/estimates.md says how they were chosen.
@@ -28,12 +32,14 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from nxcc.backend.program.collectives import PAIRED_OPS, collectives_of
+from nxcc.backend.program.collectives import COLLECTIVE_OPS, PAIRED_OPS, collectives_of
+from nxcc.backend.program.memory_plan import plan_memory
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Module
 from nxcc.ir.dtypes import DType
 from nxcc.ir.flops import op_flops
 from nxcc.ir.hardware import Chip
+from nxcc.ir.rewrite import reachable_functions
 from nxcc.passes.sharding.cost_model import rank_traffic
 
 TENSOR_OPS = frozenset({"dot_general", "convolution"})
@@ -141,3 +147,60 @@ def collective_seconds(collective: Collective, bytes_per_s: float,
     if collective.traffic == 0:
         return 0.0
     return collective.traffic / (bytes_per_s * efficiency.link)
+
+
+@dataclass(frozen=True)
+class PeakHbm:
+    """What one core's program needs in HBM at its peak: its weights (the NEFF's
+    constants), its inputs, its arena (every intermediate and output the memory plan
+    places, `memory_plan.plan_memory`, as the lowering plans it; the largest called
+    computation's arena added) and the buffers of its largest collective (operand and
+    result)."""
+
+    weights: int
+    inputs: int
+    arena: int
+    collectives: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.inputs + self.arena + self.collectives
+
+    def to_json(self) -> dict[str, int]:
+        return {"weights": self.weights, "inputs": self.inputs, "arena": self.arena,
+                "collective_buffers": self.collectives, "total": self.total}
+
+
+def peak_hbm(module: Module) -> PeakHbm:
+    """The peak HBM of `module`'s program on its core (see `PeakHbm`)."""
+    weights = 0
+    arenas = []
+    for name in reachable_functions(module):
+        fn = module.functions[name]
+        planned = {id(r) for op in fn.body if op.opcode != "constant" for r in op.results}
+        arenas.append(plan_memory(fn, planned).arena_bytes)
+        for op in fn.body:
+            value = op.attrs.get("value") if op.opcode == "constant" else None
+            if isinstance(value, Dense) and not value.is_splat:
+                weights += value.type.nbytes
+    entry = module.entry_function
+    largest = 0
+    for name in reachable_functions(module):
+        for op in module.functions[name].body:
+            if op.opcode in COLLECTIVE_OPS and op.opcode not in ("send", "recv_done"):
+                largest = max(largest, sum(v.type.nbytes for v in op.operands)
+                              + sum(r.type.nbytes for r in op.results))
+    return PeakHbm(weights, sum(p.type.nbytes for p in entry.params),
+                   arenas[0] + max(arenas[1:], default=0), largest)
+
+
+def device_seconds(module: Module, chip: Chip, lnc: int = 1,
+                   efficiency: Efficiency = EFFICIENCY) -> float:
+    """Estimated seconds of one execution of `module`'s program on a core of `chip`: its
+    compute, and its collectives over NeuronLink within an instance (each core's share of
+    its chip's link bandwidth)."""
+    work = program_work(module)
+    link = chip.link_bytes_per_s * lnc / chip.cores if chip.link_bytes_per_s else \
+        chip.core_hbm_bytes_per_s(lnc)
+    return compute_seconds(work, chip, lnc, efficiency) + sum(
+        collective_seconds(c, link, efficiency) for c in work.collectives)

@@ -130,6 +130,9 @@ class _Flow:
         return seen
 
 
+SOURCE, SINK = 0, 1
+
+
 def choose_stash(forward: Sequence[Op], free: Iterable[Value], reads: Sequence[Value]
                  ) -> StashChoice:
     """The least-bytes stash for a backward that reads the forward values `reads` (in the
@@ -142,12 +145,18 @@ def choose_stash(forward: Sequence[Op], free: Iterable[Value], reads: Sequence[V
             if op.opcode == "constant":  # copied into the backward, never kept
                 free_ids.add(id(r))
     node = {vid: 2 + 2 * i for i, vid in enumerate(values)}  # in node; out = in + 1
-    source, sink = 0, 1
+    flow = _network(forward, values, free_ids, node, reads)
+    flow.max_flow(SOURCE, SINK)
+    return _walk(reads, node, free_ids, flow.reaching(SINK))
+
+
+def _network(forward: Sequence[Op], values: dict[int, Value], free_ids: set[int],
+             node: dict[int, int], reads: Sequence[Value]) -> _Flow:
+    """The flow network of the module docstring."""
     flow = _Flow(2 + 2 * len(values))
-    total = sum(v.type.nbytes for v in values.values())
-    inf = 2 * total + 1
+    inf = 2 * sum(v.type.nbytes for v in values.values()) + 1
     for vid in free_ids:
-        flow.edge(source, node[vid], inf)
+        flow.edge(SOURCE, node[vid], inf)
         flow.edge(node[vid], node[vid] + 1, 0)
     for op in forward:
         cheap = recomputable(op)
@@ -156,20 +165,23 @@ def choose_stash(forward: Sequence[Op], free: Iterable[Value], reads: Sequence[V
                 continue
             flow.edge(node[id(r)], node[id(r)] + 1, r.type.nbytes)
             if not cheap:
-                flow.edge(source, node[id(r)], inf)
+                flow.edge(SOURCE, node[id(r)], inf)
                 continue
             for v in op.operands:
                 if id(v) in node:
                     flow.edge(node[id(v)] + 1, node[id(r)], inf)
     for v in reads:
-        flow.edge(node[id(v)] + 1, sink, inf)
-    flow.max_flow(source, sink)
-    sink_side = flow.reaching(sink)
+        flow.edge(node[id(v)] + 1, SINK, inf)
+    return flow
 
+
+def _walk(reads: Sequence[Value], node: dict[int, int], free_ids: set[int],
+          sink_side: set[int]) -> StashChoice:
+    """From each read value back to the cut: what is stashed (a value whose in node is on
+    the source side) and what is recomputed (the ops on the way)."""
     stash: dict[int, Value] = {}
     recompute: set[int] = set()
     done: set[int] = set()
-
     for read in reads:
         todo = [read]
         while todo:
