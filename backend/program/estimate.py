@@ -14,17 +14,19 @@ counted by the op that runs it):
 
 `compute_seconds(work, chip, lnc, efficiency)` turns the counts into time on one logical
 core: (TensorEngine time + vector time), or the HBM time when that is longer (a program
-that streams more than it computes), each rate scaled by its efficiency constant.
+that streams more than it computes), each published rate scaled by the compute efficiency.
 `collective_seconds` is the ring formulas' bytes (`passes.sharding.cost_model.rank_traffic`)
-over the bandwidth a rank has on the link that carries them.
+over the bandwidth a rank has on the link that carries them, plus a latency per step of
+the ring.
 
 `peak_hbm(module)` is what a core's program needs in HBM at its peak (weights, inputs,
 arena, collective buffers): the compiler refuses a program over the core's HBM
 (`driver.hbm_check`). `device_seconds` is its estimated time on the core.
 
-The three efficiency constants (`Efficiency`): the achieved fraction of the TensorEngine's
-peak, of the vector engines' and HBM's rates, and of a link's bandwidth. They are the only
-numbers here not taken from a published page; docs/estimates.md says how they were chosen.
+The three constants (`Efficiency`): the achieved fraction of the engines' published rates,
+the achieved fraction of a link's published bandwidth, and the latency of one step of a
+ring collective. They are the only numbers here not taken from a published page;
+docs/estimates.md says how they were chosen.
 """
 
 from __future__ import annotations
@@ -47,16 +49,19 @@ TENSOR_OPS = frozenset({"dot_general", "convolution"})
 
 @dataclass(frozen=True)
 class Efficiency:
-    """Achieved fractions of the published rates (see the module docstring)."""
+    """The model's three constants (see the module docstring): `compute`, the achieved
+    fraction of the engines' published rates (TensorEngine, Vector and Scalar engines,
+    HBM bandwidth); `link`, of a link's published bandwidth; `step_latency_s`, the
+    seconds each step of a ring collective (or a transfer) takes besides its bytes."""
 
-    tensor: float
-    vector: float
+    compute: float
     link: float
+    step_latency_s: float
 
 
 #: The constants `train --plan`, the compiler's device-time estimate and `inspect-neff`
 #: use: chosen against AWS's published trn1 training throughput (docs/estimates.md).
-EFFICIENCY = Efficiency(tensor=0.55, vector=0.5, link=0.5)
+EFFICIENCY = Efficiency(compute=0.45, link=0.75, step_latency_s=10e-6)
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,15 @@ class Collective:
         if self.kind in PAIRED_OPS:
             return float(self.bytes)
         return rank_traffic(self.kind, self.bytes, self.group)
+
+    @property
+    def steps(self) -> int:
+        """The ring's steps: 2 (n-1) for an all-reduce (a reduce-scatter, then an
+        all-gather), n - 1 for an all-gather or a reduce-scatter, 1 for a transfer."""
+        n = self.group
+        if self.kind in PAIRED_OPS or n <= 1:
+            return 1 if n > 1 or self.kind in PAIRED_OPS else 0
+        return 2 * (n - 1) if self.kind == "all_reduce" else n - 1
 
 
 @dataclass
@@ -128,25 +142,28 @@ def _group(entry: dict) -> int:
 def engine_seconds(work: Work, chip: Chip, lnc: int = 1,
                    efficiency: Efficiency = EFFICIENCY) -> float:
     """Seconds of `work`'s FLOPs on the TensorEngine and the vector engines."""
-    tensor = sum(flops / (chip.core_tensor_flops(dt, lnc) * efficiency.tensor)
+    tensor = sum(flops / (chip.core_tensor_flops(dt, lnc) * efficiency.compute)
                  for dt, flops in work.tensor_flops.items() if flops)
-    return tensor + work.vector_flops / (chip.core_vector_flops(lnc) * efficiency.vector)
+    return tensor + work.vector_flops / (chip.core_vector_flops(lnc) * efficiency.compute)
 
 
 def compute_seconds(work: Work, chip: Chip, lnc: int = 1,
                     efficiency: Efficiency = EFFICIENCY) -> float:
     """Seconds one logical core at LNC `lnc` of `chip` computes `work` (no collectives):
     its engines' time, or its HBM traffic's when that is longer."""
-    memory = work.hbm_bytes / (chip.core_hbm_bytes_per_s(lnc) * efficiency.vector)
+    memory = work.hbm_bytes / (chip.core_hbm_bytes_per_s(lnc) * efficiency.compute)
     return max(engine_seconds(work, chip, lnc, efficiency), memory)
 
 
 def collective_seconds(collective: Collective, bytes_per_s: float,
                        efficiency: Efficiency = EFFICIENCY) -> float:
-    """Seconds of one collective for a rank with `bytes_per_s` of link bandwidth."""
+    """Seconds of one collective (or transfer) for a rank with `bytes_per_s` of link
+    bandwidth: its bytes at the achieved bandwidth, and each of its ring's steps' latency
+    (the alpha-beta model of collectives)."""
     if collective.traffic == 0:
         return 0.0
-    return collective.traffic / (bytes_per_s * efficiency.link)
+    return collective.traffic / (bytes_per_s * efficiency.link) + \
+        collective.steps * efficiency.step_latency_s
 
 
 @dataclass(frozen=True)

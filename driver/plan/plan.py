@@ -202,7 +202,7 @@ def _stage_times(config: TrainConfig, machine: Machine, efficiency: Efficiency, 
     transfer = 0.0
     if peer is not None:
         _, bw = machine.link([rank, peer])
-        transfer = f.handoff_bytes / (bw * efficiency.link)
+        transfer = collective_seconds(Collective("send", f.handoff_bytes, 2), bw, efficiency)
     return _Times(forward[0], backward[0], forward[1], backward[1], transfer)
 
 

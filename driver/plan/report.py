@@ -64,8 +64,8 @@ def plan_json(plan: Plan) -> dict[str, object]:
             "optimizer_s": s.optimizer_s, "parameter_gather_s": s.gather_s,
             "end_s": s.end_s, "flops_per_micro_batch": s.flops_per_micro_batch,
             "parameters": s.param_elements} for s in plan.stages],
-        "efficiency": {"tensor": plan.efficiency.tensor, "vector": plan.efficiency.vector,
-                       "link": plan.efficiency.link},
+        "efficiency": {"compute": plan.efficiency.compute, "link": plan.efficiency.link,
+                       "step_latency_s": plan.efficiency.step_latency_s},
     }
 
 
@@ -108,8 +108,8 @@ def plan_lines(plan: Plan) -> list[str]:
     lines.append(f"pipeline ({plan.pipeline.split}): "
                  + " | ".join(s.layers for s in plan.stages))
     e = plan.efficiency
-    lines.append(f"efficiency constants: tensor {e.tensor}, vector {e.vector}, link {e.link} "
-                 "(docs/estimates.md)")
+    lines.append(f"constants: compute {e.compute}, link {e.link}, ring step latency "
+                 f"{1e6 * e.step_latency_s:g} us (docs/estimates.md)")
     return lines
 
 
