@@ -146,8 +146,6 @@ def make_plan(config: TrainConfig, machine: Machine, efficiency: Efficiency = EF
     times = [_stage_times(config, machine, efficiency, s, f) for s, f in enumerate(figures)]
     timeline = one_f_one_b_timeline([t.forward for t in times], [t.backward for t in times],
                                     [t.transfer for t in times], micro)
-    model = config.model
-    assert model is not None
     stages = []
     for s, (f, t) in enumerate(zip(figures, times, strict=True)):
         # the DP buckets start during the last backward program (on the last stage, the
@@ -159,9 +157,7 @@ def make_plan(config: TrainConfig, machine: Machine, efficiency: Efficiency = EF
         stages.append(StageCost(
             s, pieces_text(f.pieces), held, _hbm(config, machine, f, held), t.forward,
             t.backward, t.forward_comm, t.backward_comm, t.transfer, dp, exposed, optimizer,
-            gather,
-            timeline[s][-1].end + exposed + optimizer + gather,
-            _flops(f),
+            gather, timeline[s][-1].end + exposed + optimizer + gather, _flops(f),
             f.param_elements))
     return Plan(config, machine, pipeline, stages, timeline, efficiency,
                 _host_bytes(config, figures), _parameters(config))

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, replace
 
-from nxcc.backend.program.estimate import Work
+from nxcc.backend.program.estimate import Collective, Work
 from nxcc.compiler.decoder import stage_specs
 from nxcc.compiler.decoder.config import PIECES_PER_LAYER
 from nxcc.driver.plan import DEFAULT_INSTANCE, LNC_INSTANCE, plan_config
@@ -234,10 +234,30 @@ def _grow(one: Work, two: Work, layers: int) -> Work:
     tensor = Counter({dt: one.tensor_flops[dt] + n * (two.tensor_flops[dt] -
                                                       one.tensor_flops[dt])
                       for dt in set(one.tensor_flops) | set(two.tensor_flops)})
-    extra = Counter(two.collectives) - Counter(one.collectives)
     return Work(tensor, one.vector_flops + n * (two.vector_flops - one.vector_flops),
                 one.hbm_bytes + n * (two.hbm_bytes - one.hbm_bytes),
-                [*one.collectives, *(list(extra.elements()) * n)])
+                _grow_collectives(one.collectives, two.collectives, n))
+
+
+def _grow_collectives(one: list[Collective], two: list[Collective], n: int
+                      ) -> list[Collective]:
+    """The collectives of one layer and `n` more: those both builds run are kept; of the
+    second's others, one whose kind and group one of the first's leftovers shares is that
+    collective grown (a variadic all-reduce of every layer's norm gradients), growing by
+    the same bytes per layer, and the rest come once per further layer."""
+    first, second = Counter(one), Counter(two)
+    common = first & second
+    left1, left2 = first - common, second - common
+    out = list(common.elements())
+    for kind, group in {(c.kind, c.group) for c in left1} | {(c.kind, c.group) for c in left2}:
+        old = sorted((c for c in left1.elements() if (c.kind, c.group) == (kind, group)),
+                     key=lambda c: c.bytes)
+        new = sorted((c for c in left2.elements() if (c.kind, c.group) == (kind, group)),
+                     key=lambda c: c.bytes)
+        for a, b in zip(old, new, strict=False):
+            out.append(Collective(kind, a.bytes + n * (b.bytes - a.bytes), group))
+        out += old[len(new):] + new[len(old):] * n
+    return out
 
 
 def search_lines(found: Search) -> list[str]:
