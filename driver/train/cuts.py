@@ -232,6 +232,27 @@ def split_cuts(layers_per_stage: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(ends)
 
 
+def stage_flops(cfg: DecoderConfig, cuts: tuple[int, ...], micro_batch: int,
+                seq_length: int, recompute: str) -> list[int]:
+    """Each stage's FLOPs per micro-batch for the piece cuts `cuts`, from the stages' own
+    programs (a stage alike another but for which layers it holds is built once): what
+    `per_stage_flops` gives without building the cost model's every run of pieces."""
+    runs = stage_pieces(cuts, cfg.num_layers)
+    out = []
+    for i, r in enumerate(runs):
+        shift = r.start - r.start % PIECES_PER_LAYER
+        out.append(_cached_flops(cfg, DecoderPlan(
+            first_piece=r.start - shift, last_piece=r.stop - shift, has_embedding=i == 0,
+            has_head=i == len(runs) - 1, recompute=recompute, micro_batch=micro_batch,
+            seq_length=seq_length)))
+    return out
+
+
+@lru_cache(maxsize=64)
+def _cached_flops(cfg: DecoderConfig, plan: DecoderPlan) -> int:
+    return _flops(cfg, plan)
+
+
 def layer_cuts(cut_after: tuple[int, ...]) -> tuple[int, ...]:
     """`model.pipeline_cuts` as piece cuts: a stage ending with layer N ends before the
     first piece of layer N + 1."""

@@ -43,6 +43,7 @@ from nxcc.driver.train.cuts import (
     per_stage_flops,
     split_cuts,
     stage_costs,
+    stage_flops,
     stage_pieces,
 )
 from nxcc.driver.train.errors import TrainConfigError
@@ -119,32 +120,31 @@ def pieces_text(pieces: range) -> str:
 def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: DataConfig,
                   flops: bool = True) -> Pipeline:
     """The stages' pieces: the configured cuts; else, with `pipeline_split: flops`, the
-    balanced ones; else NxD's split (`cuts.nxd_layer_split`). With `flops`, also each
-    stage's FLOPs per micro-batch (the cost model builds a stage program per run of a
-    layer's pieces: seconds at a real model's size). TrainConfigError when the decoder
-    refuses the model."""
+    balanced ones (the cost model builds a stage program per run of a layer's pieces:
+    seconds at a real model's size); else NxD's split (`cuts.nxd_layer_split`). With
+    `flops`, also each stage's FLOPs per micro-batch (for NxD's split and the configured
+    cuts, from the stages' own programs). TrainConfigError when the decoder refuses the
+    model."""
     stages = distributed.pipeline_model_parallel_size
     if stages == 1:
         return Pipeline((), False, None)
     cfg = decoder_config(model)
-    balanced = not model.cut_after and model.pipeline_split == "flops"
-    costs = None
-    if flops or balanced:
-        try:
-            costs = stage_costs(cfg, data.micro_batch_size, data.seq_length,
-                                recompute_mode(model))
-        except DecoderError as exc:
-            raise TrainConfigError("model", str(exc)) from None
-    if model.cut_after:
-        cuts, split = layer_cuts(model.cut_after), "pipeline_cuts"
-    elif costs is not None and balanced:
-        inside = chunks_fit(cfg, distributed.tensor_model_parallel_size,
-                            distributed.kv_replicator)
-        cuts, split = balanced_cuts(costs, model.num_layers, stages, inside), "balanced"
-    else:
-        cuts, split = split_cuts(nxd_layer_split(model.num_layers, stages)), "nxd"
-    per_stage = None if costs is None else tuple(per_stage_flops(costs, cuts,
-                                                                 model.num_layers))
+    shape = (data.micro_batch_size, data.seq_length, recompute_mode(model))
+    try:
+        if model.cut_after:
+            cuts, split = layer_cuts(model.cut_after), "pipeline_cuts"
+        elif model.pipeline_split == "flops":
+            costs = stage_costs(cfg, *shape)
+            inside = chunks_fit(cfg, distributed.tensor_model_parallel_size,
+                                distributed.kv_replicator)
+            cuts = balanced_cuts(costs, model.num_layers, stages, inside)
+            return Pipeline(cuts, True, tuple(per_stage_flops(costs, cuts, model.num_layers)),
+                            "balanced")
+        else:
+            cuts, split = split_cuts(nxd_layer_split(model.num_layers, stages)), "nxd"
+        per_stage = tuple(stage_flops(cfg, cuts, *shape)) if flops else None
+    except DecoderError as exc:
+        raise TrainConfigError("model", str(exc)) from None
     return Pipeline(cuts, not model.cut_after, per_stage, split)
 
 

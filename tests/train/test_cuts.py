@@ -22,6 +22,7 @@ from nxcc.driver.train.cuts import (
     per_stage_flops,
     split_cuts,
     stage_costs,
+    stage_flops,
     stage_pieces,
 )
 from nxcc.driver.train.describe import describe
@@ -131,6 +132,15 @@ def test_a_run_uses_automatic_or_manual_cuts(tmp_path: Path) -> None:
                           lines.append)
     assert manual["pipeline_cut_after"] == [0, 4]
     assert manual["losses"] == pytest.approx(auto["losses"], rel=1e-5)
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+def test_stage_flops_are_the_cost_models(recompute: str) -> None:
+    cfg = _cfg(layers=5)
+    costs = stage_costs(cfg, 1, 32, recompute)
+    for split in [(1, 2, 2), (2, 3), (1, 1, 1, 2)]:
+        cuts = split_cuts(split)
+        assert stage_flops(cfg, cuts, 1, 32, recompute) == per_stage_flops(costs, cuts, 5)
 
 
 def test_layers_the_stages_do_not_divide_are_split_as_nxd_splits_them() -> None:
