@@ -52,7 +52,7 @@ def seeds(work: Path) -> list[bytes]:
         seed.mkdir()
         config = write_config(seed, steps=2, checkpoints=True)
         result = run_cli("train", str(config), "--quiet", f"trainer.devices={devices}",
-                         f"distributed_strategy.zero1={devices > 1}",
+                         f"++distributed_strategy.zero1={devices > 1}",
                          f"data.train_dir={work / 'data'}")
         if result.status != 0:
             raise RuntimeError(f"fuzz seed: training failed: {result.stderr}")

@@ -132,7 +132,7 @@ def test_a_refusal_in_one_process_ends_every_process(megatron: tuple[Path, Path,
                        capture_output=True, text=True, timeout=240)
     assert r.returncode == 1
     assert r.stderr.count("ERROR: [NRT_EXEC_BAD_INPUT] ") == 2, r.stderr
-    assert r.stderr.count("cannot read inputs 'in.npz'") == 2
+    assert r.stderr.count("cannot read inputs in.npz: ") == 2
     assert "process 1 of the job failed: cannot read inputs" in r.stderr
     assert "Traceback" not in r.stderr
 
