@@ -25,6 +25,7 @@ from nxcc.driver.cache.key import CacheKey, make_key
 from nxcc.driver.cache.store import NEFF, CompileCache
 from nxcc.driver.errors import WRITE_FAILED, CompileError, write_error
 from nxcc.driver.frontends import choose_framework
+from nxcc.driver.hbm_check import LIMIT_VARIABLE, hbm_limit
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.output import write_bytes_atomically
 from nxcc.errors import BAD_ARGUMENT
@@ -53,6 +54,8 @@ def compile_key(path: str, options: CompileOptions) -> CacheKey:
     framework, _ = choose_framework(path, options.framework)
     name = os.path.splitext(os.path.basename(path))[0]
     flags = {**options.output_flags(), "framework": framework, "name": name}
+    if os.environ.get(LIMIT_VARIABLE):  # a changed HBM limit may refuse what passed
+        flags["hbm_limit"] = hbm_limit(options.target, options.logical_nc_config)
     try:
         return make_key(path, flags)
     except OSError as exc:

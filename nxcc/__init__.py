@@ -8,6 +8,7 @@ The Python API (docs/python-api.md):
         outputs = model(x)                                      # {output name: array}
     nxcc.inspect(neff)                                          # what inspect-neff --json says
     nxcc.train("examples/train/tiny.yaml", dry_run=True)        # the run's layout
+    nxcc.plan("examples/plan/hf_llama3_70B.yaml")               # its cost on real Trainium
 
 Every refusal raises `nxcc.Error` (`CompileError`, `NrtError`, `NeffError`) carrying the code
 the command line prints (docs/error-codes.md). The names are imported on first use, so
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from nxcc.backend.runtime.api import Model, load, register_async_exec_callback
     from nxcc.driver.api.compile import compile
     from nxcc.driver.api.inspect import inspect
+    from nxcc.driver.api.plan import plan
     from nxcc.driver.api.train import train
     from nxcc.errors import CompileError, Error, NeffError, NrtError, NrtStatus
 
@@ -48,6 +50,7 @@ _EXPORTS = {
     "compile": "nxcc.driver.api.compile",
     "load": "nxcc.backend.runtime.api",
     "inspect": "nxcc.driver.api.inspect",
+    "plan": "nxcc.driver.api.plan",
     "train": "nxcc.driver.api.train",
     "Neff": "nxcc.backend.neff.artifact",
     "Model": "nxcc.backend.runtime.api",
@@ -60,7 +63,7 @@ _EXPORTS = {
 }
 
 __all__ = ["CompileError", "Error", "Model", "Neff", "NeffError", "NrtError", "NrtStatus",
-           "compile", "inspect", "load", "register_async_exec_callback", "train"]
+           "compile", "inspect", "load", "plan", "register_async_exec_callback", "train"]
 
 
 def __getattr__(name: str) -> object:

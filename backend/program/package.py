@@ -52,6 +52,8 @@ class NeffSpec:
     compress: bool = True
     compiler: dict = field(default_factory=dict)
     state: tuple[StateBuffer, ...] = ()
+    #: per core, its estimate (peak HBM, device time: `estimate`), kept in its subgraph
+    estimates: tuple[dict, ...] = ()
 
 
 def result_names(module: Module) -> list[str]:
@@ -114,6 +116,8 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
                  "flops": module_flops(module)}
         if len(core_modules) > 1:
             entry.update(core_blocks(module, core))
+        if spec.estimates:
+            entry["estimate"] = spec.estimates[core]
         subgraphs.append(entry)
     inputs, outputs = io_entries(core_modules[0], partitioned=len(core_modules) > 1)
     aliases = state_manifest(inputs, outputs, spec.state, weights.store) if spec.state else {}

@@ -100,7 +100,8 @@ def describe(neff: NeffFile, path: str) -> dict:
         "subgraphs": [{"name": sg["name"], "core": sg.get("core"), "ops": sg.get("ops"),
                        "flops": sg.get("flops"),
                        "collectives": sum(1 for c in collectives
-                                          if sg["name"] in c.get("subgraphs", []))}
+                                          if sg["name"] in c.get("subgraphs", [])),
+                       **({"estimate": sg["estimate"]} if "estimate" in sg else {})}
                       for sg in m.get("subgraphs", [])],
         "collectives": collectives,
         "communication": {"collectives": len(collectives),

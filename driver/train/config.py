@@ -99,9 +99,12 @@ def check_neutral(path: str, value: object) -> None:
                                      f"only off ({NEUTRAL[path]!r})")
 
 
-def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
+def load_config(path: str, overrides: tuple[str, ...] = (), plan: bool = False
+                ) -> TrainConfig:
     """The run `path` describes, with `overrides` (`key.path=value`, as NxD's command line
-    takes them) applied; TrainConfigError for the first problem found."""
+    takes them) applied; TrainConfigError for the first problem found. With `plan` (`train
+    --plan`, which reads no data) the data block need not say where the data is
+    (`data.train_dir` is then None)."""
     v = _Values(path, overrides)
     trainer = TrainerConfig(*(v.get(f"trainer.{k}") for k in (
         "devices", "num_nodes", "max_steps", "log_every_n_steps", "gradient_clip_val",
@@ -120,7 +123,7 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         v.get(f"distributed_strategy.{k}") for k in ("zero1", "sequence_parallel",
                                                      "kv_replicator")))
     name = str(v.get("name"))
-    data = _data(v, v.get("model.module") is None)
+    data = _data(v, v.get("model.module") is None, needs_data=not plan)
     vocabulary = read_vocabulary(data.tokenizer) if data.tokenizer is not None else None
     module = module_model(v.get, v.raw, v.base_dir)
     model, onnx = (None, None) if module is not None else \
@@ -169,9 +172,10 @@ def _vocab_size(v: _Values, vocabulary: Vocabulary | None, tp: int) -> int | Non
     return padded_vocab_size(vocabulary.size, divisible, tp)
 
 
-def _data(v: _Values, needs_seq: bool = True) -> DataConfig:
+def _data(v: _Values, needs_seq: bool = True, needs_data: bool = True) -> DataConfig:
     """The `data` block; a user model (`needs_seq` False) may leave the sequence length out
-    (0): its inputs say their shapes."""
+    (0): its inputs say their shapes; a plan (`needs_data` False) reads no data, so the
+    block need not say where it is."""
     seq = v.get("data.seq_length")
     encoder = v.get("model.encoder_seq_length")
     if seq is not None and encoder is not None and seq != encoder:
@@ -181,7 +185,7 @@ def _data(v: _Values, needs_seq: bool = True) -> DataConfig:
     if seq is None and needs_seq:
         raise TrainConfigError("data.seq_length", "is required (or model.encoder_seq_length)")
     seq = 0 if seq is None else seq
-    return data_config(v.get, v.base_dir, seq)
+    return data_config(v.get, v.base_dir, seq, needs_data)
 
 
 def _optim(v: _Values, trainer: TrainerConfig) -> OptimConfig:
@@ -247,6 +251,7 @@ def _model(v: _Values, pp: int, seq: int, tokenizer_vocab: int | None
         init_method_std=get("init_method_std", 0.02),
         activations_checkpoint_granularity=recompute, pipeline_cuts=cuts,
         cut_after=parse_cuts(cuts, num_layers, pp),
+        pipeline_split=str(_optional(values, "pipeline_split") or "nxd"),
         sliding_window_size=_optional(values, "sliding_window_size"),
         architecture=architecture)
     return model, None

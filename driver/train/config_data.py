@@ -163,13 +163,15 @@ def refuse_unbuilt(get: Callable[[str], object]) -> None:
             raise TrainConfigError(key, f"true is not supported: {why}; set it to false")
 
 
-def data_config(get: Callable[[str], Any], base: str, seq: int) -> DataConfig:
-    """The data block (see the module docstring); `get` gives a key's value of the type
-    its spec says."""
+def data_config(get: Callable[[str], Any], base: str, seq: int, needs_data: bool = True
+                ) -> DataConfig:
+    """The data block (see the module docstring); `get` gives a key's value of the type its
+    spec says. Without `needs_data` (a plan, which reads no data) it need not name the
+    training data."""
     refuse_unbuilt(get)
     spec = megatron_spec(get, base)
     train_dir, val_dir = get("data.train_dir"), get("data.val_dir")
-    if spec is None and train_dir is None:
+    if spec is None and train_dir is None and needs_data:
         raise TrainConfigError("data.train_dir", "is required (or data.data_prefix, "
                                "Megatron indexed datasets): where the training tokens are")
     return DataConfig(

@@ -113,6 +113,8 @@ ACTED: dict[str, Spec] = {
     "model.activations_checkpoint_granularity": Spec("enum", choices=("selective", "full"),
                                                      nullable=True),
     "model.pipeline_cuts": Spec("strs", nullable=True),
+    # nxcc's own: how stages are cut without pipeline_cuts (`train.cuts`)
+    "model.pipeline_split": Spec("enum", choices=("nxd", "flops"), nullable=True),
     "model.onnx_path": PATH,
     "model.module": Spec("str", nullable=True),
     "model.module_args": Spec("mapping", nullable=True),

@@ -41,7 +41,9 @@ class ModelConfig:
 
     `num_kv_heads` equals `num_attention_heads` without grouped-query attention.
     `pipeline_cuts` are NxD's layer names; `cut_after` the index of the last layer of each
-    stage but the last (`model.layers.10` ends a stage with layer 10).
+    stage but the last (`model.layers.10` ends a stage with layer 10). Without them,
+    `pipeline_split` (nxcc's own key) chooses NxD's split of whole layers ("nxd") or the
+    split of balanced FLOPs over layer pieces ("flops"; `train.cuts`).
     """
 
     family: str
@@ -60,6 +62,7 @@ class ModelConfig:
     activations_checkpoint_granularity: str | None
     pipeline_cuts: tuple[str, ...] = ()
     cut_after: tuple[int, ...] = ()
+    pipeline_split: str = "nxd"  # without pipeline_cuts: NxD's split, or "flops" balanced
     sliding_window_size: int | None = None  # None: every earlier key (plain causal)
     #: (position_embedding_type, normalization, activation); empty: the family's own
     architecture: tuple[str, ...] = ()

@@ -1,6 +1,9 @@
 """Automatic pipeline cut points: stages of balanced compute, by the IR's FLOP counts.
 
-Without `model.pipeline_cuts` the model is split so that the stages' compute per
+Without `model.pipeline_cuts`, a model is split as NxD splits it (`nxd_layer_split`:
+whole layers, any remainder on the last stages; NxD's Llama-3.1-405B config puts 126
+layers on 32 stages that way). With nxcc's `model.pipeline_split: flops` it is split so
+that the stages' compute per
 micro-batch (forward + backward FLOPs of their programs, `ir.flops`) is as even as the
 model's pieces allow. A layer has ten pieces (`nxd.models.decoder.config.PIECES`: the q/k/v
 projection in four column chunks, the attention core, the output projection, the MLP in
@@ -217,6 +220,50 @@ def per_stage_flops(costs: StageCosts, cuts: tuple[int, ...], num_layers: int) -
     """Each stage's FLOPs per micro-batch for the piece cuts `cuts`."""
     runs = stage_pieces(cuts, num_layers)
     return [costs.of(r, i == 0, i == len(runs) - 1) for i, r in enumerate(runs)]
+
+
+def nxd_layer_split(num_layers: int, stages: int) -> tuple[int, ...]:
+    """The layers of each stage when `stages` does not divide `num_layers`, as NxD's
+    automatic partition gives them (`neuronx_distributed.pipeline.partition.
+    create_partitions`): every stage `num_layers // stages` layers, and the last
+    `num_layers % stages` stages one more (the first stages, which 1F1B keeps the most
+    micro-batches in flight on, hold the fewest). ValueError with fewer layers than
+    stages."""
+    if not 1 <= stages <= num_layers:
+        raise ValueError(f"{num_layers} layers cannot make {stages} stages of a layer or more")
+    base, extra = divmod(num_layers, stages)
+    return tuple(base + (s >= stages - extra) for s in range(stages))
+
+
+def split_cuts(layers_per_stage: tuple[int, ...]) -> tuple[int, ...]:
+    """Piece cuts (the first piece of each stage but the first) of a split by whole
+    layers."""
+    ends, total = [], 0
+    for n in layers_per_stage[:-1]:
+        total += n
+        ends.append(PIECES_PER_LAYER * total)
+    return tuple(ends)
+
+
+def stage_flops(cfg: DecoderConfig, cuts: tuple[int, ...], micro_batch: int,
+                seq_length: int, recompute: str) -> list[int]:
+    """Each stage's FLOPs per micro-batch for the piece cuts `cuts`, from the stages' own
+    programs (a stage alike another but for which layers it holds is built once): what
+    `per_stage_flops` gives without building the cost model's every run of pieces."""
+    runs = stage_pieces(cuts, cfg.num_layers)
+    out = []
+    for i, r in enumerate(runs):
+        shift = r.start - r.start % PIECES_PER_LAYER
+        out.append(_cached_flops(cfg, DecoderPlan(
+            first_piece=r.start - shift, last_piece=r.stop - shift, has_embedding=i == 0,
+            has_head=i == len(runs) - 1, recompute=recompute, micro_batch=micro_batch,
+            seq_length=seq_length)))
+    return out
+
+
+@lru_cache(maxsize=64)
+def _cached_flops(cfg: DecoderConfig, plan: DecoderPlan) -> int:
+    return _flops(cfg, plan)
 
 
 def layer_cuts(cut_after: tuple[int, ...]) -> tuple[int, ...]:

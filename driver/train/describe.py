@@ -63,7 +63,7 @@ def _pipeline(job: Job) -> dict[str, object] | None:
     plan = job.pipeline
     if job.config.distributed.pipeline_model_parallel_size == 1 or not plan.cuts:
         return None
-    return {"automatic": plan.automatic, "stages": plan.stage_labels(),
+    return {"automatic": plan.automatic, "split": plan.split, "stages": plan.stage_labels(),
             "cut_pieces": list(plan.cuts), "flops_per_micro_batch": list(plan.flops or ()),
             "line": plan.describe()}
 

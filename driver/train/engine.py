@@ -67,10 +67,11 @@ from nxcc.driver.train.groups import (
 )
 from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.logical_core import LogicalCoreExecutor, ShardedProgram
+from nxcc.driver.train.memory import activation_bytes, in_flight, stash_bytes, state_bytes
 from nxcc.driver.train.optimizer_step import OptimizerStep
 from nxcc.driver.train.precision import BF16, Precision, element_ids, rounding_key, to_bf16
 from nxcc.driver.train.profile_spans import BACKWARD, step_labels
-from nxcc.driver.train.schedule import max_in_flight, stage_ops
+from nxcc.driver.train.schedule import stage_ops
 from nxcc.driver.train.stage import StageBuilder, StagePlan
 from nxcc.driver.train.stage_program import StageProgram, compile_function
 from nxcc.ir.core import Module
@@ -195,7 +196,7 @@ class RankTrainer:
     def _compile(self) -> None:
         module, opts = self.build.module, self.settings.options
         names = ["forward_backward"] if self.plan.last else ["forward", "backward"]
-        _apply_precision(module, names, len(self.build.params), self.settings.precision)
+        apply_precision(module, names, len(self.build.params), self.settings.precision)
         self.programs = {n: compile_function(module, n, opts) for n in names}
         self.executors = {n: self._executor(p) for n, p in self.programs.items()}
 
@@ -472,29 +473,19 @@ class RankTrainer:
     # figures and state
 
     def memory(self) -> dict[str, int]:
-        """Bytes this rank holds: parameters, gradients, optimizer state, peak activations
-        (the model's own figure when it has one, else the stage programs' planned arenas
-        plus the stage inputs 1F1B keeps in flight)."""
+        """Bytes this rank holds (`memory`): parameters, gradients, optimizer state, peak
+        activations (the model's own figure when it has one, else the stage programs'
+        planned arenas, plus the stage inputs and stashes 1F1B keeps in flight)."""
         s, plan = self.settings, self.plan
-        in_flight = max_in_flight(stage_ops(plan.stage, plan.stages, s.micro_batches))
-        stash = 0 if plan.last else self._stash_bytes() * in_flight
+        held = in_flight(plan.stage, plan.stages, s.micro_batches)
+        stash = 0 if plan.last else stash_bytes(self.build.module.functions["forward"],
+                                                len(self.params))
         arenas = max(p.arena_bytes for p in self.programs.values())
         peak = self.build.peak_activation_bytes
-        p = s.precision
-        master = 0 if self.master is None else int(self.master.nbytes)
-        return {"parameter_bytes": p.weight_dtype.itemsize * self.layout.used,
-                "gradient_bytes": p.grad_dtype.itemsize * self.layout.used,
-                "optimizer_state_bytes": self.optimizer.state_bytes + master,
-                "activation_bytes": (arenas if peak is None else peak) + stash}
-
-    def _stash_bytes(self) -> int:
-        """Bytes 1F1B keeps per micro-batch in flight: the stage's inputs and what the
-        forward program hands its backward."""
-        fn = self.build.module.functions["forward"]
-        kept = [*(v.type for v in fn.params[len(self.params):]),
-                *(v.type for v in fn.results[1:])]
-        return sum(int(np.prod(t.shape, dtype=np.int64)) * np.dtype(t.dtype.numpy).itemsize
-                   for t in kept)
+        figures = state_bytes(s.precision, self.layout.used, self.sync.shard_size,
+                              len(self.optimizer.slots))
+        return {**figures, "activation_bytes": activation_bytes(
+            arenas if peak is None else peak, stash, held, plan.last)}
 
     def param_arrays(self) -> dict[str, np.ndarray]:
         """The weights by name, in f32 (bf16 weights widen exactly)."""
@@ -567,7 +558,7 @@ class RankTrainer:
                 g.close()
 
 
-def _apply_precision(module: Module, names: list[str], n_params: int, p: Precision) -> None:
+def apply_precision(module: Module, names: list[str], n_params: int, p: Precision) -> None:
     """Rewrite the stage programs `names` of `module` for `p`: bf16 weights (the first
     `n_params` parameters of each), then every f32 product with bf16 operands."""
     for name in names:

@@ -4,8 +4,9 @@
 each rank's `StagePlan` the decoder's stage module, cut and differentiated as any model of
 the primitives is (`model_build.stage_build`), and the rank's slices of the full weights
 drawn once from `seed` (so every layout starts from the same numbers). Stages take the
-layers `model.cut_after` gives (NxD's `pipeline_cuts`), else the split of balanced FLOPs
-over layer pieces (`cuts.balanced_cuts`).
+layers `model.cut_after` gives (NxD's `pipeline_cuts`); else NxD's split of whole layers
+(`cuts.nxd_layer_split`), or with `model.pipeline_split: flops` (nxcc's own key) the split
+of balanced FLOPs over layer pieces (`cuts.balanced_cuts`).
 
 The global gradient norm counts each element of the model once: a replicated parameter on
 TP rank 0 only, in a fused weight whose key/value heads are repeated `kv_replicator` times
@@ -21,7 +22,15 @@ import numpy as np
 
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_model import ModelConfig
-from nxcc.driver.train.cuts import balanced_cuts, layer_cuts, per_stage_flops, stage_costs
+from nxcc.driver.train.cuts import (
+    balanced_cuts,
+    layer_cuts,
+    nxd_layer_split,
+    per_stage_flops,
+    split_cuts,
+    stage_costs,
+    stage_flops,
+)
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.model_build import join_tensor, stage_build
 from nxcc.driver.train.pipeline_plan import Pipeline
@@ -71,24 +80,37 @@ def pieces_text(pieces: range) -> str:
     return f"layer {a}" if a == b else f"layers {a}-{b}"
 
 
-def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: DataConfig
-                  ) -> Pipeline:
-    """The stages' pieces: the configured cuts, else the balanced ones (TrainConfigError
-    when the decoder refuses the model)."""
+def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: DataConfig,
+                  flops: bool = True) -> Pipeline:
+    """The stages' pieces: the configured cuts; else, with `pipeline_split: flops`, the
+    balanced ones (the cost model builds a stage program per run of a layer's pieces:
+    seconds at a real model's size); else NxD's split (`cuts.nxd_layer_split`). With
+    `flops`, also each stage's FLOPs per micro-batch (for NxD's split and the configured
+    cuts, from the stages' own programs). TrainConfigError when the decoder refuses the
+    model."""
     stages = distributed.pipeline_model_parallel_size
     count = PIECES_PER_LAYER * model.num_layers
     if stages == 1:
         return Pipeline((), False, None, count, pieces_text, PIECES_PER_LAYER)
     cfg = decoder_config(model)
+    shape = (data.micro_batch_size, data.seq_length, recompute_mode(model))
     try:
-        costs = stage_costs(cfg, data.micro_batch_size, data.seq_length, recompute_mode(model))
+        if model.cut_after:
+            cuts, split = layer_cuts(model.cut_after), "pipeline_cuts"
+        elif model.pipeline_split == "flops":
+            costs = stage_costs(cfg, *shape)
+            inside = chunks_fit(cfg, distributed.tensor_model_parallel_size,
+                                distributed.kv_replicator)
+            cuts = balanced_cuts(costs, model.num_layers, stages, inside)
+            return Pipeline(cuts, True, tuple(per_stage_flops(costs, cuts, model.num_layers)),
+                            count, pieces_text, PIECES_PER_LAYER, "balanced")
+        else:
+            cuts, split = split_cuts(nxd_layer_split(model.num_layers, stages)), "nxd"
+        per_stage = tuple(stage_flops(cfg, cuts, *shape)) if flops else None
     except DecoderError as exc:
         raise TrainConfigError("model", str(exc)) from None
-    inside = chunks_fit(cfg, distributed.tensor_model_parallel_size, distributed.kv_replicator)
-    cuts = layer_cuts(model.cut_after) if model.cut_after else \
-        balanced_cuts(costs, model.num_layers, stages, inside)
-    flops = tuple(per_stage_flops(costs, cuts, model.num_layers))
-    return Pipeline(cuts, not model.cut_after, flops, count, pieces_text, PIECES_PER_LAYER)
+    return Pipeline(cuts, not model.cut_after, per_stage, count, pieces_text, PIECES_PER_LAYER,
+                    split)
 
 
 def recompute_mode(model: ModelConfig) -> str:

@@ -2,8 +2,9 @@
 
 A model is a run of pieces (the built-in decoder's: ten per layer, `nxd.models.decoder.
 config.PIECES`; a user model's: the parts between its cut points, `nxd.pipeline_cut`).
-`Pipeline.cuts` are the first piece of each stage but the first, chosen by the cost model
-(`automatic`) or by `model.pipeline_cuts`, with each stage's FLOPs per micro-batch.
+`Pipeline.cuts` are the first piece of each stage but the first, chosen automatically
+(NxD's split of whole layers for the decoder, or the cost model's balanced FLOPs) or by
+`model.pipeline_cuts`, with each stage's FLOPs per micro-batch.
 """
 
 from __future__ import annotations
@@ -16,12 +17,19 @@ def _numbered(pieces: range) -> str:
     return f"pieces {pieces.start}-{pieces.stop - 1}"
 
 
+#: How a pipeline's stages were chosen (`Pipeline.split`), as the dry-run names it.
+SPLITS = {"balanced": "balanced by FLOPs", "nxd": "NxD's split: whole layers, any remainder "
+          "on the last stages", "pipeline_cuts": "model.pipeline_cuts"}
+
+
 @dataclass(frozen=True)
 class Pipeline:
     """The stages' pieces (`cuts`: the first piece of each stage but the first, of `count`
     pieces), whether the cost model chose them, each stage's FLOPs per micro-batch (None with
     PP = 1), how a run of pieces is named (`label`), and, for a model of layers of
-    `per_layer` pieces each (the decoder), the layers that end stages (`cut_after`)."""
+    `per_layer` pieces each (the decoder), the layers that end stages (`cut_after`).
+    `split` says how the cuts were chosen (a key of `SPLITS`; by default "balanced" when
+    automatic, else "pipeline_cuts")."""
 
     cuts: tuple[int, ...]
     automatic: bool
@@ -29,6 +37,11 @@ class Pipeline:
     count: int = 0
     label: Callable[[range], str] = field(default=_numbered, compare=False)
     per_layer: int = 0
+    split: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.split:
+            object.__setattr__(self, "split", "balanced" if self.automatic else "pipeline_cuts")
 
     def pieces(self, stage: int, num_layers: int | None = None) -> range:
         """Stage `stage`'s pieces (`num_layers`: the decoder's, when `count` is not set)."""
@@ -54,7 +67,7 @@ class Pipeline:
 
     def describe(self, num_layers: int | None = None) -> str:
         text = " | ".join(self.stage_labels(num_layers))
-        how = "balanced by FLOPs" if self.automatic else "model.pipeline_cuts"
+        how = SPLITS[self.split]
         if self.flops:
             text += " (FLOPs per micro-batch " + ", ".join(f"{f:,}" for f in self.flops) + ")"
         return f"pipeline stages ({how}): {text}"

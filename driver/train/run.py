@@ -61,6 +61,7 @@ from nxcc.driver.train import checkpoint_io as ckpt
 from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.engine import TRACKS, RankTrainer, StepStats
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.memory import MEMORY_KEYS
 from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
 from nxcc.driver.train.prepare import Job, prepare_job
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
@@ -69,8 +70,6 @@ from nxcc.driver.train.tensorboard_log import TensorBoardLog
 
 #: A rank of the job failed (the message names it).
 RANK_FAILED = errors.RANK_FAILED
-MEMORY_KEYS = ("parameter_bytes", "gradient_bytes", "optimizer_state_bytes",
-               "activation_bytes")
 DEFAULT_TIMEOUT = 600.0
 
 

@@ -14,7 +14,8 @@ REPO = Path(__file__).resolve().parent.parent.parent
 def test_table_on_the_tiny_mlp(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "table.py"), "mlp",
-                           "--duration", "0.05", "--warmup", "1", "--json", str(out)],
+                           "--duration", "0.05", "--warmup", "1", "--json", str(out),
+                           "--results", str(tmp_path)],  # never over bench/results/
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

@@ -50,16 +50,18 @@ def test_forward_with_sp_gathers_and_scatters_along_the_sequence() -> None:
 
 def test_backward_holds_the_conjugate_collectives() -> None:
     # tp_copy's gradient is an all_reduce; the forward's all_reduces pass gradients as is.
-    # The backward reads the forward's stash, so it runs none of the forward's collectives:
-    # the 2 gradient all_reduces only.
-    assert _collectives(_text(False, "backward")) == {"all_reduce": 2}
-    # all_gather <-> reduce_scatter, and one all_reduce of the replicated norms' gradients
-    assert _collectives(_text(True, "backward")) == {"all_gather": 2, "reduce_scatter": 2,
+    # The backward reads the forward's stash, and repeats the norms (and their tp_copy, an
+    # identity that moves nothing) rather than keep the normed inputs: the 2 gradient
+    # all_reduces are its only communication.
+    assert _collectives(_text(False, "backward")) == {"tp_copy": 2, "all_reduce": 2}
+    # all_gather <-> reduce_scatter, one all_reduce of the replicated norms' gradients, and
+    # as Megatron does, the 2 sequence-parallel inputs gathered again rather than kept
+    assert _collectives(_text(True, "backward")) == {"all_gather": 4, "reduce_scatter": 2,
                                                      "all_reduce": 1}
 
 
 @pytest.mark.parametrize(("recompute", "kinds"), [
-    ("full", {"tp_copy": 2, "all_reduce": 3}), ("selective", {"all_reduce": 2})])
+    ("full", {"tp_copy": 2, "all_reduce": 3}), ("selective", {"tp_copy": 2, "all_reduce": 2})])
 def test_recomputation_is_what_the_backward_repeats(recompute: str, kinds: dict) -> None:
     # full: the layer again from its stashed input (its forward collectives but the dead
     # last all_reduce); selective: attention's inner products only, no collective

@@ -1,24 +1,32 @@
 """Automatic pipeline cuts: the cost model's stage FLOPs are the programs' own, the split is
 the best one over layer pieces (the largest stage least, then the lightest heaviest), a
 6-layer model in 3 stages is balanced within 10% (with each recomputation mode, for several
-shapes and heads up to nearly a layer), and manual cuts are honoured."""
+shapes and heads up to nearly a layer), and manual cuts are honoured. Layer counts the
+stages do not divide are split as NxD splits them, and train to the one-stage losses."""
 
 from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from nxcc.driver.train.config import load_config
+from nxcc.driver.train.config_types import TrainConfig
 from nxcc.driver.train.cuts import (
     _flops,
     balanced_cuts,
+    nxd_layer_split,
     per_stage_flops,
+    split_cuts,
     stage_costs,
+    stage_flops,
     stage_pieces,
 )
+from nxcc.driver.train.describe import describe
 from nxcc.driver.train.model_stage import pieces_text
+from nxcc.driver.train.prepare import prepare_job
 from nxcc.driver.train.run import run_training
 from nxcc.nxd.models.decoder import DecoderConfig
 from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
@@ -114,7 +122,8 @@ def test_a_run_uses_automatic_or_manual_cuts(tmp_path: Path) -> None:
               "distributed_strategy.tensor_model_parallel_size=1",
               "distributed_strategy.pipeline_model_parallel_size=3",
               "distributed_strategy.zero1=false", "model.encoder_seq_length=16",
-              "data.global_batch_size=4", "model.activations_checkpoint_granularity=full")
+              "data.global_batch_size=4", "model.activations_checkpoint_granularity=full",
+              "++model.pipeline_split=flops")
     lines: list[str] = []
     auto = run_training(load_config(str(EXAMPLE), common), lines.append)
     assert auto["pipeline_cut_after"] is None  # the cost model cuts inside layers here
@@ -127,3 +136,58 @@ def test_a_run_uses_automatic_or_manual_cuts(tmp_path: Path) -> None:
                           lines.append)
     assert manual["pipeline_cut_after"] == [0, 4]
     assert manual["losses"] == pytest.approx(auto["losses"], rel=1e-5)
+
+
+@pytest.mark.parametrize("recompute", ["none", "selective", "full"])
+def test_stage_flops_are_the_cost_models(recompute: str) -> None:
+    cfg = _cfg(layers=5)
+    costs = stage_costs(cfg, 1, 32, recompute)
+    for split in [(1, 2, 2), (2, 3), (1, 1, 1, 2)]:
+        cuts = split_cuts(split)
+        assert stage_flops(cfg, cuts, 1, 32, recompute) == per_stage_flops(costs, cuts, 5)
+
+
+def test_layers_the_stages_do_not_divide_are_split_as_nxd_splits_them() -> None:
+    split = nxd_layer_split(126, 32)  # NxD's Llama-3.1-405B config
+    assert split == (3, 3) + (4,) * 30 and sum(split) == 126
+    assert nxd_layer_split(5, 3) == (1, 2, 2)
+    assert split_cuts((1, 2, 2)) == (L, 3 * L)
+    with pytest.raises(ValueError, match="2 layers cannot make 3 stages"):
+        nxd_layer_split(2, 3)
+
+
+def _dry_run(config: TrainConfig) -> dict[str, Any]:
+    """What `train --dry-run --json` prints for `config`."""
+    return describe(prepare_job(config, lambda _: None, write_cache=False))
+
+
+def test_the_default_split_is_nxds_and_flops_balances_over_pieces(tmp_path: Path) -> None:
+    common = (f"exp_manager.exp_dir={tmp_path}", "model.num_layers=6", "trainer.devices=6",
+              "distributed_strategy.tensor_model_parallel_size=1",
+              "distributed_strategy.pipeline_model_parallel_size=3",
+              "model.encoder_seq_length=16", "data.global_batch_size=4")
+    nxd = _dry_run(load_config(str(EXAMPLE), common))["pipeline"]
+    assert (nxd["split"], nxd["stages"]) == ("nxd", ["layers 0-1", "layers 2-3", "layers 4-5"])
+    flops = _dry_run(load_config(str(EXAMPLE), (*common, "++model.pipeline_split=flops")))
+    assert flops["pipeline"]["split"] == "balanced"
+    assert flops["pipeline"]["line"].startswith("pipeline stages (balanced by FLOPs)")
+
+
+def test_an_uneven_split_trains_and_the_dry_run_names_it(tmp_path: Path) -> None:
+    common = (f"exp_manager.exp_dir={tmp_path}", "model.num_layers=5", "trainer.max_steps=2",
+              "exp_manager.resume_if_exists=false", "trainer.devices=2",
+              "distributed_strategy.tensor_model_parallel_size=1",
+              "distributed_strategy.zero1=false", "model.encoder_seq_length=16",
+              "data.global_batch_size=4")
+    config = load_config(str(EXAMPLE), (*common,
+                                        "distributed_strategy.pipeline_model_parallel_size=2"))
+    info = _dry_run(config)
+    assert info["pipeline"]["split"] == "nxd"
+    assert info["pipeline"]["stages"] == ["layers 0-1", "layers 2-4"]
+    assert "any remainder on the last stages): layers 0-1 | layers 2-4" in \
+        info["pipeline"]["line"]
+    two = run_training(config, lambda _: None)
+    assert two["pipeline_cut_after"] == [1]
+    one = run_training(load_config(str(EXAMPLE), (
+        *common, "distributed_strategy.pipeline_model_parallel_size=1")), lambda _: None)
+    assert two["losses"] == pytest.approx(one["losses"], rel=1e-5)

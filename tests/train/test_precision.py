@@ -95,7 +95,7 @@ def test_memory_figures_follow_the_dtypes(runs: dict[str, dict]) -> None:
 
 
 def test_stage_programs_multiply_in_bf16(tmp_path: Path) -> None:
-    from nxcc.driver.train.engine import EngineSettings, _apply_precision
+    from nxcc.driver.train.engine import EngineSettings, apply_precision
     from nxcc.driver.train.model_stage import decoder_builder
     from nxcc.driver.train.stage import StagePlan
     from nxcc.ir.printer import print_module
@@ -104,7 +104,7 @@ def test_stage_programs_multiply_in_bf16(tmp_path: Path) -> None:
                      "precision.type=mixed_precision")
     build, _ = decoder_builder(config.model, config.seed, config.distributed, config.data)
     stage = build(StagePlan(0, 1, 0, 1, 1, 16, False))
-    _apply_precision(stage.module, ["forward_backward"], len(stage.params), config.recipe)
+    apply_precision(stage.module, ["forward_backward"], len(stage.params), config.recipe)
     text = print_module(stage.module)
     assert "dot_general(" in text and "bf16[" in text
     params = stage.module.functions["forward_backward"].params[:len(stage.params)]

@@ -34,7 +34,8 @@ def _run(example: Path, exp: Path, steps: int, *overrides: str, fresh: bool) -> 
 
 
 # 6 layers on TP2 x PP3: the cost model cuts inside layers, splitting projections' columns
-PP3 = ("trainer.devices=6", "distributed_strategy.pipeline_model_parallel_size=3")
+PP3 = ("trainer.devices=6", "distributed_strategy.pipeline_model_parallel_size=3",
+       "++model.pipeline_split=flops")
 
 
 @pytest.mark.parametrize(("first", "then", "extra"), [

@@ -14,14 +14,37 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
+from nxcc.ir import ops
+from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Value
+from nxcc.ir.dtypes import DType
 from nxcc.nxd import functional
 from nxcc.nxd.markers import checkpoint
 from nxcc.nxd.model import Model
 from nxcc.nxd.models.decoder.config import DecoderConfig
+
+
+@lru_cache(maxsize=4)
+def _causal_table(s: int, window: int | None) -> Dense:
+    """bool[s, s]: key <= query (and query - key < window), made once per shape: every
+    stage program of a model shares it, and at a real model's sequence it is large."""
+    allowed = np.tri(s, dtype=bool)
+    if window is not None and window < s:
+        allowed &= ~np.tri(s, k=-window, dtype=bool)
+    return Dense.of(allowed)
+
+
+@lru_cache(maxsize=8)
+def _rotary_tables(theta: float, d: int, s: int, dtype: DType) -> tuple[Dense, Dense]:
+    """cos, sin [seq, head_dim] of the rotary positions, made once per shape."""
+    inv = theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    angles = np.arange(s, dtype=np.float64)[:, None] * inv[None, :]
+    angles = np.concatenate([angles, angles], axis=1)
+    return Dense.of(np.cos(angles), dtype), Dense.of(np.sin(angles), dtype)
 
 
 class Attention:
@@ -49,12 +72,8 @@ class Attention:
         """pred[shape] (scores' shape, last two dims query, key): key <= query, and with a
         sliding window W, query - key < W."""
         if self._mask is None:
-            s = shape[-1]
-            allowed = np.tril(np.ones((s, s), dtype=bool))
-            window = self.cfg.sliding_window
-            if window is not None and window < s:
-                allowed &= ~np.tril(np.ones((s, s), dtype=bool), -window)
-            self._mask = self._expand(self.m.b.constant(allowed), shape,
+            table = _causal_table(shape[-1], self.cfg.sliding_window)
+            self._mask = self._expand(self.m.b.op(ops.constant, [], {"value": table}), shape,
                                       (len(shape) - 2, len(shape) - 1))
         return self._mask
 
@@ -63,13 +82,9 @@ class Attention:
         frequencies theta^(-2i/d) for the first half, repeated for the second)."""
         if heads not in self._rotary:
             d, s = self.cfg.head_dim, self.seq
-            inv = self.cfg.rope_theta ** (-np.arange(0, d, 2, dtype=np.float64) / d)
-            angles = np.arange(s, dtype=np.float64)[:, None] * inv[None, :]
-            angles = np.concatenate([angles, angles], axis=1)
             shape = (self.m.micro_batch, s, heads, d)
-            np_dtype = self.m.dtype.numpy
-            cos, sin = (self._expand(self.m.b.constant(f(angles).astype(np_dtype)), shape,
-                                     (1, 3)) for f in (np.cos, np.sin))
+            cos, sin = (self._expand(self.m.b.op(ops.constant, [], {"value": t}), shape, (1, 3))
+                        for t in _rotary_tables(self.cfg.rope_theta, d, s, self.m.dtype))
             self._rotary[heads] = (cos, sin)
         return self._rotary[heads]
 
