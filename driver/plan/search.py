@@ -112,8 +112,8 @@ def layouts(config: TrainConfig, nodes: int) -> list[TrainConfig]:
     devices = config.trainer.devices
     world = devices * nodes
     gbs = config.data.global_batch_size
-    base = replace(config, trainer=replace(config.trainer, num_nodes=nodes),
-                   model=replace(model, pipeline_cuts=(), cut_after=()))
+    base_model = replace(model, pipeline_cuts=(), cut_after=())
+    base = replace(config, trainer=replace(config.trainer, num_nodes=nodes), model=base_model)
     out = []
     for tp in _divisors(devices):
         kv = 1 if model.num_kv_heads % tp == 0 else tp // model.num_kv_heads \
@@ -132,7 +132,7 @@ def layouts(config: TrainConfig, nodes: int) -> list[TrainConfig]:
                                 base, distributed=DistributedConfig(tp, pp, dp, zero1, sp,
                                                                     kv),
                                 data=replace(base.data, micro_batch_size=mb),
-                                model=replace(base.model,
+                                model=replace(base_model,
                                               activations_checkpoint_granularity=recompute))
                             try:
                                 check_sizes(layout)
