@@ -14,6 +14,7 @@ from onnx import TensorProto, helper
 import nxcc
 from tests.api.conftest import EXAMPLES
 from tests.inprocess import run_cli
+from tests.paths import REPO
 
 
 def npz(path: Path) -> dict[str, np.ndarray]:
@@ -81,7 +82,7 @@ def test_inputs_in_order_or_by_name_and_outputs_in_the_neffs_order() -> None:
 def test_a_model_given_as_bytes_proto_or_text_compiles_as_its_file(tmp_path: Path) -> None:
     mlp = EXAMPLES / "mlp.onnx"
     inputs = npz(EXAMPLES / "mlp_inputs.npz")
-    hlo = Path(__file__).resolve().parents[1] / "spmd" / "fixtures" / "row_sum.lowered.hlo"
+    hlo = REPO / "tests/spmd/fixtures/row_sum.lowered.hlo"
     sources = {"path": str(mlp), "pathlike": mlp, "bytes": mlp.read_bytes(),
                "proto": onnx.load(str(mlp))}
     outputs = {}

@@ -15,8 +15,9 @@ from nxcc.backend.runtime.topology import choose_instance
 from tests.api.conftest import EXAMPLES
 from tests.api.test_compile_run import cli_run, npz
 from tests.inprocess import run_cli
+from tests.paths import REPO
 
-SPMD = Path(__file__).resolve().parents[1] / "spmd" / "fixtures"
+SPMD = REPO / "tests/spmd/fixtures"
 
 
 def test_an_lnc2_neff_loads_on_one_logical_core_of_two_physical(tmp_path: Path) -> None:

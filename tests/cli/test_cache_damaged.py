@@ -14,7 +14,7 @@ import pytest
 from tests.cli_helpers import REPO
 from tests.inprocess import assert_clean_error, run_cli
 
-MODEL = REPO / "tests" / "driver" / "data" / "matmul.hlo"
+MODEL = REPO / "tests/driver/data/matmul.hlo"
 
 
 def _json(name: str, value: object) -> Callable[[Path], None]:

@@ -19,7 +19,7 @@ from nxcc.driver.cache.store import PAUSE_ENV, read_entry
 from tests.cli_helpers import REPO
 from tests.inprocess import assert_clean_error, run_cli
 
-DATA = REPO / "tests" / "driver" / "data"
+DATA = REPO / "tests/driver/data"
 MODEL = DATA / "matmul.hlo"
 #: Points of a successful compile's write, in order, and whether the entry is published.
 POINTS = [("staging", False), ("model", False), ("neff", False), ("flags", False),

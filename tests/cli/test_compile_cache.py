@@ -14,7 +14,7 @@ import pytest
 
 from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
 
-DATA = REPO / "tests" / "driver" / "data"
+DATA = REPO / "tests/driver/data"
 RESNET = Path(onnx.__file__).parent / "backend/test/data/light/light_resnet50.onnx"
 
 

@@ -14,7 +14,7 @@ from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, DTYPE_NAMES, mutate_bytes, mutate_lines
 from tests.neff.mutants import REPO
 
-FIXTURES = REPO / "tests" / "hlo" / "fixtures"
+FIXTURES = REPO / "tests/hlo/fixtures"
 NUMBER = re.compile(rb"-?\b\d+\b")
 DTYPE = re.compile(rb"\b(?:f16|bf16|f32|f64|s8|s16|s32|s64|u8|u32|pred)\b")
 SHAPE = re.compile(rb"\b[a-z0-9]+\[[0-9,]*\](?:\{[0-9,]*\})?")

@@ -19,7 +19,7 @@ from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_json
 from tests.neff.mutants import REPO
 
-FIXTURES = REPO / "tests" / "hlo" / "fixtures" / "proto"
+FIXTURES = REPO / "tests/hlo/fixtures/proto"
 OPCODES = ("add", "multiply", "dot", "parameter", "constant", "tuple", "get-tuple-element",
            "while", "call", "conditional", "reduce", "custom-call", "fusion", "broadcast",
            "reshape", "transpose", "all-reduce", "sort", "", "frobnicate", "ADD", "add ")

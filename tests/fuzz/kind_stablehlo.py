@@ -25,7 +25,7 @@ from tests.fuzz.kind_hlo import _pick, _splice
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_lines
 from tests.neff.mutants import REPO
 
-FIXTURES = REPO / "tests" / "stablehlo" / "fixtures"
+FIXTURES = REPO / "tests/stablehlo/fixtures"
 NUMBER = re.compile(rb"-?\b\d+\b")
 ETYPE = re.compile(rb"\b(?:f16|bf16|f32|f64|i1|i8|i16|i32|i64|ui8|ui32|ui64)\b")
 TENSOR = re.compile(rb"tensor<[^<>]*>")

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
 OUT = Path(__file__).resolve().parent / "fixtures" / "proto"
 DEVICES = 8
 #: Programs whose optimised form is not kept (rng's is 300 kB of unrolled rounds).

@@ -24,10 +24,10 @@ from nxcc.compiler.hlo.proto import load_hlo_proto
 from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
 from nxcc.ir.printer import print_module
-from tests.cli_helpers import neuronx_cc
+from tests.cli_helpers import REPO, neuronx_cc
 from tests.hlo.helpers import TREE_SKIP, assert_close, assert_same_tree
 
-PROTO = Path(__file__).resolve().parent / "fixtures" / "proto"
+PROTO = REPO / "tests/hlo/fixtures/proto"
 PROTOS = sorted(PROTO.glob("*.hlo.pb"))
 SPMD = ("megatron_mlp", "row_sum", "contraction_matmul")
 PROGRAMS = ("mlp", "transformer", "cnn", "convs", "loops", "conds", "indexing", "mixed", "rng",

@@ -14,10 +14,10 @@ from google.protobuf.message import Message
 from nxcc.compiler.hlo import HloError, import_hlo
 from nxcc.compiler.hlo.proto import looks_like_proto, parse_hlo_proto
 from nxcc.compiler.hlo.proto.schema import message_class
-from tests.cli_helpers import assert_one_line_error, neuronx_cc
+from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
 from tests.hlo.proto_builders import F32, TUPLE, computation, instr, module, shape, tiny
 
-FIXTURE = Path(__file__).resolve().parent / "fixtures" / "proto" / "mlp.lowered.hlo.pb"
+FIXTURE = REPO / "tests/hlo/fixtures/proto/mlp.lowered.hlo.pb"
 
 
 def _no_computations(m: Message) -> None:

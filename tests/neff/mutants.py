@@ -12,8 +12,8 @@ from pathlib import Path
 from nxcc.backend.neff import NeffHeader, build_payload, read_neff
 from nxcc.backend.neff.constants import MANIFEST_NAME
 from nxcc.backend.neff.digest import encode_md5
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 
 

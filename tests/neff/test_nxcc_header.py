@@ -14,6 +14,7 @@ from nxcc.backend.neff import build_payload, read_neff
 from nxcc.backend.runtime.model import LoadedModel
 from tests.inprocess import run_cli
 from tests.neff.mutants import compile_example, unpack
+from tests.paths import REPO
 
 LAYOUT = struct.Struct("<QQQQQ128sI32s16s256sI64sQI468s")
 
@@ -38,7 +39,7 @@ def test_header_decoded_with_struct_alone(mlp: Path) -> None:
 
 def test_lnc2_header_has_the_real_vnc_bit(tmp_path: Path) -> None:
     out = tmp_path / "mlp2.neff"
-    r = run_cli("compile", str(Path(__file__).parents[2] / "examples" / "mlp.onnx"),
+    r = run_cli("compile", str(REPO / "examples" / "mlp.onnx"),
                 "--target", "trn2", "--output", str(out), "--logfile", str(tmp_path / "l"))
     assert r.status == 0, r.stderr
     fields = LAYOUT.unpack_from(out.read_bytes(), 0)

@@ -14,8 +14,9 @@ from nxcc.ir.parser import parse_module
 from nxcc.ir.printer import print_module
 from nxcc.ir.verifier import verify_module
 from tests.onnx.helpers import compare, run_module
+from tests.paths import REPO
 
-MODELS = Path(__file__).resolve().parents[1] / "models"
+MODELS = REPO / "tests/models"
 ALL_MODELS = sorted(MODELS.glob("*.onnx"))
 
 EXPECTED_OPS = {

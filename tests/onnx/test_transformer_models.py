@@ -15,8 +15,9 @@ from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.model import LoadedModel
 from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
+from tests.paths import REPO
 
-DIR = Path(__file__).resolve().parents[1] / "models" / "transformers"
+DIR = REPO / "tests/models/transformers"
 MODELS = sorted(DIR.glob("*.onnx"))
 RTOL, ATOL = 1e-3, 1e-4
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import functools
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,8 +16,9 @@ from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.types import TensorType
+from tests.paths import REPO
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent / "bench"))
+sys.path.insert(0, str(REPO / "bench"))
 from executor_overhead import chain_module  # noqa: E402
 
 RNG = np.random.default_rng(0)

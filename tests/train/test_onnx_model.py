@@ -21,7 +21,7 @@ from nxcc.driver.train.metrics import read_metrics
 from nxcc.driver.train.run import run_training
 from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
 
-GPT = REPO / "tests" / "training" / "data" / "gpt.onnx"
+GPT = REPO / "tests/training/data/gpt.onnx"
 EXAMPLE = REPO / "examples" / "train" / "onnx_lm.yaml"
 STEPS = 8
 

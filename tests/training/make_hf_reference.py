@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import transformers
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())))
 
 from tests.training.hf_pipeline import (  # noqa: E402
     HF_INPUT,

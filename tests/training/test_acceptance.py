@@ -12,7 +12,7 @@ import pytest
 
 from tests.cli_helpers import REPO, neuronx_cc
 
-DATA = REPO / "tests" / "training" / "data"
+DATA = REPO / "tests/training/data"
 STEPS = 30
 # Parameters whose exact gradient is zero: the attention keys' bias adds the same q.b to
 # every score of a row, which softmax ignores. Their gradients are rounding noise, which

@@ -15,6 +15,7 @@ import pytest
 from nxcc.driver.train import checkpoint_io as ckio
 from nxcc.driver.train.checkpoint_io import CheckpointError, find_latest, write_checkpoint
 from nxcc.driver.train.layout import RankLayout
+from tests.paths import REPO
 
 LAYOUT = RankLayout(tp=2, pp=2, dp=2)
 
@@ -165,8 +166,7 @@ for step in range(1, 10_000):
 def test_killed_writer_leaves_a_complete_latest(tmp_path: Path) -> None:
     """SIGKILL at an arbitrary moment: `latest` names a checkpoint whose every file reads
     back whole (the previous one or the new one), and no temporary file is left named."""
-    repo = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": str(repo)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(tmp_path)], env=env,
                              stdout=subprocess.PIPE, text=True)
     assert child.stdout is not None

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.paths import REPO
+
 EXAMPLES = REPO / "examples" / "train"
 LLAMA = EXAMPLES / "hf_llama_tiny_gqa.yaml"
 GPT = EXAMPLES / "megatron_gpt_tiny.yaml"
