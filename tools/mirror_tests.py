@@ -253,12 +253,11 @@ def fix_init_files(repo: Path, dry_run: bool) -> list[str]:
                 if not dry_run:
                     init.write_text("")
                     git("add", str(init.relative_to(repo)), repo=repo)
-    for path in git("ls-files", "tests", repo=repo).splitlines():
-        if not path.endswith("/__init__.py"):
-            continue
+    inits = [p for p in git("ls-files", "tests", repo=repo).splitlines()
+             if p.endswith("/__init__.py")]
+    for path in sorted(inits, key=lambda p: -p.count("/")):  # the deepest first
         folder = (repo / path).parent
-        others = [p for p in folder.iterdir() if p.name not in ("__init__.py", "__pycache__")]
-        if not others:
+        if all(_holds_nothing(p) for p in folder.iterdir() if p.name != "__init__.py"):
             if (repo / path).read_text().strip():
                 raise SystemExit(f"mirror_tests: {path} is left alone in its folder but is not "
                                  "empty; move its content by hand")
@@ -266,6 +265,15 @@ def fix_init_files(repo: Path, dry_run: bool) -> list[str]:
             if not dry_run:
                 git("rm", "-q", path, repo=repo)
     return done
+
+
+def _holds_nothing(path: Path) -> bool:
+    """A bytecode cache, or a folder holding nothing else (what a move leaves behind)."""
+    if path.name == "__pycache__":
+        return True
+    if not path.is_dir():
+        return False
+    return all(_holds_nothing(p) for p in path.iterdir())
 
 
 _SLASHED = re.compile(r"(?<![\w./-])tests/[\w./*-]*")
