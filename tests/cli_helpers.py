@@ -9,7 +9,7 @@ from pathlib import Path
 
 from tests.paths import REPO
 
-MODELS = REPO / "tests/models"
+MODELS = REPO / "tests/e2e/models"
 
 
 def neuronx_cc(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None

@@ -18,7 +18,7 @@ from tests.inprocess import run_cli
 from tests.paths import REPO
 
 PAGE = REPO / "docs" / "command-line-compatibility.md"
-MODELS = {"XLA": REPO / "tests/driver/data/matmul.hlo.pb", "ONNX": REPO / "tests/models/mlp_ts17.onnx"}
+MODELS = {"XLA": REPO / "tests/driver/data/matmul.hlo.pb", "ONNX": REPO / "tests/e2e/models/mlp_ts17.onnx"}
 _CODE = re.compile(r"`([^`]+)`")
 
 

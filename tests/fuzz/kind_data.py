@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import mutate_bytes
 from tests.fuzz.npz_hazards import npy_hazard, npy_of
-from tests.neff.mutants import EXAMPLES
+from tests.backend.neff.mutants import EXAMPLES
 
 TRAIN = EXAMPLES / "train"
 CONFIG = "lm.yaml"

@@ -14,7 +14,7 @@ from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
 from tests.paths import REPO
 
-EXPORTS = sorted((REPO / "tests/models/transformers").glob("*.onnx"))
+EXPORTS = sorted((REPO / "tests/e2e/models/transformers").glob("*.onnx"))
 EXPECTED = np.load(EXPORTS[0].parent / "expected.npz")
 
 
