@@ -350,11 +350,25 @@ def run(repo: Path, dry_run: bool) -> list[str]:
         report += fix_init_files(repo, dry_run)
         if not dry_run:
             remove_empty_folders(repo)
-    for path, text in sorted(rewritten_files(repo, pats).items()):
+    rewritten = rewritten_files(repo, pats)
+    for path, text in sorted(rewritten.items()):
         report.append(f"rewrite the test paths in {path}")
         if not dry_run:
             (repo / path).write_text(text, encoding="utf-8")
+    if not dry_run:
+        sort_imports(repo, [p for p in rewritten if p.endswith(".py")])
     return report
+
+
+def sort_imports(repo: Path, paths: list[str]) -> None:
+    """Imports renamed by the rewrite sorted again as ruff sorts them (when ruff is there)."""
+    if not paths:
+        return
+    done = subprocess.run([sys.executable, "-m", "ruff", "check", "--select", "I001", "--fix",
+                           "--quiet", *paths], cwd=repo, capture_output=True, text=True)
+    if "No module named ruff" in done.stderr:
+        print("mirror_tests: ruff is not installed; sort the imports of the rewritten files",
+              file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
