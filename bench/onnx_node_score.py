@@ -1,6 +1,6 @@
 """The ONNX node conformance score of nxcc: every node case of onnx's suite, run as onnx's
-runner runs it (tests/compiler/onnx/node_suite/suite.py), then passed / total and the failures grouped
-by operator.
+runner runs it (tests/compiler/onnx/node_suite/suite.py), then passed / total and the
+failures grouped by operator.
 
     PYTHONPATH=. python -m bench.onnx_node_score [-j JOBS] [-k SUBSTRING] [--timeout S]
                                                 [--write-expected] [-v]

@@ -15,10 +15,10 @@ import onnx
 import pytest
 import yaml
 
-from tests.fuzz.npz_hazards import _bzip2_bomb
-from tests.inprocess import assert_clean_error, run_cli
 from tests.backend.neff.mutants import EXAMPLES, compile_example
 from tests.driver.train.train_yaml import LLAMA, variant
+from tests.fuzz.npz_hazards import _bzip2_bomb
+from tests.inprocess import assert_clean_error, run_cli
 
 LOSS = ["--loss", "cross-entropy", "--loss-input", "y", "--label-input", "labels"]
 

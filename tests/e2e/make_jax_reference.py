@@ -1,5 +1,5 @@
-"""Regenerate the JAX training-step fixtures in tests/driver/train/data/ (needs JAX; the tests
-do not).
+"""Regenerate the JAX training-step fixtures in tests/e2e/data/ (needs JAX; the tests do
+not).
 
     /work/jaxvenv/bin/python tests/e2e/make_jax_reference.py
 

@@ -12,7 +12,7 @@ import pytest
 from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.nrt import Runtime
 from tests.cli_helpers import neuronx_cc
-from tests.passes.mesh_partition.conftest import FIXTURES, PROGRAMS, data, meta, named_inputs
+from tests.passes.mesh_partition.programs import FIXTURES, PROGRAMS, data, meta, named_inputs
 
 
 def assert_outputs_match(out: dict[str, np.ndarray], name: str) -> None:

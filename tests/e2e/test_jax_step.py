@@ -12,7 +12,7 @@ import pytest
 from nxcc.backend.neff import read_neff
 from tests.cli_helpers import REPO, neuronx_cc
 
-DATA = REPO / "tests/driver/train/data"
+DATA = REPO / "tests/e2e/data"
 
 
 @pytest.mark.parametrize("name", ["jax_adam", "jax_cnn"])

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from tests.backend.neff.mutants import REPO
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, DTYPE_NAMES, mutate_bytes, mutate_lines
-from tests.backend.neff.mutants import REPO
 
 FIXTURES = REPO / "tests/compiler/hlo/fixtures"
 NUMBER = re.compile(rb"-?\b\d+\b")

@@ -15,9 +15,9 @@ from google.protobuf.message import DecodeError, Message
 from hypothesis import strategies as st
 
 from nxcc.compiler.hlo.proto.schema import message_class
+from tests.backend.neff.mutants import REPO
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_json
-from tests.backend.neff.mutants import REPO
 
 FIXTURES = REPO / "tests/compiler/hlo/fixtures/proto"
 OPCODES = ("add", "multiply", "dot", "parameter", "constant", "tuple", "get-tuple-element",

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from nxcc.backend.neff import HEADER_SIZE, NeffError, NeffHeader
 from nxcc.backend.neff.constants import MANIFEST_NAME
 from nxcc.backend.neff.payload import read_payload
-from tests.fuzz.harness import Kind
-from tests.fuzz.mutations import mutate_bytes, mutate_json
 from tests.backend.neff.mutants import compile_example, pack, pack_bytes, unpack
 from tests.backend.neff.real_layout import VARIANTS, write_real_neff
 from tests.backend.runtime.neffs import spin_neff, weights_neff
+from tests.fuzz.harness import Kind
+from tests.fuzz.mutations import mutate_bytes, mutate_json
 
 
 def seeds(work: Path) -> list[bytes]:

@@ -14,11 +14,11 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from hypothesis import strategies as st
 
+from tests.backend.neff.mutants import EXAMPLES, REPO
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_json
 from tests.fuzz.onnx_mutations import ELEM_TYPE, mutate_structured
 from tests.fuzz.onnx_seeds import onnx_seeds
-from tests.backend.neff.mutants import EXAMPLES, REPO
 
 SEED_MODELS = (EXAMPLES / "mlp.onnx", EXAMPLES / "cnn.onnx",
                REPO / "tests/e2e/models/mlp_ts13.onnx", REPO / "tests/e2e/models/cnn_ts13.onnx",

@@ -20,10 +20,10 @@ from nxcc.compiler.hlo.dtypes import ir_dtype
 from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.hlo.nodes import ArrayShape
 from nxcc.compiler.stablehlo.parser import parse_mlir
+from tests.backend.neff.mutants import REPO
 from tests.fuzz.harness import Kind
 from tests.fuzz.kind_hlo import _pick, _splice
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_lines
-from tests.backend.neff.mutants import REPO
 
 FIXTURES = REPO / "tests/compiler/stablehlo/fixtures"
 NUMBER = re.compile(rb"-?\b\d+\b")

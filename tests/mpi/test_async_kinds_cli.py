@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from tests.cli_helpers import neuronx_cc
-from tests.passes.test_async_kinds import inputs_for, program
 from tests.mpi.test_mpi_runs import mpiexec, needs_mpi
+from tests.passes.test_async_kinds import inputs_for, program
 
 STACKED = "{devices=[2,1]<=[2]}"
 

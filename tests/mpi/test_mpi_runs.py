@@ -23,7 +23,7 @@ from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.mpi_job import job_layout, launched_processes, world_communicator
 from nxcc.backend.runtime.status import NrtError
 from tests.cli_helpers import REPO, neuronx_cc
-from tests.passes.mesh_partition.conftest import FIXTURES, data, meta, named_inputs
+from tests.passes.mesh_partition.programs import FIXTURES, data, meta, named_inputs
 
 MPIEXEC = shutil.which("mpiexec", path=os.path.dirname(sys.executable)) or shutil.which("mpiexec")
 try:

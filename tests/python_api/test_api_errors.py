@@ -12,8 +12,8 @@ from onnx import TensorProto, helper
 
 import nxcc
 from nxcc.cli.errors import error_text
-from tests.python_api.conftest import EXAMPLES
 from tests.inprocess import assert_clean_error, run_cli
+from tests.python_api.conftest import EXAMPLES
 
 MLP = str(EXAMPLES / "mlp.onnx")
 

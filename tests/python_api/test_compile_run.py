@@ -12,9 +12,9 @@ import pytest
 from onnx import TensorProto, helper
 
 import nxcc
-from tests.python_api.conftest import EXAMPLES
 from tests.inprocess import run_cli
 from tests.paths import REPO
+from tests.python_api.conftest import EXAMPLES
 
 
 def npz(path: Path) -> dict[str, np.ndarray]:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 import nxcc
+from tests.inprocess import run_cli
 from tests.python_api.conftest import EXAMPLES
 from tests.python_api.test_load_kinds import SPMD
-from tests.inprocess import run_cli
 
 CONFIGS = sorted((EXAMPLES / "train").glob("*.yaml"))
 

@@ -12,10 +12,10 @@ import pytest
 import nxcc
 from nxcc.backend.runtime.cores import holders
 from nxcc.backend.runtime.topology import choose_instance
-from tests.python_api.conftest import EXAMPLES
-from tests.python_api.test_compile_run import cli_run, npz
 from tests.inprocess import run_cli
 from tests.paths import REPO
+from tests.python_api.conftest import EXAMPLES
+from tests.python_api.test_compile_run import cli_run, npz
 
 SPMD = REPO / "tests/passes/mesh_partition/fixtures"
 

@@ -12,8 +12,8 @@ import pytest
 
 from nxcc.backend.neff import build_payload, read_neff
 from nxcc.backend.runtime.model import LoadedModel
-from tests.inprocess import run_cli
 from tests.backend.neff.mutants import compile_example, unpack
+from tests.inprocess import run_cli
 from tests.paths import REPO
 
 LAYOUT = struct.Struct("<QQQQQ128sI32s16s256sI64sQI468s")

@@ -12,8 +12,8 @@ import pytest
 from nxcc.backend.neff import NeffError, read_neff, survey_neff
 from nxcc.backend.neff.errors import FOREIGN
 from nxcc.backend.neff.neuronx_payload import describe
-from tests.inprocess import assert_clean_error, run_cli
 from tests.backend.neff.real_layout import VARIANTS, RealNeff, write_real_neff
+from tests.inprocess import assert_clean_error, run_cli
 
 
 @pytest.fixture(scope="module")

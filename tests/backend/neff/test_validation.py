@@ -12,9 +12,9 @@ import pytest
 
 from nxcc.backend.neff import dump_npy
 from nxcc.backend.neff.limits import MAX_JSON_DEPTH
-from tests.inprocess import assert_clean_error, run_cli
 from tests.backend.neff.mutants import EXAMPLES, compile_example, edit_json, replace_member
 from tests.backend.runtime.neffs import spin_neff
+from tests.inprocess import assert_clean_error, run_cli
 
 PROGRAM = "sg00/program.json"
 MANIFEST = "neff.json"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,21 +9,7 @@ import pytest
 
 from nxcc.backend.runtime.nrt import Runtime
 from tests.backend.runtime.neffs import spin_neff, weights_neff
-
-
-def _is_runtime_var(name: str) -> bool:
-    return name.startswith(("NEURON_RT_", "NXCC_")) or name == "NEURON_LOGICAL_NC_CONFIG"
-
-
-@pytest.fixture(autouse=True)
-def runtime_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No runtime variable from outside; this test's own runtime directory."""
-    for name in list(os.environ):
-        if _is_runtime_var(name):
-            monkeypatch.delenv(name)
-    runtime_dir = tmp_path / "nxcc-runtime"
-    monkeypatch.setenv("NXCC_RUNTIME_DIR", str(runtime_dir))
-    return runtime_dir
+from tests.runtime_env import runtime_env  # noqa: F401  (autouse in this folder)
 
 
 @pytest.fixture

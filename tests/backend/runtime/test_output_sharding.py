@@ -19,7 +19,7 @@ from nxcc.backend.runtime.spmd_layout import (
 )
 from nxcc.backend.runtime.spmd_spec import output_layouts, read_spec
 from tests.cli_helpers import assert_one_line_error, neuronx_cc
-from tests.passes.mesh_partition.conftest import compile_hlo, named_inputs
+from tests.passes.mesh_partition.programs import compile_hlo, named_inputs
 
 PID_HLO = """HloModule spmd_pid, num_partitions=2
 ENTRY main {

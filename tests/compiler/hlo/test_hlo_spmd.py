@@ -13,7 +13,7 @@ from nxcc.ir.sharding import Sharding
 from nxcc.ir.sharding_notation.hlo_sharding import parse_sharding
 from nxcc.ir.sharding_notation.tile_layout import to_ir_sharding
 from nxcc.passes.sharding.search import fit_to_cores
-from tests.passes.mesh_partition.conftest import FIXTURES, compile_hlo
+from tests.passes.mesh_partition.programs import FIXTURES, compile_hlo
 
 ROW = "ROOT r = f32[4]{0} all-reduce(p), channel_id=1, replica_groups={}, " \
       "use_global_device_ids=true, to_apply=add"

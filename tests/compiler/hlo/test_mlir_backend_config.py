@@ -18,7 +18,15 @@ from nxcc.compiler.hlo import HloError, import_hlo
 from nxcc.compiler.hlo.attributes import parse_attribute
 from nxcc.compiler.hlo.mlir_attrs import parse_mlir_dict
 from nxcc.ir.sharding_notation.cursor import PieceError
-from tests.compiler.hlo.proto.proto_builders import F32, S32, TUPLE, computation, instr, module, shape
+from tests.compiler.hlo.proto.proto_builders import (
+    F32,
+    S32,
+    TUPLE,
+    computation,
+    instr,
+    module,
+    shape,
+)
 from tests.inprocess import assert_clean_error, run_cli
 
 FIXTURE = Path(__file__).resolve().parent / "unsupported" / "cholesky_jax010.hlo"

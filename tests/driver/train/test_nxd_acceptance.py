@@ -16,9 +16,9 @@ from onnx import TensorProto, helper
 
 from nxcc.driver.train.metrics import read_metrics
 from tests.cli_helpers import neuronx_cc
-from tests.mpi.test_mpi_runs import mpiexec, needs_mpi
 from tests.driver.train.nxd_configs import write_config
 from tests.driver.train.nxd_fixtures import gpt2_vocabulary, hf_tokenizer, megatron_pair
+from tests.mpi.test_mpi_runs import mpiexec, needs_mpi
 
 IDS = 250  # the tokenizer's; padded to 256 by 8 x TP for TP 1 and 2 alike
 SHRINK = ("data.global_batch_size=8", "trainer.max_steps=3", "model.encoder_seq_length=16",

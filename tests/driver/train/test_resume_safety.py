@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.inprocess import assert_clean_error, run_cli
 from tests.driver.train.train_yaml import EXAMPLES
+from tests.inprocess import assert_clean_error, run_cli
 
 MODEL = EXAMPLES / "tiny_lm.onnx"
 PARAMS, OPTIM = "params_tp0_pp0.npz", "optim_dp0_tp0_pp0.npz"

@@ -17,8 +17,8 @@ import nxcc.driver.onnx_backend as backend
 from nxcc.ir.kernels.random import philox4x32, random_words
 
 N = 20000
-#: operators whose outputs only statistics can check (tests/compiler/onnx/test_ops_extra.py counts
-#: them as exercised by this file)
+#: operators whose outputs only statistics can check (tests/compiler/onnx/
+#: test_converter_coverage.py counts them as exercised by this file)
 STATISTICALLY_TESTED = ("RandomNormal", "RandomNormalLike", "RandomUniform",
                         "RandomUniformLike")
 

@@ -15,8 +15,8 @@ from nxcc.compiler.hlo import import_hlo
 from nxcc.ir.printer import print_module
 from nxcc.passes.mesh_partition.partition import MeshPartition
 from tests.cli_helpers import neuronx_cc
-from tests.passes.mesh_partition.conftest import FIXTURES, PROGRAMS, data, named_inputs
 from tests.e2e.test_jax_programs import assert_outputs_match
+from tests.passes.mesh_partition.programs import FIXTURES, PROGRAMS, data, named_inputs
 
 FORMS = [n for n in PROGRAMS] + [f"{n}.mlir" for n in PROGRAMS]
 

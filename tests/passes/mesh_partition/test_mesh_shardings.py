@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from nxcc.backend.runtime.nrt import Runtime
-from tests.passes.mesh_partition.conftest import compile_hlo
+from tests.passes.mesh_partition.programs import compile_hlo
 
 PROGRAM = """HloModule mesh_case
 add_f32 {

@@ -15,7 +15,15 @@ from nxcc.compiler.hlo import HloError, import_hlo
 from nxcc.compiler.hlo.proto import looks_like_proto, parse_hlo_proto
 from nxcc.compiler.hlo.proto.schema import message_class
 from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
-from tests.compiler.hlo.proto.proto_builders import F32, TUPLE, computation, instr, module, shape, tiny
+from tests.compiler.hlo.proto.proto_builders import (
+    F32,
+    TUPLE,
+    computation,
+    instr,
+    module,
+    shape,
+    tiny,
+)
 
 FIXTURE = REPO / "tests/compiler/hlo/fixtures/proto/mlp.lowered.hlo.pb"
 
