@@ -233,7 +233,7 @@ def planned_moves(repo: Path, pats: list[Pattern]) -> list[tuple[str, str]]:
     return moves
 
 
-def test_folders(repo: Path) -> set[str]:
+def folders_holding_tests(repo: Path) -> set[str]:
     """Folders under tests/ that hold a test module or a conftest.py."""
     return {str(p.parent.relative_to(repo)) for p in (repo / "tests").rglob("*.py")
             if (p.name.startswith("test_") or p.name == "conftest.py")
@@ -244,7 +244,7 @@ def fix_init_files(repo: Path, dry_run: bool) -> list[str]:
     """An empty __init__.py in every folder holding tests and in its parents; none in a
     folder left with nothing else. Returns what it did, one line each."""
     done = []
-    for folder in sorted(test_folders(repo)):
+    for folder in sorted(folders_holding_tests(repo)):
         parts = Path(folder).parts
         for i in range(1, len(parts) + 1):
             init = repo / Path(*parts[:i]) / "__init__.py"
