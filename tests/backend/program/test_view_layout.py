@@ -9,7 +9,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from nxcc.backend.program.view_layout import contiguous_strides, reshaped, sliced
+from nxcc.backend.program.view_layout import contiguous_strides, reshaped, sliced, view_sources
 
 
 def _address(a: np.ndarray) -> int:
@@ -71,3 +71,17 @@ def test_slices_and_reshapes_match_numpy(data) -> None:
         np.testing.assert_array_equal(read, want)
     else:
         assert not np.shares_memory(want, base)
+
+
+def test_view_sources_walk_the_links_nearest_first() -> None:
+    slots = [{}, {"view_of": 0}, {"view_of": 1}, {"view_of": 2}]
+    assert list(view_sources(slots, 3)) == [2, 1, 0]
+    assert list(view_sources(slots, 0)) == []
+    assert list(view_sources(slots, 7)) == []  # no such slot
+
+
+def test_view_sources_stop_at_a_link_that_is_no_slot_and_at_a_cycle() -> None:
+    for bad in (9, -1, True, "0", 1.0, None):
+        assert list(view_sources([{}, {"view_of": bad}], 1)) == []
+    cycle = [{"view_of": 1}, {"view_of": 0}]
+    assert len(list(view_sources(cycle, 0))) == len(cycle)  # bounded, not endless
