@@ -211,8 +211,11 @@ def destination(path: str, pats: list[Pattern]) -> tuple[int, str] | None:
 
 
 def git(*args: str, repo: Path = REPO) -> str:
-    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
-                          text=True).stdout
+    """git's output; a failure ends the script with git's own message."""
+    done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"mirror_tests: git {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
 
 
 def planned_moves(repo: Path, pats: list[Pattern]) -> list[tuple[str, str]]:
