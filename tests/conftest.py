@@ -14,6 +14,16 @@ from nxcc.backend.runtime.nrt import Runtime
 from tests.passes.mesh_partition.programs import FIXTURES, PROGRAMS, compile_hlo
 
 
+@pytest.fixture(scope="session", autouse=True)
+def session_runtime_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The runtime directory of fixtures wider than one test (set before any of them runs):
+    a module's fixture that runs a model never takes the machine's cores."""
+    path = tmp_path_factory.mktemp("nxcc-session-runtime")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("NXCC_RUNTIME_DIR", str(path))
+        yield path
+
+
 @pytest.fixture(autouse=True)
 def private_runtime_dir(tmp_path_factory: pytest.TempPathFactory,
                         monkeypatch: pytest.MonkeyPatch) -> Path:
