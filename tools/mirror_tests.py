@@ -104,6 +104,7 @@ RULES = [
     _rule("tests/hlo/", "tests/compiler/hlo/"),
     _rule("tests/models/", "tests/e2e/models/"),  # ONNX exports, used by e2e, cli, fuzz, bench
     _rule("tests/neff/", "tests/backend/neff/"),
+    _rule("tests/plan/", "tests/driver/plan/"),  # once driver/plan/ exists
     _rule("tests/onnx/", "tests/compiler/onnx/"),
     _rule("tests/runtime/", "tests/backend/runtime/"),
     # JAX's SPMD programs: the annotated ones are the mesh partitioner's input

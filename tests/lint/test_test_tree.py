@@ -115,7 +115,7 @@ def test_no_test_finds_the_repository_by_counting_parent_folders() -> None:
              if p not in allowed and "__pycache__" not in p.parts
              for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if COUNTED.search(line)]
-    assert found == []
+    assert found == [], f"name the repository as tests.paths.REPO: {found}"
 
 
 def test_nothing_is_left_to_move() -> None:
