@@ -21,13 +21,16 @@ then), and a file found in a destination that was not taken moves to the one tha
 The script is idempotent: a file already in place is left alone, so it can be re-run after a
 branch that still adds tests to an old folder is merged. After moving it rewrites every
 `tests/<old path>` and `tests.<old module>` in the repository's code and documents to the new
-one (not in the fuzz corpus, not in this file). `__init__.py` files are never moved: each
-folder holding tests gets an empty one (with its parents, so pytest's module names stay
-unique), and a folder left with nothing else loses it.
+one (not in the fuzz corpus, not in this file), and sorts the imports it renamed (ruff).
+`__init__.py` files are never moved: each folder holding tests gets an empty one (with its
+parents, so pytest's module names stay unique), and a folder left with nothing else loses it.
 
 What it cannot do, a person does after a run: fixtures that a `conftest.py` shares with tests
-that moved elsewhere, and a path built from pieces (`"tests" / "x"`) that the rewrite cannot
-see (tests/paths.py says how tests name their data).
+that moved elsewhere, a path built from pieces (`"tests" / "x"`) or by counting parent
+folders (`parents[2]`), which the rewrite cannot see (tests/paths.py says how tests name
+their data; tests/lint/test_test_tree.py finds the second kind). After merging a branch,
+take the other side of a conflict in an import of `tests.<old module>` and re-run: the
+rewrite renames it.
 """
 
 from __future__ import annotations
