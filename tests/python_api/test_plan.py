@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import nxcc
-from tests.api.conftest import EXAMPLES
+from tests.driver.train.train_yaml import LLAMA
 from tests.inprocess import run_cli
-from tests.training.train_yaml import LLAMA
+from tests.python_api.conftest import EXAMPLES
 
 TIED = "++model.share_embeddings_and_output_weights=true"
 

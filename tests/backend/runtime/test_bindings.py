@@ -172,7 +172,7 @@ ENTRY main {
 def test_inf2_ranks_on_consecutive_devices_from_any_core(tmp_path: Path, monkeypatch) -> None:
     """The collective seed: on inf2 any even number of ranks on consecutive devices; cores
     1-2 are half of devices 0 and 1."""
-    from tests.spmd.conftest import compile_hlo
+    from tests.passes.mesh_partition.conftest import compile_hlo
 
     src = tmp_path / "two.hlo"
     src.write_text(TWO_RANKS)

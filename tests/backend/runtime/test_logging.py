@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import logging.handlers
 import re
-from pathlib import Path
 
 import pytest
 
 from nxcc.backend.runtime.log import TRACE, logger
 from nxcc.backend.runtime.status import NrtError
+from tests.paths import REPO
 
 TRN1 = {"NXCC_INSTANCE_TYPE": "trn1.2xlarge"}
 LINE = re.compile(r"^\d{4}-\w{3}-\d\d \d\d:\d\d:\d\d\.\d{4} \d+:\d+ (\w+) (NRT|NMGR|KMGR|TDRV):\w+ ")
@@ -95,7 +95,7 @@ def test_kmgr_is_a_component(start, tmp_path, capfd) -> None:
     collective placeholders were bound."""
     import nxcc
 
-    mlp = Path(__file__).resolve().parents[2] / "examples" / "mlp.onnx"
+    mlp = REPO / "examples/mlp.onnx"
     neff = nxcc.compile(mlp, target="trn2", lnc=2, output=tmp_path / "mlp2.neff",
                         no_cache=True)
     rt = start(NEURON_RT_LOG_LEVEL_KMGR="INFO", NXCC_INSTANCE_TYPE="trn2.3xlarge",

@@ -11,7 +11,7 @@ import numpy as np
 
 import nxcc
 from nxcc.backend.runtime.shared_weights import SHARED_WEIGHTS
-from tests.runtime.neffs import WEIGHT_SIZE, weights_neff
+from tests.backend.runtime.neffs import WEIGHT_SIZE, weights_neff
 
 TRN1 = {"NXCC_INSTANCE_TYPE": "trn1.32xlarge", "NEURON_RT_NUM_CORES": "4"}
 X = {"x": np.ones((1, WEIGHT_SIZE), np.float32)}

@@ -21,7 +21,7 @@ from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.instance import check_placement, training_instance
 from nxcc.driver.train.run import run_training
 from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
-from tests.spmd.test_mpi_runs import mpiexec, needs_mpi
+from tests.mpi.test_mpi_runs import mpiexec, needs_mpi
 
 GPT = REPO / "examples" / "train" / "megatron_gpt_tiny.yaml"  # TP2 x DP4 on 8 ranks
 SMALL = ("trainer.max_steps=2", "model.encoder_seq_length=16",

@@ -13,7 +13,7 @@ from nxcc.driver.train.config import load_config
 from nxcc.driver.train.metrics import read_metrics
 from nxcc.driver.train.run import run_training
 from tests.cli_helpers import REPO, neuronx_cc
-from tests.spmd.test_mpi_runs import mpiexec, needs_mpi
+from tests.mpi.test_mpi_runs import mpiexec, needs_mpi
 
 EXAMPLES = REPO / "examples" / "train"
 QUICK = ("trainer.max_steps=3", "exp_manager.resume_if_exists=false")

@@ -16,7 +16,7 @@ from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.profile_spans import step_labels
 from nxcc.driver.train.schedule import stage_ops
 from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
-from tests.spmd.test_mpi_runs import mpiexec, needs_mpi
+from tests.mpi.test_mpi_runs import mpiexec, needs_mpi
 
 LLAMA = REPO / "examples" / "train" / "hf_llama_tiny_gqa.yaml"  # TP2 x PP2 x DP2, selective
 GPT = REPO / "examples" / "train" / "megatron_gpt_tiny.yaml"

@@ -17,7 +17,7 @@ from nxcc.nxd.models.decoder import (
     shard_weights,
     unshard_weights,
 )
-from tests.compiler.decoder.helpers import gpt, llama
+from tests.nxd.models.decoder.helpers import gpt, llama
 
 
 def test_initial_weights_are_drawn_from_the_seed() -> None:

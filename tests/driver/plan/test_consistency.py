@@ -23,7 +23,7 @@ from nxcc.driver.train.stage import StagePlan
 from nxcc.driver.train.stage_program import compile_function
 from nxcc.ir.flops import module_flops
 from nxcc.nxd.models.decoder import program
-from tests.training.train_yaml import LLAMA
+from tests.driver.train.train_yaml import LLAMA
 
 COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter")
 

@@ -13,7 +13,7 @@ from nxcc.ir.interpreter import IRContext
 from nxcc.nxd.models.decoder import DecoderConfig, StagePlan, build_stage, program
 from nxcc.passes.manager import PassManager
 from nxcc.passes.registry import pipeline
-from tests.compiler.decoder.helpers import batch, gpt, random_weights, shards, single_stage
+from tests.nxd.models.decoder.helpers import batch, gpt, random_weights, shards, single_stage
 
 MODES = ("none", "selective", "full")
 CFG = DecoderConfig("llama", num_layers=4, hidden_size=32, num_attention_heads=4,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
-from tests.training.train_yaml import DELETE, LLAMA, variant
+from tests.driver.train.train_yaml import DELETE, LLAMA, variant
 
 PLANS = REPO / "examples" / "plan"
 KEYS = ("fits", "hbm_per_core_bytes", "hbm_capacity_bytes", "step_time_s",

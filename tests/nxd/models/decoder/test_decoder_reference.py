@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from nxcc.nxd.models.decoder import init_full_weights
-from tests.compiler.decoder.helpers import (
+from tests.nxd.models.decoder.helpers import (
     MIX_IDS,
     MIXES,
     batch,

@@ -14,7 +14,7 @@ from nxcc.ir.parser import parse_module
 from nxcc.ir.printer import print_module
 from nxcc.ir.verifier import verify_module
 from nxcc.nxd.models.decoder import DecoderError, StagePlan, build_stage, program
-from tests.compiler.decoder.helpers import gpt, llama
+from tests.nxd.models.decoder.helpers import gpt, llama
 
 KINDS = ("tp_copy", "all_reduce", "all_gather", "reduce_scatter", "all_to_all",
          "collective_permute")

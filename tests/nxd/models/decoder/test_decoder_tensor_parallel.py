@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.compiler.decoder.helpers import (
+from tests.nxd.models.decoder.helpers import (
     MIX_IDS,
     MIXES,
     batch,

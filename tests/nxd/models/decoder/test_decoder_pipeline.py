@@ -10,7 +10,7 @@ import pytest
 
 from nxcc.nxd.models.decoder import StagePlan
 from nxcc.nxd.models.decoder.config import PIECES, PIECES_PER_LAYER
-from tests.compiler.decoder.helpers import (
+from tests.nxd.models.decoder.helpers import (
     MIX_IDS,
     MIXES,
     batch,

@@ -12,7 +12,7 @@ from nxcc.driver.plan import load_for_plan
 from nxcc.driver.plan.search import composed, layouts
 from nxcc.driver.plan.stages import stage_figures
 from nxcc.driver.train.model_stage import plan_pipeline
-from tests.training.train_yaml import LLAMA
+from tests.driver.train.train_yaml import LLAMA
 
 
 @pytest.mark.parametrize("recompute", [None, "selective", "full"])
