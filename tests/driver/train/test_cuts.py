@@ -161,6 +161,7 @@ def _dry_run(config: TrainConfig) -> dict[str, Any]:
     return describe(prepare_job(config, lambda _: None, write_cache=False))
 
 
+@pytest.mark.usefixtures("any_even_ranks")  # PP3: 6 ranks
 def test_the_default_split_is_nxds_and_flops_balances_over_pieces(tmp_path: Path) -> None:
     common = (f"exp_manager.exp_dir={tmp_path}", "model.num_layers=6", "trainer.devices=6",
               "distributed_strategy.tensor_model_parallel_size=1",

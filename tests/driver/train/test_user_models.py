@@ -122,6 +122,7 @@ def test_tp2_pp2_dp2_with_sp_zero1_recompute_keeps_the_one_rank_curve(
     np.testing.assert_allclose(run["losses"], one_rank["losses"], rtol=1e-5)
 
 
+@pytest.mark.usefixtures("any_even_ranks")  # TP2 x PP3: 6 ranks
 def test_named_cuts_and_three_stages(mixer: Path, one_rank: dict, tmp_path: Path) -> None:
     run = _train(mixer, tmp_path, "trainer.devices=6",
                  "distributed_strategy.pipeline_model_parallel_size=3",
