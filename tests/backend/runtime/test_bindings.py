@@ -22,6 +22,7 @@ from nxcc.backend.runtime.nrt import Runtime
 from nxcc.backend.runtime.ring_order import adjacent, device_cycle
 from nxcc.backend.runtime.topology import INSTANCES
 from tests.cli_helpers import neuronx_cc
+from tests.passes.mesh_partition.programs import compile_hlo
 
 TRN1 = INSTANCES["trn1.32xlarge"]
 
@@ -172,8 +173,6 @@ ENTRY main {
 def test_inf2_ranks_on_consecutive_devices_from_any_core(tmp_path: Path, monkeypatch) -> None:
     """The collective seed: on inf2 any even number of ranks on consecutive devices; cores
     1-2 are half of devices 0 and 1."""
-    from tests.passes.mesh_partition.conftest import compile_hlo
-
     src = tmp_path / "two.hlo"
     src.write_text(TWO_RANKS)
     neff = compile_hlo(src, tmp_path / "two.neff", target="inf2")
