@@ -4,7 +4,7 @@ Every op definition has its rule in `MESH_RULES` (an `OpTable`, registered once,
 ``rule(module, op, dists, n, price) -> Decision``. The elementwise ops' rule is derived from
 their definitions (`elementwise=True` without side effects); the ops in `WHOLE` are
 registered as running on whole values. `KEEPS_PARTIAL` holds the ops a pending sum passes
-through. `tests/ir/test_op_coverage.py` checks that every op has its rule.
+through. `tests/ir/ops/test_op_coverage.py` checks that every op has its rule.
 
 Operands come in non-partial (a pending reduction is all-reduced first). Each rule picks,
 among a few candidate placements of the op's iteration space, the one whose operand

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from tests.paths import REPO
 
 
 def test_table_on_the_tiny_mlp(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.cli_helpers import assert_one_line_error, neuronx_cc
-from tests.training.train_yaml import GPT, LLAMA, variant
+from tests.driver.train.train_yaml import GPT, LLAMA, variant
 
 
 def test_dry_run_prints_the_layout(tmp_path: Path) -> None:

@@ -24,13 +24,13 @@ from hypothesis import strategies as st
 
 from nxcc.backend.userfiles import UserFileError
 from nxcc.backend.userfiles.npz import NpzArchive
+from tests.backend.neff.mutants import EXAMPLES
 from tests.fuzz.harness import Kind
 from tests.fuzz.kind_data import CONFIG, write_config
 from tests.fuzz.kind_state import _state_change
 from tests.fuzz.mutations import mutate_bytes, mutate_json, zip_members, zip_of
 from tests.fuzz.npz_hazards import npy_hazard, zip_hazard
 from tests.inprocess import run_cli
-from tests.neff.mutants import EXAMPLES
 
 ROOT = "checkpoints"
 SAME_LAYOUT = ("params_tp0_pp0.npz", "optim_dp0_tp0_pp0.npz")

@@ -13,7 +13,7 @@ from nxcc.ir.interpreter import IRContext
 from nxcc.nxd.model import RankSpec
 from nxcc.nxd.params import ParamSpec, init_full_weights, join_parts, shard, unshard
 from nxcc.nxd.pipeline.stage import ModelFn, StagePrograms, build_stage, program, trace
-from tests.decoder.helpers import RankContext
+from tests.nxd.models.decoder.helpers import RankContext
 
 
 def run_ranks(modules: Sequence[Module], fn: str, args: Sequence[Sequence[np.ndarray]]
