@@ -9,7 +9,7 @@ Everything else about the distribution is in pyproject.toml.
 
 from setuptools import find_packages, setup
 
-LAYERS = ("backend", "cli", "compiler", "driver", "ir", "passes")
+LAYERS = ("backend", "cli", "compiler", "driver", "ir", "nxd", "passes")
 
 packages = ["nxcc", *(f"nxcc.{sub}" for sub in find_packages("nxcc"))]  # nxcc.torch, nxcc.jax
 package_dir = {"nxcc": "nxcc"}

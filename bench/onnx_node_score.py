@@ -1,6 +1,6 @@
 """The ONNX node conformance score of nxcc: every node case of onnx's suite, run as onnx's
-runner runs it (tests/onnx/node_suite/suite.py), then passed / total and the failures grouped
-by operator.
+runner runs it (tests/compiler/onnx/node_suite/suite.py), then passed / total and the
+failures grouped by operator.
 
     PYTHONPATH=. python -m bench.onnx_node_score [-j JOBS] [-k SUBSTRING] [--timeout S]
                                                 [--write-expected] [-v]
@@ -11,7 +11,7 @@ types) is not a failure; any other case that does not pass is one. The score is
 (passed + skipped by rule) / 1884, and the line below it gives passed / cases run. It
 also counts the passing cases that needed inputs frozen in at compile time (see
 backend/onnx_backend.py), and those whose every input was frozen.
-`--write-expected` rewrites tests/onnx/node_suite/expected_pass.txt with the passing cases.
+`--write-expected` rewrites tests/compiler/onnx/node_suite/expected_pass.txt with the passing cases.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from result_files import add_results_argument, recording  # noqa: E402
 
-from tests.onnx.node_suite import suite  # noqa: E402
+from tests.compiler.onnx.node_suite import suite  # noqa: E402
 
 
 class CaseTimeout(Exception):

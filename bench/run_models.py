@@ -30,7 +30,7 @@ from nxcc.backend.runtime.model import LoadedModel  # noqa: E402
 from nxcc.driver.compile import compile_model  # noqa: E402
 from nxcc.driver.options import CompileOptions  # noqa: E402
 
-DEFAULT = sorted((Path(__file__).resolve().parent.parent / "tests" / "models").glob("*.onnx"))
+DEFAULT = sorted((Path(__file__).resolve().parent.parent / "tests/e2e/models").glob("*.onnx"))
 
 
 def inputs_for(path: Path) -> dict[str, np.ndarray]:

@@ -32,7 +32,7 @@ def _open(cache_dir: str | None) -> CompileCache:
     return CompileCache(root)
 
 
-def _describe(entry) -> dict:  # type: ignore[no-untyped-def]
+def _describe(entry) -> dict:
     meta = entry.meta
     return {"entry": entry.name, "version": meta.get("compiler_version"),
             "status": meta.get("status"), "error_code": meta.get("error_code"),

@@ -146,7 +146,7 @@ TRAINING_FLAGS = ("loss", "loss_input", "label_input", "optimizer", "lr", "weigh
                   "training_mixed_precision", "bf16_weights", "stochastic_rounding")
 
 
-def with_options(fn):  # type: ignore[no-untyped-def]
+def with_options(fn):
     for option in reversed(OPTIONS + TRAINING_OPTIONS):
         fn = option(fn)
     return fn

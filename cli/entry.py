@@ -19,6 +19,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if replay(args):
             return
+        # after the replay: a compile-cache hit loads neither click's commands nor numpy
         from nxcc.cli.main import main as full_command_line
 
         full_command_line(args)

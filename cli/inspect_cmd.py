@@ -26,6 +26,17 @@ from nxcc.driver.api.inspect import inspect, read_checked
 describe = inspect  # the name the command used for it
 
 
+def estimate_line(estimate: dict, target: object) -> str:
+    """The compiler's estimate of a subgraph on its target (`driver.hbm_check`)."""
+    peak = estimate.get("peak_hbm_bytes", {})
+    limit = estimate.get("hbm_limit_bytes", 0)
+    return (f"estimate on {target}: peak HBM {peak.get('total', 0) / 2**20:.3f} MiB of "
+            f"{limit / 2**30:g} GiB (weights {peak.get('weights', 0)}, inputs "
+            f"{peak.get('inputs', 0)}, arena {peak.get('arena', 0)}, collective buffers "
+            f"{peak.get('collective_buffers', 0)} bytes), device time "
+            f"{1e6 * float(estimate.get('device_seconds', 0.0)):.3f} us")
+
+
 def _groups(c: dict) -> str:
     if "source_target_pairs" in c:
         return "pairs " + " ".join(f"{a}->{b}" for a, b in c["source_target_pairs"])
@@ -53,6 +64,8 @@ def print_text(d: dict) -> None:
         flops = f", {sg['flops']} FLOPs" if sg.get("flops") is not None else ""
         click.echo(f"  {sg['name']} (core {sg['core']}): {sg['ops']} ops{flops}, "
                    f"{sg['collectives']} collectives")
+        if isinstance(sg.get("estimate"), dict):
+            click.echo(f"    {estimate_line(sg['estimate'], d['target'])}")
     comm = d["communication"]
     click.echo(f"collectives: {comm['collectives']}, {comm['bytes_per_execution']:.0f} bytes "
                "communicated per execution")

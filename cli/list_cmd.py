@@ -14,6 +14,7 @@ from nxcc.cli.errors import user_errors
 def list_operators_cmd(framework: str) -> None:
     """List the operators supported for FRAMEWORK."""
     if framework.upper() == "ONNX":
+        # the frontends (onnx, numpy) only for this command, not at every command's start
         from nxcc.compiler.onnx import SUPPORTED_OPS
 
         for op in SUPPORTED_OPS:

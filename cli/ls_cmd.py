@@ -1,7 +1,8 @@
 """`neuronx-cc ls [--json]`: the simulated instance in the manner of `neuron-ls`.
 
-Shows each device with its NeuronCores, the logical cores under the current LNC, its memory
-and connected devices, and which process (pid, command) holds which core.
+Shows each device with its NeuronCores, the logical cores under the current LNC (and their
+software id: NC_V3d, NC_V3, NC_V2...), its memory and connected devices, and which process
+(pid, command) holds which core.
 """
 
 from __future__ import annotations
@@ -43,11 +44,11 @@ def render(desc: dict) -> list[str]:
     lines = [
         f"instance-type: {desc['instance_type']} ({desc['instance_source']})",
         f"topology: {desc['topology']}, {desc['core_kind']}",
-        f"logical-nc-config: {desc['lnc']} ({desc['logical_cores']} logical NeuronCores, "
-        f"{desc['physical_cores']} physical)",
+        f"logical-nc-config: {desc['lnc']} ({desc['logical_cores']} logical NeuronCores "
+        f"{desc['software_id']}, {desc['physical_cores']} physical)",
         f"runtime-dir: {desc['runtime_dir']}",
     ]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for d in desc["devices"]:
         pids = sorted({c["pid"] for c in d["cores"] if c["pid"] is not None})
         rows.append((str(d["device"]), str(len(d["physical_cores"])), _span(d["logical_cores"]),

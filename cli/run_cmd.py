@@ -21,6 +21,7 @@ from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.mpi_job import launched_processes
 from nxcc.backend.runtime.npz import read_npz
 from nxcc.backend.runtime.nrt import read_source
+from nxcc.backend.userfiles.npz import write_npz
 from nxcc.cli.errors import user_errors
 from nxcc.cli.rank_process import joined, run_rank, split_off_rank
 
@@ -41,7 +42,7 @@ def load_inputs(path: str, names: list[str] | None = None, what: str = "inputs"
 def save_outputs(path: str, outputs: dict[str, np.ndarray]) -> None:
     """Write `outputs` to `path` atomically (nothing left behind if interrupted)."""
     with atomic_file(path) as f:
-        np.savez(f, **outputs)
+        write_npz(f, outputs)
 
 
 def show(outputs: dict[str, np.ndarray]) -> None:

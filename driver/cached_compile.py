@@ -22,9 +22,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from nxcc.driver.cache.key import CacheKey, make_key
-from nxcc.driver.cache.store import NEFF, CompileCache, pause_point
+from nxcc.driver.cache.store import NEFF, CompileCache
 from nxcc.driver.errors import WRITE_FAILED, CompileError, write_error
 from nxcc.driver.frontends import choose_framework
+from nxcc.driver.hbm_check import LIMIT_VARIABLE, hbm_limit
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.output import write_bytes_atomically
 from nxcc.errors import BAD_ARGUMENT
@@ -53,6 +54,8 @@ def compile_key(path: str, options: CompileOptions) -> CacheKey:
     framework, _ = choose_framework(path, options.framework)
     name = os.path.splitext(os.path.basename(path))[0]
     flags = {**options.output_flags(), "framework": framework, "name": name}
+    if os.environ.get(LIMIT_VARIABLE):  # a changed HBM limit may refuse what passed
+        flags["hbm_limit"] = hbm_limit(options.target, options.logical_nc_config)
     try:
         return make_key(path, flags)
     except OSError as exc:
@@ -92,6 +95,7 @@ def compile_cached(path: str, options: CompileOptions, cache: CompileCache | Non
 
 def _compile(path: str, options: CompileOptions, emit: Callable[[str], None],
              progress: Callable[[str], None] | None) -> None:
+    # on a miss only: a cache hit loads no frontend, pass or numpy (see the docstring)
     from nxcc.driver.compile import compile_model
 
     compile_model(path, options, emit, progress)
@@ -118,7 +122,6 @@ def _use_entry(cache: CompileCache, key: CacheKey, output: str,
     if data is None:
         log.warning("compile cache entry %s is damaged; compiling again", key.entry)
         return False
-    pause_point("hit")
     try:
         write_bytes_atomically(output, data)
     except OSError as exc:
@@ -136,7 +139,6 @@ def _compile_into_cache(path: str, options: CompileOptions, cache: CompileCache,
         with cache.staging(key) as staged:
             neff = os.path.join(staged, NEFF)
             shutil.copyfile(path, os.path.join(staged, "model" + os.path.splitext(path)[1]))
-            pause_point("model")
             try:
                 _compile(path, replace(options, output=neff), emit, progress)
             except CompileError as exc:
@@ -144,7 +146,6 @@ def _compile_into_cache(path: str, options: CompileOptions, cache: CompileCache,
                     raise
                 _publish_failure(cache, key, staged, exc)
                 raise
-            pause_point("neff")
             with open(neff, "rb") as f:
                 data = f.read()
             cache.publish(key, staged, {"status": "ok", "neff_bytes": len(data),
@@ -173,6 +174,5 @@ def _publish_failure(cache: CompileCache, key: CacheKey, staged: str,
     raw = json.dumps({"code": exc.code, "message": exc.args[0]}).encode("utf-8")
     with open(os.path.join(staged, "error.json"), "wb") as f:
         f.write(raw)
-    pause_point("error")
     cache.publish(key, staged, {"status": "failed", "error_code": exc.code,
                                 "error_sha256": hashlib.sha256(raw).hexdigest()})

@@ -20,6 +20,7 @@ from nxcc.backend.runtime.loadable import UnloadableNeff
 from nxcc.driver.compile_gc import compile_gc
 from nxcc.driver.errors import CompileError, write_error
 from nxcc.driver.frontends import choose_framework, import_xla
+from nxcc.driver.hbm_check import check_peak_hbm
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.save_temps import SavedTemps, make_workdir
 from nxcc.driver.sharding_stage import core_programs, mesh_passes
@@ -54,6 +55,7 @@ def import_model(path: str, options: CompileOptions,
     if progress is not None:
         progress("import")
     if framework == "ONNX":
+        # the ONNX frontend (onnx and its protobuf classes) only for an ONNX model
         from nxcc.compiler.onnx import FrontendError, import_onnx
 
         try:
@@ -78,7 +80,7 @@ def compile_model(path: str, options: CompileOptions,
 def compile_onnx_model(proto: onnx.ModelProto, options: CompileOptions, name: str = "model",
                        emit: Callable[[str], None] = print) -> CompileResult:
     """Compile an in-memory ONNX model to the NEFF `options.output` (as `compile_model`)."""
-    from nxcc.compiler.onnx import FrontendError, import_onnx
+    from nxcc.compiler.onnx import FrontendError, import_onnx  # as in compile_model
 
     check_print_ir_after(options)
     with compile_gc():
@@ -151,6 +153,7 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
     except PassFailure as exc:
         raise CompileError(VERIFICATION_FAILED, str(exc).splitlines()[0]) from exc
     timings = manager.timings + shard_timings
+    estimates = check_peak_hbm(cores, options.target, options.logical_nc_config)
     flags = options.output_flags()
     spec = NeffSpec(
         target=options.target,
@@ -163,6 +166,7 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
                   "version": NXCC_VERSION,
                   "flags": flags},
         state=state,
+        estimates=tuple(estimates),
     )
     if progress is not None:
         progress("write")

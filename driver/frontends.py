@@ -56,6 +56,8 @@ def choose_framework(path: str, framework: str | None) -> tuple[str, Detected]:
 
 def import_xla(path: str, found: Detected) -> Module:
     """The IR of the XLA program at `path` (HLO text, HloModuleProto or StableHLO)."""
+    # the XLA frontends (numpy, lark) only for an XLA model: choose_framework, above, runs
+    # on a compile-cache hit, which loads no numpy
     from nxcc.compiler.hlo import HloError, import_hlo
     from nxcc.compiler.stablehlo import import_stablehlo
 

@@ -136,12 +136,12 @@ class NxccRep(BackendRep):
             self._loaded[self._key(feeds)] = loaded
         return loaded
 
-    def run(self, inputs: Any, **kwargs: Any) -> list[np.ndarray]:
+    def run(self, inputs: Any, **kwargs: Any) -> tuple[np.ndarray, ...]:
         """Execute once; `inputs` a sequence (positional) or a name -> array mapping."""
         feeds = self._feeds(inputs)
         loaded = self._model_for(feeds)
         outputs = loaded(**{n: a for n, a in feeds.items() if n not in self.frozen})
-        return [outputs[info.name] for info in loaded.outputs]
+        return tuple(outputs[info.name] for info in loaded.outputs)
 
 
 class Backend(base.Backend):
@@ -157,13 +157,13 @@ class Backend(base.Backend):
 
     @classmethod
     def run_model(cls, model: onnx.ModelProto, inputs: Any, device: str = "CPU",
-                  **kwargs: Any) -> list[np.ndarray]:
+                  **kwargs: Any) -> tuple[np.ndarray, ...]:
         return cls.prepare(model, device, **kwargs).run(inputs)
 
     @classmethod
     def run_node(cls, node: onnx.NodeProto, inputs: Any, device: str = "CPU",
                  outputs_info: Sequence[tuple[np.dtype, tuple[int, ...]]] | None = None,
-                 **kwargs: Any) -> list[np.ndarray]:
+                 **kwargs: Any) -> tuple[np.ndarray, ...]:
         """Run one node on `inputs` (positional, in the node's input order).
 
         `opset_version` (keyword) picks the default-domain opset; the latest otherwise."""

@@ -153,7 +153,7 @@ def parse_input_shape(spec: str) -> tuple[str, tuple[int, ...]]:
     try:
         shape = tuple(int(d) for d in dims.split(",")) if dims.strip() else ()
     except ValueError:
-        shape = None  # type: ignore[assignment]
+        shape = None
     if not sep or not name or shape is None or any(d < 0 for d in shape):
         raise CompileError(BAD_ARGUMENT,
                            f"--input-shape {spec!r} is not NAME=D0,D1,... with sizes >= 0")

@@ -9,8 +9,9 @@ user-supplied value to the canonical Python value for its kind, or raises ValueE
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 
@@ -52,7 +53,8 @@ class Dense:
             object.__setattr__(self, "array", arr)
 
     @staticmethod
-    def of(array: np.ndarray | float | int | bool, dtype: DType | None = None) -> Dense:
+    def of(array: np.ndarray | np.generic | float | int | bool,
+           dtype: DType | None = None) -> Dense:
         """A Dense holding `array` (copied unless already read-only), as `dtype` if given."""
         arr = np.asarray(array)
         dt = dtype if dtype is not None else DType.from_numpy(arr.dtype)
@@ -100,6 +102,59 @@ def _all_equal(arr: np.ndarray) -> bool:
 
 
 AttrValue = bool | int | float | str | DType | Symbol | Dense | tuple
+
+_Scalar = TypeVar("_Scalar", bool, int, float, str, DType, Symbol, Dense)
+
+
+def attr_of(attrs: Mapping[str, AttrValue], name: str, kind: type[_Scalar]) -> _Scalar:
+    """`attrs[name]` as the `kind` its op definition declares. An op's attributes are
+    canonical already; attributes as a program file writes them (an int for a float, a name
+    for a function reference) are converted as `AttrKind.check` would. TypeError naming the
+    attribute if it is not of that kind."""
+    value = attrs[name]
+    if isinstance(value, kind):
+        return value
+    checked = _checked(name, _KIND_OF[kind].check, value)
+    if not isinstance(checked, kind):  # each kind's checker returns that kind's type
+        raise TypeError(f"attribute '{name}' is {value!r}, not a {kind.__name__}")
+    return checked
+
+
+_Checked = TypeVar("_Checked")
+
+
+def _checked(name: str, check: Callable[[object], _Checked], value: object) -> _Checked:
+    """`check(value)`, its ValueError raised as a TypeError naming the attribute."""
+    try:
+        return check(value)
+    except ValueError as exc:
+        raise TypeError(f"attribute '{name}': {exc}") from None
+
+
+def optional_attr(attrs: Mapping[str, AttrValue], name: str,
+                  kind: type[_Scalar]) -> _Scalar | None:
+    """`attr_of` for an attribute whose default is None (absent or None gives None)."""
+    if attrs.get(name) is None:
+        return None
+    return attr_of(attrs, name, kind)
+
+
+def attr_ints(attrs: Mapping[str, AttrValue], name: str) -> tuple[int, ...]:
+    """`attrs[name]`, an ``INTS`` attribute (a list converted); TypeError naming it if it
+    is not one."""
+    value = attrs[name]
+    if isinstance(value, tuple):
+        return value
+    return _checked(name, _check_ints, value)
+
+
+def attr_ints2(attrs: Mapping[str, AttrValue], name: str) -> tuple[tuple[int, ...], ...]:
+    """`attrs[name]`, an ``INTS2`` attribute (lists converted); TypeError naming it if it
+    is not one."""
+    value = attrs[name]
+    if isinstance(value, tuple):
+        return value
+    return _checked(name, _check_ints2, value)
 
 
 class AttrKind(enum.Enum):
@@ -205,4 +260,10 @@ _CHECKERS: dict[AttrKind, Callable[[object, tuple[str, ...]], AttrValue]] = {
     AttrKind.DENSE: _check_dense,
     AttrKind.SYMBOL: _check_symbol,
     AttrKind.SYMBOLS: _check_symbols,
+}
+
+#: the kind `attr_of` converts to for each Python type it is asked for
+_KIND_OF: dict[type, AttrKind] = {
+    bool: AttrKind.BOOL, int: AttrKind.INT, float: AttrKind.FLOAT, str: AttrKind.STR,
+    DType: AttrKind.DTYPE, Symbol: AttrKind.SYMBOL, Dense: AttrKind.DENSE,
 }

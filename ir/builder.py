@@ -56,7 +56,8 @@ class Builder(BuilderOps):
 
     # Conveniences used by every frontend.
 
-    def constant(self, value: np.ndarray | float | int | bool, dtype: DType | None = None
+    def constant(self, value: np.ndarray | np.generic | float | int | bool,
+                 dtype: DType | None = None
                  ) -> Value:
         """A constant op holding `value` (as `dtype` when given)."""
         return self.op(ops.constant, [], {"value": Dense.of(value, dtype)})

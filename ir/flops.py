@@ -19,6 +19,7 @@ import math
 from collections.abc import Callable
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints, attr_of
 from nxcc.ir.core import Function, Module, Op
 from nxcc.ir.fused_program import parse_program
 from nxcc.ir.opdef import all_opdefs
@@ -36,15 +37,15 @@ flops = FLOPS.register
 @flops(ops.dot_general)
 def _dot_general(op: Op) -> int:
     lhs = op.operands[0].type
-    contracted = math.prod(lhs.shape[d] for d in op.attrs["lhs_contracting_dims"])
+    contracted = math.prod(lhs.shape[d] for d in attr_ints(op.attrs, "lhs_contracting_dims"))
     return 2 * op.results[0].type.size * contracted
 
 
 @flops(ops.convolution)
 def _convolution(op: Op) -> int:
     rhs = op.operands[1].type
-    window = math.prod(rhs.shape[d] for d in op.attrs["kernel_spatial_dims"])
-    kin = rhs.shape[op.attrs["kernel_input_feature_dim"]]  # type: ignore[index]
+    window = math.prod(rhs.shape[d] for d in attr_ints(op.attrs, "kernel_spatial_dims"))
+    kin = rhs.shape[attr_of(op.attrs, "kernel_input_feature_dim", int)]
     return 2 * op.results[0].type.size * kin * window
 
 
@@ -57,7 +58,7 @@ def _reduce(op: Op) -> int:
 @flops(ops.reduce_window)
 def _reduce_window(op: Op) -> int:
     n = len(op.operands) // 2
-    window = math.prod(op.attrs["window_dimensions"])  # type: ignore[arg-type]
+    window = math.prod(attr_ints(op.attrs, "window_dimensions"))
     return sum(r.type.size for r in op.results[:n]) * window
 
 
@@ -66,7 +67,7 @@ def _sort(op: Op) -> int:
     t = op.operands[0].type
     if t.size == 0:
         return 0
-    row = t.shape[op.attrs["dimension"]]  # type: ignore[index]
+    row = t.shape[attr_of(op.attrs, "dimension", int)]
     return int(t.size * max(math.log2(max(row, 1)), 1))
 
 

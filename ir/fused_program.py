@@ -17,7 +17,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from nxcc.ir.attributes import AttrKind
+from nxcc.ir.attributes import AttrKind, AttrValue
 from nxcc.ir.dtypes import DType
 from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.types import TensorType
@@ -44,7 +44,7 @@ class Step:
         """The op's text name (as the program text writes it)."""
         return self.opdef.name
 
-    def attrs(self) -> dict[str, object]:
+    def attrs(self) -> dict[str, AttrValue]:
         """The step's op attributes: the qualifier is the value of the op's one attribute
         (compare's direction, convert's dtype); an op without attributes has none."""
         if not self.opdef.attrs:

@@ -92,7 +92,7 @@ class _ModuleReader:
             dtype = DType.from_name(str(dtype_tok))
         except ValueError as exc:
             raise self.error(dtype_tok, str(exc)) from None
-        dims = tuple(int(t) for t in node.children[1:] if t is not None)
+        dims = tuple(int(str(t)) for t in node.children[1:] if t is not None)
         return TensorType(dtype, dims)
 
     def declare(self, ft: Tree) -> Function:
@@ -108,7 +108,7 @@ class _ModuleReader:
             elif isinstance(node, Tree) and node.data == "result":
                 label, t = node.children
                 results.append(self.type_(t))
-                result_names.append(json.loads(label) if label is not None else None)
+                result_names.append(json.loads(str(label)) if label is not None else None)
         # Placeholder results carry the declared signature until the body is read.
         fn = Function(name, params, results=[Value(t) for t in results])
         if any(n is not None for n in result_names):
@@ -216,15 +216,15 @@ class _ModuleReader:
             raise self.error(node, f"unexpected {node}")
         kind = node.data
         if kind == "int_":
-            return int(node.children[0])
+            return int(str(node.children[0]))
         if kind == "float_":
-            return float(node.children[0])
+            return float(str(node.children[0]))
         if kind == "true":
             return True
         if kind == "false":
             return False
         if kind == "string":
-            return json.loads(node.children[0])
+            return json.loads(str(node.children[0]))
         if kind == "name":
             return str(node.children[0])
         if kind == "symbol":
@@ -249,14 +249,17 @@ class _ModuleReader:
                 raise self.error(body, f"dense data has {len(raw)} bytes, {t} needs {t.nbytes}")
             arr = np.frombuffer(raw, dtype=np_dtype.newbyteorder("<")).astype(np_dtype)
             return Dense(t, arr.reshape(t.shape))
-        values = [_scalar(v, t.dtype) for v in self.literal(body)]  # type: ignore[union-attr]
+        items = self.literal(body)
+        if not isinstance(items, tuple):
+            raise self.error(body, f"dense needs a list of values, got {items!r}")
+        values = [_scalar(v, t.dtype) for v in items]
         if len(values) != t.size:
             raise self.error(node.children[0],
                              f"dense has {len(values)} values, {t} needs {t.size}")
         return Dense(t, np.array(values, dtype=np_dtype).reshape(t.shape))
 
 
-def _scalar(value: object, dtype: DType) -> object:
+def _scalar(value: object, dtype: DType) -> bool | int | float:
     if dtype is DType.PRED:
         return bool(value)
     if dtype.is_float:

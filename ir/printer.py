@@ -105,7 +105,7 @@ class Printer:
             return names[key]
 
         params = ", ".join(f"{name_of(p)}: {typed(p)}" for p in fn.params)
-        rnames = fn.result_names or [None] * len(fn.results)
+        rnames: list[str | None] = [*fn.result_names] or [None] * len(fn.results)
         rtypes = ", ".join(
             (f"{json.dumps(n)}: " if n is not None else "") + str(r.type)
             for n, r in zip(rnames, fn.results, strict=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import Dense, Symbol
+from nxcc.ir.attributes import Dense, Symbol, attr_of
 from nxcc.ir.core import Function, Module, Op, Value
 
 
@@ -13,7 +13,7 @@ def constant_value(v: Value | None) -> Dense | None:
     """The value of `v` when a ``constant`` op defines it, else None."""
     if v is None or v.owner is None or v.owner.opdef is not ops.constant:
         return None
-    return v.owner.attrs["value"]  # type: ignore[return-value]
+    return attr_of(v.owner.attrs, "value", Dense)
 
 
 def replace_uses(fn: Function, mapping: Mapping[Value, Value]) -> int:

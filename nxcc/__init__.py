@@ -8,14 +8,15 @@ The Python API (docs/python-api.md):
         outputs = model(x)                                      # {output name: array}
     nxcc.inspect(neff)                                          # what inspect-neff --json says
     nxcc.train("examples/train/tiny.yaml", dry_run=True)        # the run's layout
+    nxcc.plan("examples/plan/hf_llama3_70B.yaml")               # its cost on real Trainium
 
 Every refusal raises `nxcc.Error` (`CompileError`, `NrtError`, `NeffError`) carrying the code
 the command line prints (docs/error-codes.md). The names are imported on first use, so
 `import nxcc` stays cheap and `import nxcc.ir` loads no more than the IR.
 
 The installed distribution has this one top-level package. Its layers keep their folders at the
-top of the repository (``compiler/``, ``ir/``, ``passes/``, ``backend/``, ``cli/``,
-``driver/``) and have one import name each, ``nxcc.<layer>``:
+top of the repository (``compiler/``, ``ir/``, ``passes/``, ``nxd/``, ``backend/``,
+``cli/``, ``driver/``) and have one import name each, ``nxcc.<layer>``:
 
 - installed (a wheel, ``pip install .``), ``setup.py`` maps each folder into the package, so
   site-packages holds ``nxcc/ir/...`` and nothing else;
@@ -37,9 +38,10 @@ if not (_HERE / "ir").is_dir() and (_HERE.parent / "ir" / "__init__.py").is_file
 
 if TYPE_CHECKING:
     from nxcc.backend.neff.artifact import Neff
-    from nxcc.backend.runtime.api import Model, load
+    from nxcc.backend.runtime.api import Model, load, register_async_exec_callback
     from nxcc.driver.api.compile import compile
     from nxcc.driver.api.inspect import inspect
+    from nxcc.driver.api.plan import plan
     from nxcc.driver.api.train import train
     from nxcc.errors import CompileError, Error, NeffError, NrtError, NrtStatus
 
@@ -48,9 +50,11 @@ _EXPORTS = {
     "compile": "nxcc.driver.api.compile",
     "load": "nxcc.backend.runtime.api",
     "inspect": "nxcc.driver.api.inspect",
+    "plan": "nxcc.driver.api.plan",
     "train": "nxcc.driver.api.train",
     "Neff": "nxcc.backend.neff.artifact",
     "Model": "nxcc.backend.runtime.api",
+    "register_async_exec_callback": "nxcc.backend.runtime.api",
     "Error": "nxcc.errors",
     "CompileError": "nxcc.errors",
     "NrtError": "nxcc.errors",
@@ -59,7 +63,7 @@ _EXPORTS = {
 }
 
 __all__ = ["CompileError", "Error", "Model", "Neff", "NeffError", "NrtError", "NrtStatus",
-           "compile", "inspect", "load", "train"]
+           "compile", "inspect", "load", "plan", "register_async_exec_callback", "train"]
 
 
 def __getattr__(name: str) -> object:

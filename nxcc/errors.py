@@ -84,6 +84,10 @@ entry): the disk is full or read-only. Nothing half-written is left behind.""")
 RUNTIME_LIMIT = _define("NCC_ELIM001", """A compiled program the runtime would refuse to
 load: a tensor, weight, arena or payload over the runtime's limits. Refused before any NEFF is
 written; the message names what is over which limit and the runtime's own code.""")
+OUT_OF_MEMORY = _define("NCC_EOOM001", """A program that cannot load: the compiler's estimate
+of a logical NeuronCore's peak HBM (weights, inputs, arena, collective buffers) exceeds the
+target's HBM per core (or NXCC_HBM_LIMIT). Refused before any NEFF is written; the message
+names the estimate, the limit and the largest parts.""")
 TRAIN_CONFIG = _define("NCC_ETRN001", """A training configuration that cannot be used: a YAML
 key, a value, a data file or the model it names; the message names the key.""", EXIT_USAGE)
 CHECKPOINT = _define("NCC_ETRN002", """A training checkpoint that cannot be used: missing,
@@ -102,6 +106,12 @@ class NrtStatus(enum.IntEnum):
         member._value_ = value
         member.meaning = " ".join(meaning.split())
         return member
+
+    @classmethod
+    def of(cls, value: int) -> NrtStatus:
+        """The member whose code is `value` (ValueError for none): the enum's lookup, which
+        the type checker would take for a call of `__new__`."""
+        return cls(value)  # type: ignore[call-arg]
 
     SUCCESS = 0, "Success (never reported as an error)."
     FAILURE = 1, """A failure with no more specific status: a rank of the job was lost, or an

@@ -21,7 +21,7 @@ from typing import ClassVar
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import Dense
+from nxcc.ir.attributes import Dense, attr_of
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.interpreter import IRContext, evaluate_op
 from nxcc.ir.ops.collective import ASYNC_OPS
@@ -79,7 +79,7 @@ class IotaAsBroadcast(RewritePattern):
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> list[Value] | None:
         shape = op.result.type.shape
-        d = int(op.attrs["dimension"])  # type: ignore[call-overload]
+        d = attr_of(op.attrs, "dimension", int)
         if len(shape) < 2 or shape[d] == op.result.type.size:
             return None
         line = rewriter.b.iota(dtype=op.result.type.dtype, shape=(shape[d],), dimension=0)
@@ -108,9 +108,9 @@ def fold_op(op: Op, values: list[Dense], ctx: IRContext) -> list[Dense] | None:
         else:
             outs = [np.asarray(values[0].splat_value)]
             if opdef is ops.pad and values[0].splat_value != values[1].splat_value:
-                outs = None  # type: ignore[assignment]
+                outs = None
             if opdef is ops.concatenate and len({v.splat_value.tobytes() for v in values}) > 1:
-                outs = None  # type: ignore[assignment]
+                outs = None
         if outs is not None:
             return [Dense.splat(r.type, o.reshape(-1)[0]) for r, o in zip(op.results, outs,
                                                                           strict=True)]

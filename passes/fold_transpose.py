@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.patterns import RewritePattern, Rewriter, rewrite_function
 from nxcc.ir.rewrite import use_counts
@@ -75,12 +76,12 @@ class _TransposeIntoDot(RewritePattern):
             producer = operands[side].owner
             if producer is None or producer.opcode != ops.transpose.name:
                 continue
-            perm = [int(p) for p in producer.attrs["permutation"]]  # type: ignore[union-attr]
-            dims = folded_dims(perm, attrs[batch_key], attrs[contracting_key])  # type: ignore[arg-type]
+            perm = [int(p) for p in attr_ints(producer.attrs, "permutation")]
+            dims = folded_dims(perm, attr_ints(attrs, batch_key), attr_ints(attrs, contracting_key))
             if dims is None:
                 continue
             operands[side] = producer.operands[0]
-            attrs[batch_key], attrs[contracting_key] = dims
+            attrs[batch_key], attrs[contracting_key] = tuple(dims[0]), tuple(dims[1])
             changed = True
         if not changed:
             return None
@@ -112,9 +113,9 @@ class _ProductTransposed(RewritePattern):
             return None
         a = product.attrs
         lhs = product.operands[0]
-        batch = len(a["lhs_batch_dims"])  # type: ignore[arg-type]
-        lhs_free = lhs.type.rank - batch - len(a["lhs_contracting_dims"])  # type: ignore
-        perm = [int(p) for p in op.attrs["permutation"]]  # type: ignore[union-attr]
+        batch = len(attr_ints(a, "lhs_batch_dims"))
+        lhs_free = lhs.type.rank - batch - len(attr_ints(a, "lhs_contracting_dims"))
+        perm = attr_ints(op.attrs, "permutation")
         if not swapped_product(perm, batch, lhs_free) or lhs_free == 0:
             return None
         attrs = {**a, "lhs_batch_dims": a["rhs_batch_dims"],
@@ -138,8 +139,8 @@ class _TransposeOfTranspose(RewritePattern):
         inner = op.operands[0].owner
         if inner is None or inner.opcode != ops.transpose.name:
             return None
-        p = [int(d) for d in inner.attrs["permutation"]]  # type: ignore[union-attr]
-        q = [int(d) for d in op.attrs["permutation"]]  # type: ignore[union-attr]
+        p = attr_ints(inner.attrs, "permutation")
+        q = attr_ints(op.attrs, "permutation")
         perm = [p[d] for d in q]
         if perm == sorted(perm):
             return [self.uses.replaced(op.result, inner.operands[0])]

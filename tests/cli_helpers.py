@@ -7,8 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-MODELS = REPO / "tests" / "models"
+from tests.paths import REPO
+
+MODELS = REPO / "tests/e2e/models"
 
 
 def neuronx_cc(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None

@@ -29,6 +29,7 @@ from nxcc.backend.neff.errors import NeffError
 from nxcc.backend.neff.json_schema import load_json
 from nxcc.backend.neff.protowire import count_field
 from nxcc.backend.neff.survey import Survey
+from nxcc.backend.neff.tvm_graph import graph_signature
 
 PRODUCER = "neuronx-cc"
 
@@ -185,7 +186,9 @@ def _subgraph(survey: Survey, name: str, definition: str) -> dict[str, Any]:
                         "instructions": _instruction_count(survey, folder,
                                                            d.get(f"{engine}_asm_dbg"))})
     variables: dict[str, int] = {}
-    var = d.get("var") if isinstance(d.get("var"), dict) else {}
+    var = d.get("var")
+    if not isinstance(var, dict):
+        var = {}
     for entry in var.values():
         kind = entry.get("type") if isinstance(entry, dict) else None
         variables[str(kind)] = variables.get(str(kind), 0) + 1
@@ -228,7 +231,7 @@ def _constants(survey: Survey, subgraphs: list[dict[str, Any]]) -> dict[str, Any
 
 
 def _members(survey: Survey) -> dict[str, Any]:
-    named = set()
+    named: set[str] = set()
     for raw_name in survey.texts:
         if raw_name.endswith(".json"):
             named.update(_strings(load_json(survey.texts[raw_name], survey.path, raw_name)))
@@ -263,8 +266,6 @@ def _signature(survey: Survey, subgraphs: list[dict[str, Any]]
                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     graph = _json(survey, MANIFEST_NAME, required=False)
     if isinstance(graph, dict) and "nodes" in graph:
-        from nxcc.backend.neff.tvm_graph import graph_signature
-
         return graph_signature(graph, survey.path)
     return _tensor_map_signature(survey, subgraphs)
 

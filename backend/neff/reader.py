@@ -71,7 +71,8 @@ def read_neff(path: str | os.PathLike[str], *, validate_hash: bool = False) -> N
             handle.seek(HEADER_SIZE)
         if is_gzip(handle.read(len(GZIP_MAGIC))):
             handle.seek(HEADER_SIZE)
-            members, digest = _read_gzipped(handle, header, source, validate_hash)
+            gzipped, digest = _read_gzipped(handle, header, source, validate_hash)
+            members: dict[str, bytes] | MappedMembers = gzipped
         else:
             handle.seek(HEADER_SIZE)
             members, digest = _map_plain(handle, header, source, validate_hash)

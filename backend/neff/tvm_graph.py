@@ -49,9 +49,10 @@ class _Entries:
 
     def __init__(self, graph: Mapping[str, Any], source: str) -> None:
         self.source = source
-        self.nodes = graph.get("nodes")
-        if not isinstance(self.nodes, list):
+        nodes = graph.get("nodes")
+        if not isinstance(nodes, list):
             raise _bad(source, "'nodes' is not a list")
+        self.nodes: list[Any] = nodes
         attrs = _mapping(graph.get("attrs"))
         self.shapes = _typed_list(attrs.get("shape"))
         self.dtypes = _typed_list(attrs.get("dltype"))

@@ -32,7 +32,7 @@ def npy_parts(arr: np.ndarray) -> tuple[bytes, memoryview]:
         arr = np.ascontiguousarray(arr)
     head = io.BytesIO()
     npy_format.write_array_header_1_0(head, npy_format.header_data_from_array_1_0(arr))
-    return head.getvalue(), memoryview(arr.reshape(-1).view(np.uint8))
+    return head.getvalue(), arr.reshape(-1).view(np.uint8).data
 
 
 def load_npy(data: bytes, source: str = "<npy>") -> np.ndarray:

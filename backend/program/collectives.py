@@ -20,6 +20,7 @@ is the same placeholder.
 from __future__ import annotations
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints2
 from nxcc.ir.core import Module, Value
 from nxcc.ir.opdef import OpDef
 from nxcc.ir.ops.collective import ASYNC_PAIRS
@@ -58,9 +59,11 @@ def collectives_of(module: Module) -> list[dict]:
                 if key in op.attrs:
                     entry[key] = op.attrs[key]
             if kind in PAIRED:
-                entry["source_target_pairs"] = [list(p) for p in op.attrs["source_target_pairs"]]
+                pairs = attr_ints2(op.attrs, "source_target_pairs")
+                entry["source_target_pairs"] = [list(p) for p in pairs]
             else:
-                entry["replica_groups"] = [list(g) for g in op.attrs["replica_groups"]]
+                groups = attr_ints2(op.attrs, "replica_groups")
+                entry["replica_groups"] = [list(g) for g in groups]
             entry.update(dtype=operand.dtype.value, shape=list(operand.shape),
                          bytes=operand.nbytes if kind in PAIRED
                          else sum(v.type.nbytes for v in op.operands),

@@ -27,7 +27,7 @@ import numpy as np
 from nxcc.backend.program.attr_codec import encode_attr, encode_attrs
 from nxcc.backend.program.memory_plan import plan_memory
 from nxcc.ir import ops
-from nxcc.ir.attributes import Dense
+from nxcc.ir.attributes import Dense, attr_of
 from nxcc.ir.core import Function, Module
 from nxcc.ir.interpreter import binary_op_of
 from nxcc.ir.opdef import OpDef
@@ -44,7 +44,7 @@ class WeightTable:
     def store(self, d: Dense) -> str:
         arr = np.ascontiguousarray(d.array)
         hasher = hashlib.sha256(str(d.type).encode())
-        hasher.update(arr.reshape(-1).view(np.uint8))  # hashed in place, not copied
+        hasher.update(arr.reshape(-1).view(np.uint8).data)  # hashed in place, not copied
         digest = hasher.hexdigest()
         name = self.by_digest.get(digest)
         if name is None:
@@ -86,7 +86,7 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
     instructions = []
     for op in fn.body:
         if op.opdef is ops.constant:
-            d: Dense = op.attrs["value"]  # type: ignore[assignment]
+            d: Dense = attr_of(op.attrs, "value", Dense)
             if d.is_splat and d.type.size > 0:
                 entry = {"kind": "splat", "value": encode_attr(_python_scalar(d), _no_weights)}
             else:

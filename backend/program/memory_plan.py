@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from nxcc.backend.program.view_layout import Layout, contiguous_strides, reshaped, sliced
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints
 from nxcc.ir.core import Function, Module, Op, Value
 
 ALIGNMENT = 64
@@ -126,10 +127,10 @@ def _view_layout(op: Op, source: Layout | None) -> Layout | None:
         source = (0, contiguous_strides(x.type.shape, x.type.dtype.itemsize))
     if op.opdef is ops.reshape:
         return reshaped(source, x.type.shape, op.result.type.shape)
-    steps = tuple(op.attrs.get("strides") or (1,) * x.type.rank)  # type: ignore[arg-type]
+    steps = attr_ints(op.attrs, "strides") if op.attrs.get("strides") else (1,) * x.type.rank
     if any(k < 1 for k in steps):
         return None
-    return sliced(source, op.attrs["start_indices"], steps)  # type: ignore[arg-type]
+    return sliced(source, attr_ints(op.attrs, "start_indices"), steps)
 
 
 def peak_activation_bytes(module: Module, fn: str) -> int:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nxcc.backend.neff import NeffHeader, write_neff
+from nxcc.backend.neff.payload import Contents
 from nxcc.backend.neff.weights import npy_parts
 from nxcc.backend.program.collectives import block_entry, global_shape, manifest_collectives
 from nxcc.backend.program.lower import WeightTable, lower_module
@@ -51,6 +52,8 @@ class NeffSpec:
     compress: bool = True
     compiler: dict = field(default_factory=dict)
     state: tuple[StateBuffer, ...] = ()
+    #: per core, its estimate (peak HBM, device time: `estimate`), kept in its subgraph
+    estimates: tuple[dict, ...] = ()
 
 
 def result_names(module: Module) -> list[str]:
@@ -101,7 +104,7 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
     (`runtime.loadable.check_loadable`, else UnloadableNeff and no file).
     """
     weights = WeightTable()
-    files: dict[str, bytes] = {}
+    files: dict[str, Contents] = {}
     subgraphs = []
     for core, module in enumerate(core_modules):
         program = lower_module(module, weights)
@@ -113,6 +116,8 @@ def write_program_neff(path: str, core_modules: list[Module], spec: NeffSpec) ->
                  "flops": module_flops(module)}
         if len(core_modules) > 1:
             entry.update(core_blocks(module, core))
+        if spec.estimates:
+            entry["estimate"] = spec.estimates[core]
         subgraphs.append(entry)
     inputs, outputs = io_entries(core_modules[0], partitioned=len(core_modules) > 1)
     aliases = state_manifest(inputs, outputs, spec.state, weights.store) if spec.state else {}

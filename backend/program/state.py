@@ -55,10 +55,10 @@ def state_manifest(inputs: Sequence[dict], outputs: Sequence[dict],
                              "not exist")
         t = TensorType(DType.from_name(inputs[s.input]["dtype"]),
                        tuple(inputs[s.input]["shape"]))
-        out = TensorType(DType.from_name(outputs[s.output]["dtype"]),
-                         tuple(outputs[s.output]["shape"]))
-        if out != t:
-            raise ValueError(f"state '{s.name}': output {s.output} is {out}, input "
+        t_out = TensorType(DType.from_name(outputs[s.output]["dtype"]),
+                           tuple(outputs[s.output]["shape"]))
+        if t_out != t:
+            raise ValueError(f"state '{s.name}': output {s.output} is {t_out}, input "
                              f"{s.input} is {t}")
         if s.input in seen_in or s.output in seen_out:
             raise ValueError(f"state '{s.name}': input or output aliased twice")

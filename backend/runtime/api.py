@@ -15,6 +15,13 @@ order (what `neuronx-cc run --output` writes to its npz). Under an MPI launcher 
 gets the global outputs and every other process an empty dict (`Model.is_root` says which).
 Every refusal is an `nxcc.Error`: NeffError for a NEFF that cannot be read, NrtError with
 its status for the rest.
+
+Asynchronous execution, as libnrt has it: with NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS
+> 0, `Model.execute_async(...)` returns a `concurrent.futures.Future` of the outputs, and
+each completion is posted first to the process's status callback
+(`register_async_exec_callback(callback, params)`, libnrt's
+`nrt_register_async_exec_callback`: `callback(params, model_id, vnc, job_id, status)` on
+the execution thread); without one the default callback logs the status.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +44,7 @@ from nxcc.backend.runtime.handle import ModelHandle
 from nxcc.backend.runtime.load_plan import SpmdRun
 from nxcc.backend.runtime.model import TensorInfo
 from nxcc.backend.runtime.mpi_job import MpiJob, launched_processes
-from nxcc.backend.runtime.nrt import NeffSource, Runtime, read_source
+from nxcc.backend.runtime.nrt import AsyncExecCallback, NeffSource, Runtime, read_source
 from nxcc.backend.runtime.placement import AUTO
 from nxcc.backend.runtime.profile import Profiler, attach
 from nxcc.backend.runtime.shared_runtime import RUNTIMES
@@ -59,6 +68,18 @@ def load(neff: NeffSource, *, start_nc: int | None = None, nc_count: int | None 
     """
     return load_model(neff, start_nc=start_nc, nc_count=nc_count, world_size=world_size,
                       output_shardings=output_shardings)
+
+
+def register_async_exec_callback(callback: AsyncExecCallback | None,
+                                 params: Any = None) -> None:
+    """libnrt's `nrt_register_async_exec_callback` for this process: `callback(params,
+    model_id, vnc, job_id, status)` (the model's runtime id, the logical NeuronCore it ran
+    on, the request's number, an `NrtStatus`) is called on the execution thread as each
+    `Model.execute_async` completes, before its future is done. A later registration
+    replaces it; None restores the default callback, which logs the status (NRT: INFO on
+    success, ERROR otherwise). A callback that raises is logged; the execution's outcome
+    stands. NrtError(INVALID) for a callback that is not callable."""
+    RUNTIMES.register_async_exec_callback(callback, params)
 
 
 def load_model(neff: NeffSource, *, start_nc: int | None = None, nc_count: int | None = None,
@@ -219,6 +240,32 @@ class Model:
         if self._job is not None:
             return self._job_call(feeds)
         return self._ordered(self._runtime.execute(self._handle, feeds))
+
+    def execute_async(self, /, *arrays: np.ndarray, **named: np.ndarray) -> Future[Arrays]:
+        """Queue one call (inputs as for a call; keep them unchanged until it is done): a
+        future of the outputs, as a call returns them. Needs
+        NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS > 0 (NrtError(INVALID) otherwise); at
+        most that many queued or running (NrtError(QUEUE_FULL) beyond). Each completion is
+        posted to the process's status callback (`register_async_exec_callback`) before
+        the future is done."""
+        self._local("execute_async")
+        inner = self._runtime.execute_async(self._handle, self._feeds(arrays, named))
+        outer: Future[Arrays] = Future()
+
+        def done(finished: Future) -> None:
+            if finished.cancelled():  # the runtime closed before it ran
+                outer.set_exception(NrtError(NrtStatus.CLOSED, f"model '{self.name}': the "
+                                             "runtime closed before the execution ran"))
+                return
+            error = finished.exception()
+            if error is not None:
+                outer.set_exception(error)
+            else:
+                outer.set_result(self._ordered(finished.result()))
+
+        outer.set_running_or_notify_cancel()
+        inner.add_done_callback(done)
+        return outer
 
     def run_steps(self, steps: int, /, *arrays: np.ndarray, **named: np.ndarray) -> Arrays:
         """Run `steps` times on the same inputs, as a training loop does: a model with state

@@ -54,6 +54,8 @@ class AsyncEndpoint:
         self.rank = inner.rank
         self.name = name
         self.profiler: Profiler | None = None  # set by `profile.attach`
+        self.track = COMMUNICATION  # the profile's track of this endpoint's events
+        self.label = ""  # what the profile's event names start with (e.g. "tp ")
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -72,7 +74,8 @@ class AsyncEndpoint:
             try:
                 return work()
             finally:
-                profiler.record(name, self.rank, COMMUNICATION, start, time.perf_counter())
+                profiler.record(self.label + name, self.rank, self.track, start,
+                                time.perf_counter())
 
         return run
 

@@ -42,7 +42,7 @@ from nxcc.backend.runtime.ring_algorithms import (
 )
 from nxcc.backend.runtime.shared_memory import REDUCE, compute, members, reduce_all
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, attr_ints2, attr_of
 from nxcc.ir.opdef import OP_DEFS
 
 
@@ -130,7 +130,7 @@ class ChannelEndpoint:
             ch.send(rank, succ, message)
             return ch.recv(pred, rank)
 
-        fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
+        fn = REDUCE[attr_of(attrs, "reduction", str)]
         flat = [np.array_split(x.reshape(-1), k) for x in args]
         chunks = list(range(k))
         mine = reduce_scatter_steps({c: [f[c] for f in flat] for c in chunks}, chunks, p,
@@ -148,11 +148,11 @@ class ChannelEndpoint:
     def _permute(self, args: list[np.ndarray], attrs: Mapping[str, AttrValue]
                  ) -> list[np.ndarray]:
         rank, ch = self.rank, self.comm.channels
-        pairs = attrs["source_target_pairs"]
-        for src, dst in pairs:  # type: ignore[union-attr]
+        pairs = attr_ints2(attrs, "source_target_pairs")
+        for src, dst in pairs:
             if src == rank:
                 ch.send(rank, dst, args[0])
-        for src, dst in pairs:  # type: ignore[union-attr]
+        for src, dst in pairs:
             if dst == rank:
                 return [ch.recv(src, rank)]  # type: ignore[list-item]
         return [np.zeros_like(args[0])]

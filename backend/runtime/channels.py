@@ -48,7 +48,7 @@ class LocalChannels:
         in-process communicator was broken)."""
         self.timeout = timeout
         self.also_aborted = also_aborted
-        self._queues: dict[tuple[int, int], queue.SimpleQueue] = {}
+        self._queues: dict[tuple[int, int, int], queue.SimpleQueue] = {}
         self._lock = threading.Lock()
         self._aborted = threading.Event()
 

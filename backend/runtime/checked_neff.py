@@ -134,6 +134,7 @@ def check_programs(source: str, m: dict, files: Mapping[str, bytes],
         member = sg["program"]
         program = load_json(files[member], source, member)
         conform(program, PROGRAM, source, member)
+        assert isinstance(program, dict)  # conform checked it against PROGRAM, an object
         check_program(program, weights, _core_io(m, sg), source, member)
         programs.append(program)
     arenas = sum(f["arena_bytes"] for p in programs for f in p["functions"].values())

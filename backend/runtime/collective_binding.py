@@ -40,7 +40,7 @@ its binding (`Binder`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from nxcc.backend.runtime.ring_order import hops, ring_of
@@ -245,7 +245,9 @@ def bind(kind: str, groups: Sequence[Sequence[int]], pairs: Sequence[Sequence[in
 
 def _key(kind: str, groups: object, pairs: object) -> tuple:
     def norm(x: object) -> tuple:
-        return tuple(tuple(int(i) for i in g) for g in (x or ()))  # type: ignore[union-attr]
+        if not isinstance(x, Iterable):
+            return ()
+        return tuple(tuple(int(i) for i in g) for g in x)
     return kind, norm(groups), norm(pairs)
 
 

@@ -14,7 +14,9 @@ Rank counts (`possible_rank_counts`), from the collective-communication seed:
 - inf1: none. A group of one rank needs no link and is always accepted.
 
 Placement (`check_rank_set`): the ranks occupy consecutive NeuronCores, aligned to the group
-size on torus instances (a device, a row...), starting at a device boundary on inf2.
+size on torus instances (a device, a row...). On inf2 any even number of consecutive cores
+(so on consecutive devices, from any core: cores 1-2 are half of devices 0 and 1), around
+the ring's wrap-around link too (cores 23 and 0 of an inf2.48xlarge, devices 11 and 0).
 
 Groups across processes (`GroupRegistry`): each rank writes
 `<runtime dir>/<instance>/groups/<group>/rank-<r>.json` (pid, world size, core, the digest
@@ -98,8 +100,7 @@ def check_rank_set(instance: Instance, lnc: int, cores: Sequence[int]) -> None:
     start = ordered[0]
     contiguous = ordered == list(range(start, start + n))
     if instance.family == "inf2":
-        per_device = instance.logical_per_device(lnc)
-        if not contiguous or start % per_device:
+        if not (contiguous or _ring_arc(instance, lnc, ordered)):
             raise NrtError(NrtStatus.INVALID,
                            f"the {n} ranks on {format_cores(ordered)} do not occupy consecutive "
                            f"devices: {describe_counts(instance, lnc)}")
@@ -109,6 +110,19 @@ def check_rank_set(instance: Instance, lnc: int, cores: Sequence[int]) -> None:
                        f"the {n} ranks on {format_cores(ordered)} do not form a group of the "
                        f"topology: {n} ranks must occupy {n} consecutive NeuronCores starting at "
                        f"a multiple of {n}; {describe_counts(instance, lnc)}")
+
+
+def _ring_arc(instance: Instance, lnc: int, ordered: list[int]) -> bool:
+    """Whether sorted `ordered` cores are consecutive across a ring's wrap-around link (the
+    last cores of the instance, then its first ones)."""
+    if instance.topology != "ring":
+        return False
+    total = instance.logical_cores(lnc)
+    cut = next((i for i in range(1, len(ordered)) if ordered[i] != ordered[i - 1] + 1), None)
+    if cut is None:
+        return False
+    arc = ordered[cut:] + ordered[:cut]
+    return arc == [(arc[0] + i) % total for i in range(len(arc))]
 
 
 def collectives_signature(manifest: dict) -> tuple[str, str]:

@@ -6,10 +6,10 @@ Every variable of the runtime-configuration seed, plus nxcc's own:
 | --- | --- | --- |
 | NEURON_RT_VISIBLE_CORES | a core index (`3`) or an inclusive range (`4-5`) | unset |
 | NEURON_RT_NUM_CORES | 0 .. cores of the instance; 0 means all | 0 |
-| NEURON_RT_LOG_LOCATION | console, syslog | console |
-| NEURON_RT_LOG_LEVEL | ERROR, WARNING, INFO, DEBUG, TRACE, QUIET | ERROR |
-| NEURON_RT_LOG_LEVEL_{NRT,NMGR,TDRV} | as NEURON_RT_LOG_LEVEL | NEURON_RT_LOG_LEVEL |
-| NEURON_RT_LOG_LOCATION_{NRT,NMGR,TDRV} | console, syslog or a file path | NEURON_RT_LOG_LOCATION |
+| NEURON_RT_LOG_LOCATION | console, syslog, or both (`console,syslog`) | both |
+| NEURON_RT_LOG_LEVEL | ERROR, WARNING (or WARN), INFO, DEBUG, TRACE, QUIET | WARNING |
+| NEURON_RT_LOG_LEVEL_{NRT,NMGR,KMGR,TDRV} | as NEURON_RT_LOG_LEVEL | NEURON_RT_LOG_LEVEL |
+| NEURON_RT_LOG_LOCATION_{NRT,...} | as NEURON_RT_LOG_LOCATION, or a file | the global one |
 | NEURON_RT_EXEC_TIMEOUT | seconds, 0 .. INT_MAX; 0 means no timeout | 30 |
 | NEURON_RT_VALIDATE_HASH | TRUE, FALSE | FALSE |
 | NEURON_RT_MULTI_INSTANCE_SHARED_WEIGHTS | TRUE, FALSE | FALSE |
@@ -20,6 +20,11 @@ Every variable of the runtime-configuration seed, plus nxcc's own:
 | NXCC_RUNTIME_DIR | a directory for the core lock files | `$TMPDIR/nxcc-runtime-<uid>` |
 | NXCC_RANKS_PER_INSTANCE | ranks per simulated instance of a multi-process job | all on one |
 | NXCC_INSTANCE_INDEX | which simulated instance this process is on (the MPI job sets it) | 0 |
+| NEURONCORE_GROUP_SIZES | deprecated: ignored, with one warning naming its replacements | unset |
+
+The logging defaults are those of the current runtime (AWS's "Reference: Neuron Runtime
+environment variables": WARN, to both the console and syslog); the older configuration
+guide's table (ERROR, console) describes earlier releases.
 
 Booleans accept TRUE/FALSE in any case, and 1/0. Log levels and locations are
 case-insensitive. A bad value raises `ConfigError` (an `NrtError` with status INVALID and a
@@ -40,8 +45,16 @@ from nxcc.backend.runtime.topology import INSTANCES
 
 INT_MAX = 2**31 - 1
 LOG_LEVELS = ("ERROR", "WARNING", "INFO", "DEBUG", "TRACE", "QUIET")
+LEVEL_ALIASES = {"WARN": "WARNING"}
 LOG_LOCATIONS = ("console", "syslog")
-COMPONENTS = ("NRT", "NMGR", "TDRV")
+BOTH_LOCATIONS = "console,syslog"
+DEFAULT_LOG_LEVEL = "WARNING"
+DEFAULT_LOG_LOCATION = BOTH_LOCATIONS
+COMPONENTS = ("NRT", "NMGR", "KMGR", "TDRV")
+#: Variables of earlier runtimes that are read only to say what replaces them.
+DEPRECATED_VARIABLES = {
+    "NEURONCORE_GROUP_SIZES": "NEURON_RT_VISIBLE_CORES or NEURON_RT_NUM_CORES",
+}
 DEFAULT_EXEC_TIMEOUT = 30
 
 KNOWN_VARIABLES = frozenset(
@@ -58,6 +71,7 @@ KNOWN_VARIABLES = frozenset(
     }
     | {f"NEURON_RT_LOG_LEVEL_{c}" for c in COMPONENTS}
     | {f"NEURON_RT_LOG_LOCATION_{c}" for c in COMPONENTS}
+    | set(DEPRECATED_VARIABLES)
 )
 
 
@@ -109,12 +123,15 @@ def parse_int(env: Mapping[str, str], name: str, default: int, low: int, high: i
 
 
 def parse_choice(env: Mapping[str, str], name: str, choices: tuple[str, ...],
-                 default: str | None, upper: bool) -> str | None:
-    """One of `choices` (compared case-insensitively); unset -> `default`."""
+                 default: str | None, upper: bool,
+                 aliases: Mapping[str, str] | None = None) -> str | None:
+    """One of `choices` (compared case-insensitively; `aliases` maps other spellings to
+    one of them); unset -> `default`."""
     raw = _raw(env, name)
     if raw is None:
         return default
     value = raw.upper() if upper else raw.lower()
+    value = (aliases or {}).get(value, value)
     if value not in choices:
         raise ConfigError(f"{name}={env.get(name)!r} is not valid; use one of "
                           f"{', '.join(choices)}")
@@ -141,16 +158,24 @@ def parse_core_range(env: Mapping[str, str], name: str) -> tuple[int, int] | Non
 
 def parse_log_location(env: Mapping[str, str], name: str, default: str,
                        allow_file: bool) -> str:
-    """console or syslog (lowercased), or, when `allow_file`, any other text as a file path."""
+    """console, syslog or both (`console,syslog`, in either order; lowercased), or, when
+    `allow_file`, any other text as a file path."""
     raw = _raw(env, name)
     if raw is None:
         return default
-    if raw.lower() in LOG_LOCATIONS:
-        return raw.lower()
+    sinks = {part.strip().lower() for part in raw.split(",")}
+    if sinks and sinks <= set(LOG_LOCATIONS):
+        return ",".join(s for s in LOG_LOCATIONS if s in sinks)
     if allow_file:
         return raw
     raise ConfigError(f"{name}={env.get(name)!r} is not valid; use one of "
-                      f"{', '.join(LOG_LOCATIONS)}")
+                      f"{', '.join(LOG_LOCATIONS)} or both ({BOTH_LOCATIONS})")
+
+
+def log_sinks(location: str) -> list[str]:
+    """The sinks of a parsed location: console and/or syslog, or one file path."""
+    parts = location.split(",")
+    return parts if set(parts) <= set(LOG_LOCATIONS) else [location]
 
 
 def default_runtime_dir() -> str:
@@ -165,8 +190,8 @@ class RuntimeConfig:
     validate_hash: bool = False
     visible_cores: tuple[int, int] | None = None
     num_cores: int = 0
-    log_location: str = "console"
-    log_level: str = "ERROR"
+    log_location: str = DEFAULT_LOG_LOCATION
+    log_level: str = DEFAULT_LOG_LEVEL
     component_levels: dict[str, str] = field(default_factory=dict)
     component_locations: dict[str, str] = field(default_factory=dict)
     exec_timeout: int = DEFAULT_EXEC_TIMEOUT
@@ -179,6 +204,7 @@ class RuntimeConfig:
     ranks_per_instance: int | None = None
     instance_index: int = 0
     unknown_variables: tuple[str, ...] = ()
+    deprecated_variables: tuple[str, ...] = ()
 
     def level_of(self, component: str) -> str:
         """The log level of `component` (its own variable, else NEURON_RT_LOG_LEVEL)."""
@@ -195,12 +221,13 @@ class RuntimeConfig:
         levels = {}
         locations = {}
         for comp in COMPONENTS:
-            level = parse_choice(env, f"NEURON_RT_LOG_LEVEL_{comp}", LOG_LEVELS, None, True)
+            level = parse_choice(env, f"NEURON_RT_LOG_LEVEL_{comp}", LOG_LEVELS, None, True,
+                                 LEVEL_ALIASES)
             if level is not None:
                 levels[comp] = level
             if _raw(env, f"NEURON_RT_LOG_LOCATION_{comp}") is not None:
                 locations[comp] = parse_log_location(env, f"NEURON_RT_LOG_LOCATION_{comp}",
-                                                     "console", allow_file=True)
+                                                     DEFAULT_LOG_LOCATION, allow_file=True)
         instance = _raw(env, "NXCC_INSTANCE_TYPE")
         if instance is not None and instance not in INSTANCES:
             raise ConfigError(f"NXCC_INSTANCE_TYPE={instance!r} is not a known instance; use "
@@ -211,10 +238,10 @@ class RuntimeConfig:
             visible_cores=parse_core_range(env, "NEURON_RT_VISIBLE_CORES"),
             num_cores=parse_int(env, "NEURON_RT_NUM_CORES", 0, 0, INT_MAX,
                                 " (0 means all cores)"),
-            log_location=parse_log_location(env, "NEURON_RT_LOG_LOCATION", "console",
-                                            allow_file=False),
-            log_level=parse_choice(env, "NEURON_RT_LOG_LEVEL", LOG_LEVELS, "ERROR", True)
-            or "ERROR",
+            log_location=parse_log_location(env, "NEURON_RT_LOG_LOCATION",
+                                            DEFAULT_LOG_LOCATION, allow_file=False),
+            log_level=parse_choice(env, "NEURON_RT_LOG_LEVEL", LOG_LEVELS, DEFAULT_LOG_LEVEL,
+                                   True, LEVEL_ALIASES) or DEFAULT_LOG_LEVEL,
             component_levels=levels,
             component_locations=locations,
             exec_timeout=parse_int(env, "NEURON_RT_EXEC_TIMEOUT", DEFAULT_EXEC_TIMEOUT, 0,
@@ -231,4 +258,6 @@ class RuntimeConfig:
             instance_index=parse_int(env, "NXCC_INSTANCE_INDEX", 0, 0, INT_MAX, ""),
             unknown_variables=tuple(sorted(
                 k for k in env if k.startswith("NEURON_RT_") and k not in KNOWN_VARIABLES)),
+            deprecated_variables=tuple(sorted(k for k in DEPRECATED_VARIABLES
+                                              if _raw(env, k) is not None)),
         )

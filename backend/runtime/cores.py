@@ -15,6 +15,9 @@ Which logical cores a process asks for (`requested_cores`):
 - else `NEURON_RT_NUM_CORES=n` (n > 0): the first n free contiguous cores;
 - else every core of the instance.
 
+A job that places ranks (`job_cores`) asks instead for a block of consecutive cores starting
+at a multiple of `align` (`allocate_block`: the first such block that is free).
+
 A request that cannot be met raises `NrtError(LOAD_NOT_ENOUGH_NC)` at once, naming the cores
 and the pids (and commands) holding them. Lock descriptors are close-on-exec, so child
 processes do not inherit the cores (a `fork()` without exec would: do not fork a runtime).
@@ -225,13 +228,16 @@ def _allocate(config: RuntimeConfig, instance: Instance, lnc: int) -> CoreAlloca
     directory = lock_dir(config.runtime_dir, instance, config.instance_index)
     with _alloc_lock(directory):
         if kind == "count":
-            n = int(arg)  # type: ignore[call-overload]
+            assert isinstance(arg, int)  # requested_cores: ("count", n)
+            n = arg
             got = _take_contiguous(directory, instance, lnc, n)
             if got is None:
                 raise _refusal(directory, instance, lnc, list(range(total)),
                                f"NEURON_RT_NUM_CORES={n}: no {n} free contiguous NeuronCores")
         else:
-            a, b = arg if kind == "visible" else (0, total - 1)  # type: ignore[misc]
+            span = arg if kind == "visible" else (0, total - 1)
+            assert isinstance(span, tuple)  # requested_cores: ("visible", (a, b))
+            a, b = span
             got = _take_exact(directory, instance, lnc, list(range(a, b + 1)))
             if got is None:
                 what = (f"NEURON_RT_VISIBLE_CORES={a if a == b else f'{a}-{b}'}"
@@ -242,6 +248,54 @@ def _allocate(config: RuntimeConfig, instance: Instance, lnc: int) -> CoreAlloca
         cores, fds = got
         _record(fds, instance, lnc, cores)
     return CoreAllocation(instance, lnc, tuple(cores), fds, directory)
+
+
+def allocate_block(config: RuntimeConfig, instance: Instance, lnc: int, count: int,
+                   align: int, what: str) -> CoreAllocation:
+    """The first free block of `count` consecutive logical cores of simulated instance
+    `config.instance_index` starting at a multiple of `align`, reserved for this process;
+    NrtError(LOAD_NOT_ENOUGH_NC) naming `what` and the cores' holders when there is none."""
+    try:
+        directory = lock_dir(config.runtime_dir, instance, config.instance_index)
+        with _alloc_lock(directory):
+            got = _take_contiguous(directory, instance, lnc, count, align)
+            if got is None:
+                raise _refusal(directory, instance, lnc,
+                               list(range(instance.logical_cores(lnc))), what)
+            cores, fds = got
+            _record(fds, instance, lnc, cores)
+    except OSError as exc:
+        raise NrtError(NrtStatus.RESOURCE, f"cannot use the runtime directory "
+                       f"{config.runtime_dir!r} (NXCC_RUNTIME_DIR) for NeuronCore locks: "
+                       f"{exc.strerror or exc}") from exc
+    return CoreAllocation(instance, lnc, tuple(cores), fds, directory)
+
+
+def free_block(config: RuntimeConfig, instance: Instance, lnc: int, count: int,
+               align: int) -> int | None:
+    """The first logical core of the first block `allocate_block` would take now (None:
+    none is free), without taking it."""
+    directory = lock_dir(config.runtime_dir, instance, config.instance_index)
+    if not directory.exists():
+        return 0 if count <= instance.logical_cores(lnc) else None
+    with _alloc_lock(directory):
+        held = {p for p in range(instance.physical_cores) if _probe(directory, p) is not None}
+    busy = [any(p in held for p in instance.physical_of(c, lnc))
+            for c in range(instance.logical_cores(lnc))]
+    for start in range(0, len(busy) - count + 1, align):
+        if not any(busy[start:start + count]):
+            return start
+    return None
+
+
+def no_block(config: RuntimeConfig, instance: Instance, lnc: int, what: str) -> NrtError:
+    """The LOAD_NOT_ENOUGH_NC refusal `allocate_block` raises, naming `what` and who holds
+    the cores of simulated instance `config.instance_index` now."""
+    directory = lock_dir(config.runtime_dir, instance, config.instance_index)
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with _alloc_lock(directory):
+        return _refusal(directory, instance, lnc, list(range(instance.logical_cores(lnc))),
+                        what)
 
 
 def _take_exact(directory: Path, instance: Instance, lnc: int, cores: list[int]
@@ -258,8 +312,10 @@ def _take_exact(directory: Path, instance: Instance, lnc: int, cores: list[int]
     return cores, fds
 
 
-def _take_contiguous(directory: Path, instance: Instance, lnc: int, n: int
+def _take_contiguous(directory: Path, instance: Instance, lnc: int, n: int, align: int = 1
                      ) -> tuple[list[int], list[int]] | None:
+    """The first `n` free consecutive logical cores starting at a multiple of `align`, locked
+    (None when there is no such block)."""
     total = instance.logical_cores(lnc)
     start = 0
     while start + n <= total:
@@ -278,7 +334,7 @@ def _take_contiguous(directory: Path, instance: Instance, lnc: int, n: int
             return list(range(start, start + n)), fds
         for f in fds:
             os.close(f)
-        start = failed_at + 1
+        start = -(-(failed_at + 1) // align) * align
     return None
 
 

@@ -172,6 +172,11 @@ class ProgramExecutor:
         self.threads: int | None = None
         """Threads a large elementwise instruction may run on (`parallel_steps`); None: as
         many as the BLAS uses when the function is first bound. Set before the first run."""
+        self.spans: dict[str, list[str | None]] | None = None
+        """With a profiler: None records every op; else, for each function named here, its
+        runs of consecutive instructions with the same label as one event named by the
+        label (a trainer's forward, recomputation, backward; None: not recorded), other
+        functions not at all."""
 
     def run(self, args: Sequence[np.ndarray],
             on_result: Callable[[int, np.ndarray], None] | None = None, *,
@@ -227,7 +232,7 @@ class ProgramExecutor:
             raise ExecutionStopped(f"stopped before @{function}")
         # A scalar computation called on whole arrays runs elementwise, in fresh arrays;
         # otherwise results go to the planned buffers.
-        if [a.shape if type(a) is np.ndarray else np.shape(a) for a in args] == \
+        if [a.shape if type(a) is np.ndarray else _shape(a) for a in args] == \
                 fn.param_shapes:
             return self._run_bound(fn, args)
         return self._run_fresh(fn, args)
@@ -249,10 +254,8 @@ class ProgramExecutor:
         if blas is not None:
             blas.__enter__()
         try:
-            if on_result is not None:
-                self._run_reporting(fn, bound, on_result, copy)
-            elif self.profiler is not None:
-                self._run_profiled(bound)
+            if on_result is not None or self.profiler is not None:
+                self._run_observed(fn, bound, on_result, copy)
             else:
                 for index, step in enumerate(bound.steps):  # noqa: B007
                     step()
@@ -266,29 +269,37 @@ class ProgramExecutor:
             float_errors.restore(quiet)
         return [r.copy() for r in bound.results] if copy else bound.read_only
 
-    @staticmethod
-    def _run_reporting(fn: _Function, bound: _Bound,
-                       on_result: Callable[[int, np.ndarray], None], copy: bool = True
-                       ) -> None:
-        """The bound steps, each result handed to `on_result` once final (a copy, or with
-        `copy` false a read-only view)."""
-        ready = fn.ready_after
+    def _run_observed(self, fn: _Function, bound: _Bound,
+                      on_result: Callable[[int, np.ndarray], None] | None,
+                      copy: bool = True) -> None:
+        """The bound steps, each result handed to `on_result` once final (when given; a
+        copy, or with `copy` false a read-only view), each step recorded by the profiler
+        (when set; `spans`)."""
+        ready = fn.ready_after if on_result is not None else {}
         results = bound.results if copy else bound.read_only
-        for k in ready.get(-1, ()):
-            on_result(k, np.array(results[k], copy=True) if copy else results[k])
-        for index, step in enumerate(bound.steps):
-            step()
-            for k in ready.get(index, ()):
-                on_result(k, np.array(results[k], copy=True) if copy else results[k])
 
-    def _run_profiled(self, bound: _Bound) -> None:
-        """The bound steps, each recorded as a compute event of this rank."""
+        def report(k: int) -> None:
+            on_result(k, np.array(results[k], copy=True) if copy else results[k])  # type: ignore[misc]
+
         profiler, rank, clock = self.profiler, self.rank, time.perf_counter
-        assert profiler is not None
-        for step, name in zip(bound.steps, bound.names, strict=True):
-            start = clock()
+        labels = self.spans.get(fn.name) if self.spans is not None else None
+        per_op = profiler is not None and self.spans is None
+        current, since = None, 0.0
+        for k in ready.get(-1, ()):
+            report(k)
+        for index, step in enumerate(bound.steps):
+            start = clock() if profiler is not None else 0.0
             step()
-            profiler.record(name, rank, COMPUTE, start, clock())
+            if per_op:
+                profiler.record(bound.names[index], rank, COMPUTE, start, clock())  # type: ignore[union-attr]
+            elif labels is not None and labels[index] != current:
+                if current is not None:
+                    profiler.record(current, rank, COMPUTE, since, start)  # type: ignore[union-attr]
+                current, since = labels[index], start
+            for k in ready.get(index, ()):
+                report(k)
+        if current is not None:
+            profiler.record(current, rank, COMPUTE, since, clock())  # type: ignore[union-attr]
 
     def _run_fresh(self, fn: _Function, args: Sequence[np.ndarray]) -> list[np.ndarray]:
         env: dict[int, np.ndarray] = dict(fn.fixed)
@@ -387,4 +398,4 @@ def _no_weight(name: str) -> Dense:
 
 def _shape(a: object) -> tuple[int, ...]:
     """The shape of an array argument (an attribute read), or of anything np.shape takes."""
-    return a.shape if isinstance(a, np.ndarray) else np.shape(a)
+    return a.shape if isinstance(a, np.ndarray) else np.asarray(a).shape

@@ -15,8 +15,9 @@ import numpy as np
 try:
     from numpy._core import _ufunc_config as _config
 
-    _VARIABLE = _config._extobj_contextvar
-    _IGNORE = _config._make_extobj(all="ignore")
+    # numpy's private names, which its type stubs do not declare
+    _VARIABLE = _config._extobj_contextvar  # type: ignore[attr-defined]
+    _IGNORE = _config._make_extobj(all="ignore")  # type: ignore[attr-defined]
 except (ImportError, AttributeError, TypeError):  # another numpy: the public way
     _VARIABLE = None
     _IGNORE = None
@@ -35,6 +36,6 @@ def ignore() -> object:
 def restore(token: object) -> None:
     """Put back the error state that `ignore` replaced (its token, once)."""
     if _VARIABLE is not None:
-        _VARIABLE.reset(token)  # type: ignore[arg-type]
+        _VARIABLE.reset(token)
     else:
         token.__exit__(None, None, None)  # type: ignore[attr-defined]

@@ -1,9 +1,10 @@
 """A loaded model: its replicas on cores, round-robin execution, and the execution timeout.
 
 Each replica is a `LoadedModel` (its own executors and buffers) on the cores starting at
-`replica.core`; with NEURON_RT_MULTI_INSTANCE_SHARED_WEIGHTS the replicas share one weights
-dict, else each reads its own copy. `execute` picks the next replica in turn (thread-safe) and
-runs on it under that replica's lock, so concurrent callers use the replicas in parallel.
+`replica.core`; with NEURON_RT_MULTI_INSTANCE_SHARED_WEIGHTS the replicas (and other loads of
+the same NEFF) share one weights dict (`shared_weights`), else each reads its own copy.
+`execute` picks the next replica in turn (thread-safe) and runs on it under that replica's
+lock, so concurrent callers use the replicas in parallel.
 An execution still running `timeout` seconds after it started is stopped at its next
 instruction and raises NrtError(TIMEOUT); the replica is free again right after.
 """
@@ -102,13 +103,18 @@ class ModelHandle:
             with replica.lock:
                 state.load(arrays)  # type: ignore[union-attr]
 
-    def execute(self, inputs: Mapping[str, np.ndarray], timeout: int) -> dict[str, np.ndarray]:
-        """Run once on the next replica; NrtError(TIMEOUT) past `timeout` s (0: no limit)."""
+    def execute(self, inputs: Mapping[str, np.ndarray], timeout: int,
+                where: list[int] | None = None) -> dict[str, np.ndarray]:
+        """Run once on the next replica; NrtError(TIMEOUT) past `timeout` s (0: no limit).
+        `where`, when given, receives the first core of the replica taken (even when the
+        execution then fails)."""
         if len(self.replicas) == 1:
             replica = self.replicas[0]
         else:
             with self._lock:
                 replica = self.replicas[next(self._turn) % len(self.replicas)]
+        if where is not None:
+            where.append(replica.core)
         model = replica.model
         assert model is not None
         args = model.check_inputs(inputs)  # a bad input fails before the replica is taken

@@ -8,6 +8,12 @@
 
 The LNC shown is NEURON_LOGICAL_NC_CONFIG when set, else the one the holders use, else the
 instance's default. Holders are read from the lock files (`cores.holders`).
+
+Each logical core carries its software id (`software_id`), as the LNC seed names them:
+`NC_V3d` for a Trainium2 logical core of two physical NeuronCore-v3 (LNC 2), `NC_V3` for
+one (LNC 1); `NC_V2` on trn1 and inf2, whose NeuronCore-v2 are never grouped (neuron-top
+shows the same versions: v2, v3, v3d). inf1's is `NC_V1`; trn3's NeuronCore-v4 are named by
+analogy (`NC_V4d` at LNC 2, `NC_V4` at LNC 1), which AWS does not publish.
 """
 
 from __future__ import annotations
@@ -17,6 +23,11 @@ from collections import Counter
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import Holder, format_cores, holders, lock_dir, resolve_lnc
 from nxcc.backend.runtime.topology import DEFAULT_INSTANCE, GB, INSTANCES, Instance
+
+
+def software_id(inst: Instance, lnc: int) -> str:
+    """The software id of `inst`'s logical cores at LNC `lnc` (see the module docstring)."""
+    return f"NC_V{inst.generation}" + ("d" if lnc == 2 else "")
 
 
 def instances_in_use(config: RuntimeConfig) -> list[Instance]:
@@ -54,6 +65,7 @@ def describe_instance(config: RuntimeConfig, inst: Instance, source: str) -> dic
         for nc in logical:
             owner = next((held[p] for p in inst.physical_of(nc, lnc) if p in held), None)
             cores.append({"nc": nc, "physical": list(inst.physical_of(nc, lnc)),
+                          "software_id": software_id(inst, lnc),
                           "pid": owner.pid if owner else None,
                           "command": owner.command if owner else None})
         devices.append({
@@ -73,6 +85,7 @@ def describe_instance(config: RuntimeConfig, inst: Instance, source: str) -> dic
         "core_kind": inst.core_kind,
         "topology": inst.describe_topology(),
         "lnc": lnc,
+        "software_id": software_id(inst, lnc),
         "logical_cores": inst.logical_cores(lnc),
         "physical_cores": inst.physical_cores,
         "runtime_dir": str(lock_dir(config.runtime_dir, inst)),

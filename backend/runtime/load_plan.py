@@ -20,8 +20,9 @@ from nxcc.backend.runtime.compatibility import needed_cores
 from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.backend.runtime.cores import format_cores
 from nxcc.backend.runtime.handle import ModelHandle, Replica
-from nxcc.backend.runtime.model import LoadedModel, read_weights
+from nxcc.backend.runtime.model import LoadedModel
 from nxcc.backend.runtime.placement import AUTO, PlacementRequest, current_request
+from nxcc.backend.runtime.shared_weights import SHARED_WEIGHTS
 from nxcc.backend.runtime.spmd import SpmdModel
 from nxcc.backend.runtime.status import NrtError, NrtStatus
 from nxcc.backend.runtime.topology import Instance
@@ -88,7 +89,9 @@ def program_placement(instance: Instance, lnc: int, cores: tuple[int, ...], prog
 def model_plan(neff: NeffFile, config: RuntimeConfig, at: Cores, start_nc: int,
                nc_count: int) -> LoadPlan:
     """A model on the logical cores it needs; `start_nc` and `nc_count` relative to the
-    process's cores, AUTO meaning the placement context's value, else automatic."""
+    process's cores, AUTO meaning the placement context's value, else automatic. With
+    NEURON_RT_MULTI_INSTANCE_SHARED_WEIGHTS its replicas, and every other load of the same
+    NEFF in the process, read one copy of the weights (`shared_weights`)."""
     needed = needed_cores(neff)
     context = current_request()
     request = PlacementRequest(start_nc if start_nc != AUTO else context.start_nc,
@@ -96,7 +99,7 @@ def model_plan(neff: NeffFile, config: RuntimeConfig, at: Cores, start_nc: int,
                                context.multicore and start_nc == AUTO and nc_count == AUTO)
 
     def build(starts: list[int]) -> ModelHandle:
-        shared = read_weights(neff) if config.shared_weights else None
+        shared = SHARED_WEIGHTS.of(neff) if config.shared_weights else None
         replicas = []
         programs = max(1, len(neff.manifest.get("subgraphs", [])))
         for s in starts:

@@ -1,16 +1,20 @@
-"""The runtime's logs: components NRT, NMGR and TDRV, each with its own level and location.
+"""The runtime's logs: components NRT, NMGR, KMGR and TDRV, each with its own level and
+location.
 
-- NRT: the API (init, load, execute, unload, close);
-- NMGR: the manager (core allocation, placement, collective groups);
+- NRT: the API (init, load, execute, unload, close, asynchronous completions);
+- NMGR: the manager (core allocation, collective groups);
+- KMGR: the layer between the runtime and the driver (a loaded model's collective
+  placeholders bound to its placement);
 - TDRV: the driver (running programs on cores, timeouts).
 
-`configure_logging(config)` sets the `logging` loggers `nxcc.nrt.NRT`, `nxcc.nrt.NMGR` and
-`nxcc.nrt.TDRV` (they do not propagate to `nxcc`): level NEURON_RT_LOG_LEVEL_<comp>, else
-NEURON_RT_LOG_LEVEL (default ERROR; TRACE is below DEBUG; QUIET logs nothing), to
-NEURON_RT_LOG_LOCATION_<comp> (console, syslog or a file, appended), else
-NEURON_RT_LOG_LOCATION (console = stderr, the default; syslog = /dev/log when present, else
-UDP localhost:514). Lines look like the real runtime's:
+`configure_logging(config)` sets the `logging` loggers `nxcc.nrt.<comp>` (they do not
+propagate to `nxcc`): level NEURON_RT_LOG_LEVEL_<comp>, else NEURON_RT_LOG_LEVEL (default
+WARNING, as the current runtime; TRACE is below DEBUG; QUIET logs nothing), to
+NEURON_RT_LOG_LOCATION_<comp> (console, syslog, both, or a file, appended), else
+NEURON_RT_LOG_LOCATION (default both: console = stderr; syslog = /dev/log when present,
+else UDP localhost:514). Lines look like the real runtime's:
 `2023-Jan-09 20:27:41.0593 15042:15042 ERROR TDRV:exec_infer message`.
+`warn_deprecated(config)` says once per process what replaces each deprecated variable set.
 """
 
 from __future__ import annotations
@@ -22,7 +26,13 @@ import sys
 import threading
 import time
 
-from nxcc.backend.runtime.config import COMPONENTS, ConfigError, RuntimeConfig
+from nxcc.backend.runtime.config import (
+    COMPONENTS,
+    DEPRECATED_VARIABLES,
+    ConfigError,
+    RuntimeConfig,
+    log_sinks,
+)
 
 TRACE = 5
 QUIET = logging.CRITICAL + 10
@@ -33,6 +43,7 @@ LEVELS = {"ERROR": logging.ERROR, "WARNING": logging.WARNING, "INFO": logging.IN
 
 _lock = threading.Lock()
 _owned: dict[str, list[logging.Handler]] = {}
+_warned: set[str] = set()
 
 
 class _NeuronFormatter(logging.Formatter):
@@ -46,7 +57,7 @@ class _NeuronFormatter(logging.Formatter):
 
 
 def logger(component: str) -> logging.Logger:
-    """The logger of NRT, NMGR or TDRV."""
+    """The logger of NRT, NMGR, KMGR or TDRV."""
     return logging.getLogger(f"nxcc.nrt.{component}")
 
 
@@ -69,7 +80,7 @@ def _handler(location: str, variable: str) -> logging.Handler:
 
 
 def configure_logging(config: RuntimeConfig) -> None:
-    """(Re)configure the three component loggers from `config`. ConfigError on a bad file."""
+    """(Re)configure the component loggers from `config`. ConfigError on a bad file."""
     with _lock:
         for comp in COMPONENTS:
             log = logger(comp)
@@ -80,7 +91,19 @@ def configure_logging(config: RuntimeConfig) -> None:
             log.setLevel(LEVELS[config.level_of(comp)])
             variable = (f"NEURON_RT_LOG_LOCATION_{comp}" if comp in config.component_locations
                         else "NEURON_RT_LOG_LOCATION")
-            handler = _handler(config.location_of(comp), variable)
-            handler.setFormatter(_NeuronFormatter())
-            log.addHandler(handler)
-            _owned[comp] = [handler]
+            handlers = [_handler(sink, variable) for sink in log_sinks(config.location_of(comp))]
+            for handler in handlers:
+                handler.setFormatter(_NeuronFormatter())
+                log.addHandler(handler)
+            _owned[comp] = handlers
+
+
+def warn_deprecated(config: RuntimeConfig) -> None:
+    """One warning per process for each deprecated variable `config` found set, naming
+    what replaces it (the variable itself changes nothing)."""
+    with _lock:
+        fresh = [v for v in config.deprecated_variables if v not in _warned]
+        _warned.update(fresh)
+    for name in fresh:
+        logger("NRT").warning("%s is deprecated and ignored; use %s instead", name,
+                              DEPRECATED_VARIABLES[name], stacklevel=2)  # the caller's name

@@ -31,7 +31,7 @@ import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -249,13 +249,14 @@ class MpiJob:
             raise NrtError(NrtStatus.FAILURE, str(lost)) from None
         return spmd.assemble([outs for block in gathered for outs in block])  # type: ignore[union-attr]
 
-    def allgather(self, value: object) -> list[object]:
+    def allgather(self, value: T) -> list[T]:
         """`value` of every process, in process order (RankLost if one is lost)."""
         me, n = self.layout.process, self.layout.processes
         for other in range(n):
             if other != me:
                 self.control.send(me, other, value)
-        values = [value if p == me else self.control.recv(p, me) for p in range(n)]
+        # every process sends a value of the same kind at the same point of the job
+        values = [value if p == me else cast(T, self.control.recv(p, me)) for p in range(n)]
         self.control.complete_sends()
         return values
 

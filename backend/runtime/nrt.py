@@ -8,6 +8,7 @@
     out = rt.execute(m, {"x": x})       # dict of outputs
     fut = rt.execute_async(m, {"x": x}) # concurrent.futures.Future (needs
                                         # NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS > 0)
+    rt.register_async_exec_callback(cb, params)  # cb(params, model_id, vnc, job_id, status)
     rt.unload(m); rt.close()            # or: with Runtime() as rt: ...
 
 Every failure raises `NrtError` with the libnrt status: INVALID (bad configuration, LNC
@@ -17,10 +18,18 @@ QUEUE_FULL, EXEC_BAD_INPUT, INVALID_HANDLE (unloaded model), UNINITIALIZED, CLOS
 
 `init(target)`: the instance simulated is NXCC_INSTANCE_TYPE, else the default instance of
 `target` (a NEFF's target family), else trn1.32xlarge (`topology.choose_instance`).
+
+Asynchronous completions, as libnrt posts them: when an `execute_async` request completes,
+the execution thread calls the registered status callback (`nrt_register_async_exec_callback`'s
+`callback(params, model_id, vnc, job_id, status)`: the model's id, the logical core it ran
+on, the request's number and its `NrtStatus`) before the future is done. Without a
+registered one, the default callback logs the status (NRT: INFO on success, ERROR
+otherwise). A callback that raises is logged and does not change the future's outcome.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import tempfile
 import threading
@@ -48,7 +57,7 @@ from nxcc.backend.runtime.load_plan import (
     model_plan,
     ranks_plan,
 )
-from nxcc.backend.runtime.log import configure_logging, logger
+from nxcc.backend.runtime.log import configure_logging, logger, warn_deprecated
 from nxcc.backend.runtime.model import TensorInfo
 from nxcc.backend.runtime.placement import AUTO, Placer
 from nxcc.backend.runtime.status import NrtError, NrtStatus
@@ -57,6 +66,24 @@ from nxcc.backend.runtime.topology import Instance, choose_instance
 __all__ = ["GroupMember", "NeffSource", "Runtime", "SpmdRun"]
 
 NeffSource = str | os.PathLike[str] | bytes | NeffFile | Neff
+#: libnrt's NRT_ASYNC_EXEC_STATUS_CALLBACK: (params, model_id, vnc, job_id, status) -> None.
+AsyncExecCallback = Callable[[Any, int, int, int, NrtStatus], None]
+
+
+def log_async_status(params: Any, model_id: int, vnc: int, job_id: int,
+                     status: NrtStatus) -> None:
+    """The default asynchronous-execution callback: one NRT log line with the status."""
+    status = NrtStatus.of(status)
+    line = "async execution %d of model %d on nc%d completed: %s (%d)"
+    level = logger("NRT").info if status == NrtStatus.SUCCESS else logger("NRT").error
+    level(line, job_id, model_id, vnc, status.name, int(status))
+
+
+def check_callback(callback: object) -> None:
+    """NrtError(INVALID) unless `callback` is None or callable."""
+    if callback is not None and not callable(callback):
+        raise NrtError(NrtStatus.INVALID, f"the async exec callback {callback!r} is not "
+                       "callable")
 
 
 def read_source(neff: NeffSource, validate_hash: bool) -> NeffFile:
@@ -101,6 +128,8 @@ class Runtime:
         self.models: dict[int, ModelHandle] = {}
         self._pool: ThreadPoolExecutor | None = None
         self._inflight: threading.BoundedSemaphore | None = None
+        self._callback: tuple[AsyncExecCallback, Any] = (log_async_status, None)
+        self._jobs = itertools.count(1)
 
     # lifecycle
 
@@ -113,6 +142,7 @@ class Runtime:
             instance = choose_instance(config.instance_type, target)
             lnc = resolve_lnc(instance, config.logical_nc_config)
             configure_logging(config)
+            warn_deprecated(config)
             for name in config.unknown_variables:
                 logger("NRT").info("%s is not a variable this runtime knows; ignored", name)
             self.allocation = allocate(config, instance, lnc)
@@ -204,6 +234,8 @@ class Runtime:
         with self._lock:
             self.models[handle.id] = handle
         logger("NRT").info("%s", plan.loaded(handle))
+        for binding in handle.bindings:
+            logger("KMGR").info("'%s': %s", handle.name, binding.describe())
         if member is not None:
             self._join(handle, member)
         return handle
@@ -261,19 +293,54 @@ class Runtime:
             raise NrtError(NrtStatus.QUEUE_FULL, f"{limit} asynchronous execution(s) already in "
                            f"flight (NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS={limit}); wait "
                            "for one to complete")
-        semaphore = self._inflight
+        semaphore, job_id = self._inflight, next(self._jobs)
+        timeout = self.config.exec_timeout
 
         def job() -> dict[str, np.ndarray]:
+            where: list[int] = []
+            status = NrtStatus.FAILURE
             try:
-                return self.execute(model, inputs)
+                self._check_model(model)
+                outputs = model.execute(inputs, timeout, where)
+                status = NrtStatus.SUCCESS
+                return outputs
+            except NrtError as exc:
+                status = exc.status
+                raise
             finally:
                 semaphore.release()
+                self._post_status(model, where[0] if where else model.cores[0], job_id,
+                                  status)
 
         try:
             return self._pool.submit(job)
         except RuntimeError:
             semaphore.release()
             raise NrtError(NrtStatus.CLOSED, "the runtime is closing") from None
+
+    def register_async_exec_callback(self, callback: AsyncExecCallback | None,
+                                     params: Any = None) -> None:
+        """libnrt's `nrt_register_async_exec_callback`: `callback(params, model_id, vnc,
+        job_id, status)` is called on the execution thread as each asynchronous execution
+        completes; a later registration replaces it; None restores the default, which logs
+        the status (see the module docstring)."""
+        check_callback(callback)
+        with self._lock:
+            self._callback = (callback, params) if callback is not None else \
+                (log_async_status, None)
+
+    nrt_register_async_exec_callback = register_async_exec_callback
+
+    def _post_status(self, model: ModelHandle, vnc: int, job_id: int,
+                     status: NrtStatus) -> None:
+        """Hand one completion to the registered callback; its own failure is logged."""
+        with self._lock:
+            callback, params = self._callback
+        try:
+            callback(params, model.id, vnc, job_id, status)
+        except Exception as exc:  # noqa: BLE001 - the execution's outcome stands
+            logger("NRT").error("the async exec callback failed on execution %d of model "
+                                "%d: %s", job_id, model.id, exc)
 
     def unload(self, model: ModelHandle) -> None:
         """Unload `model`, freeing its cores for later loads; INVALID_HANDLE if not loaded."""

@@ -15,7 +15,7 @@ from typing import Protocol
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, attr_ints, attr_ints2, attr_of
 from nxcc.ir.dtypes import DType
 from nxcc.ir.opdef import OP_DEFS
 
@@ -40,15 +40,15 @@ def point_to_point(channels: PairChannels, rank: int, opcode: str, args: Sequenc
     if op in (ops.send_done, ops.recv):
         return [context]
     stream = 1 + int(attrs.get("channel_id", 0) or 0)  # type: ignore[arg-type]
-    pairs = attrs["source_target_pairs"]
+    pairs = attr_ints2(attrs, "source_target_pairs")
     if op is ops.send:
-        for src, dst in pairs:  # type: ignore[union-attr]
+        for src, dst in pairs:
             if src == rank:
                 channels.send(rank, dst, np.array(args[0], copy=True), stream)
         return [context]
-    for src, dst in pairs:  # type: ignore[union-attr]
+    for src, dst in pairs:
         if dst == rank:
             return [channels.recv(src, rank, stream)]  # type: ignore[list-item]
-    dtype = attrs["dtype"]
+    dtype = attr_of(attrs, "dtype", DType)
     assert isinstance(dtype, DType)
-    return [np.zeros(tuple(attrs["shape"]), dtype.numpy)]  # type: ignore[arg-type]
+    return [np.zeros(tuple(attr_ints(attrs, "shape")), dtype.numpy)]

@@ -41,7 +41,7 @@ import numpy as np
 from nxcc.backend.runtime import float_errors
 from nxcc.backend.runtime.core_threads import run_on_threads
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, attr_ints, attr_of
 from nxcc.ir.fused_program import parse_program
 from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.kernels.plan import Plan, Step
@@ -98,30 +98,31 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     if opdef is ops.fused_elementwise:
         return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims], every
     if opdef is ops.dot_general:  # between the products of a batch, else between lhs rows
-        lb, rb = (list(attrs[k]) for k in ("lhs_batch_dims", "rhs_batch_dims"))  # type: ignore[call-overload]
-        lc = list(attrs["lhs_contracting_dims"])  # type: ignore[call-overload]
+        lb, rb = (list(attr_ints(attrs, k)) for k in ("lhs_batch_dims", "rhs_batch_dims"))
+        lc = list(attr_ints(attrs, "lhs_contracting_dims"))
         lfree = [d for d in range(args[0].ndim) if d not in lb and d not in lc]
         lhs = [lb.index(d) if d in lb else len(lb) + lfree.index(d) if d in lfree else -1
                for d in range(args[0].ndim)]
         rhs = [rb.index(d) if d in rb else -1 for d in range(args[1].ndim)]
         return [tuple(lhs), tuple(rhs)], list(range(len(lb) + len(lfree)))
     if opdef is ops.reduce:  # rows: the reduced dims are the trailing ones
-        if len(args) != 2 or args[1].ndim or sorted(attrs["dimensions"]) != list(  # type: ignore[arg-type]
+        if len(args) != 2 or args[1].ndim or sorted(attr_ints(attrs, "dimensions")) != list(
                 range(out.ndim, args[0].ndim)):
             return None
         return [tuple(d if d < out.ndim else -1 for d in range(args[0].ndim)), ()], every
     if opdef is ops.transpose:
-        perm = [int(p) for p in attrs["permutation"]]  # type: ignore[union-attr]
+        perm = list(attr_ints(attrs, "permutation"))
         return [tuple(perm.index(d) for d in range(len(perm)))], every
     if opdef is ops.broadcast_in_dim:
-        return [tuple(int(d) for d in attrs["broadcast_dimensions"])], every  # type: ignore[union-attr]
+        return [attr_ints(attrs, "broadcast_dimensions")], every
     if opdef is ops.pad:  # cut along a dimension it does not pad
-        edges = zip(attrs["low"], attrs["high"], attrs["interior"], strict=True)  # type: ignore[arg-type]
+        edges = zip(*(attr_ints(attrs, k) for k in ("low", "high", "interior")), strict=True)
         return [tuple(every), ()], [d for d, e in enumerate(edges) if not any(e)]
     if isinstance(opdef, ElementwiseDef) or opdef in _SAME_SHAPE or opdef in _ROW_OPS:
         if any(a.shape != out.shape and a.size != 1 for a in args):
             return None
-        axes = [a for a in every if opdef not in _ROW_OPS or a != int(attrs["dimension"])]  # type: ignore[call-overload]
+        axes = [a for a in every
+                if opdef not in _ROW_OPS or a != attr_of(attrs, "dimension", int)]
         return [tuple(every) if a.shape == out.shape else () for a in args], axes
     return None
 
@@ -160,7 +161,10 @@ def side_by_side(steps: Sequence[Step], names: Sequence[str]) -> None:
                 float_errors.restore(token)
         return task
 
-    run_on_threads([steps[0], *(on_worker(s) for s in steps[1:])], names)
+    def first() -> None:
+        steps[0]()
+
+    run_on_threads([first, *(on_worker(s) for s in steps[1:])], names)
     if failures:
         raise failures[0]
 

@@ -29,7 +29,7 @@ import numpy as np
 
 from nxcc.backend.runtime.shared_memory import REDUCE
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, attr_of
 from nxcc.ir.registry import OpTable
 
 Exchange = Callable[[object], object]
@@ -76,7 +76,9 @@ def all_to_all_steps(parts: list[np.ndarray], label: Sequence[int], p: int,
     bundle: tuple[int, dict[int, np.ndarray]] = (me, {q: b for q, b in enumerate(parts)
                                                       if q != me})
     for _ in range(k - 1):
-        origin, blocks = exchange(bundle)  # type: ignore[misc]
+        got = exchange(bundle)
+        assert isinstance(got, tuple)  # the neighbour's bundle
+        origin, blocks = got
         received[origin] = blocks[me]
         bundle = (origin, {q: b for q, b in blocks.items() if q != me})
     return received
@@ -98,7 +100,7 @@ def run_ring(opcode: str, args: Sequence[np.ndarray], attrs: Mapping[str, AttrVa
 def _all_reduce(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
                 label: Sequence[int], p: int, exchange: Exchange) -> list[np.ndarray]:
     k = len(label)
-    fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
+    fn = REDUCE[attr_of(attrs, "reduction", str)]
     flat = [np.array_split(np.ascontiguousarray(x).reshape(-1), k) for x in args]
     chunks = list(range(k))
     own = {c: [f[c] for f in flat] for c in chunks}
@@ -112,14 +114,15 @@ def _all_reduce(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
 def _all_gather(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
                 label: Sequence[int], p: int, exchange: Exchange) -> list[np.ndarray]:
     have = all_gather_steps(args[0], label, p, exchange)
-    return [np.concatenate([have[q] for q in range(len(label))], axis=attrs["dimension"])]  # type: ignore[arg-type,misc]
+    return [np.concatenate([have[q] for q in range(len(label))],
+                           axis=attr_of(attrs, "dimension", int))]
 
 
 @RING.register(ops.reduce_scatter)
 def _reduce_scatter(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
                     label: Sequence[int], p: int, exchange: Exchange) -> list[np.ndarray]:
-    fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
-    blocks = np.split(args[0], len(label), axis=attrs["dimension"])  # type: ignore[call-overload]
+    fn = REDUCE[attr_of(attrs, "reduction", str)]
+    blocks = np.split(args[0], len(label), axis=attr_of(attrs, "dimension", int))
     own = {q: [b] for q, b in enumerate(blocks)}
     return [np.ascontiguousarray(reduce_scatter_steps(own, label, p, exchange, fn)[0])]
 
@@ -127,6 +130,7 @@ def _reduce_scatter(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
 @RING.register(ops.all_to_all)
 def _all_to_all(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
                 label: Sequence[int], p: int, exchange: Exchange) -> list[np.ndarray]:
-    parts = np.split(args[0], len(label), axis=attrs["split_dimension"])  # type: ignore[call-overload]
+    parts = np.split(args[0], len(label), axis=attr_of(attrs, "split_dimension", int))
     got = all_to_all_steps(parts, label, p, exchange)
-    return [np.concatenate([got[q] for q in range(len(label))], axis=attrs["concat_dimension"])]  # type: ignore[arg-type]
+    return [np.concatenate([got[q] for q in range(len(label))],
+                           axis=attr_of(attrs, "concat_dimension", int))]

@@ -14,7 +14,7 @@ import numpy as np
 
 from nxcc.backend.runtime.executor import ExecutionError
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, attr_ints2, attr_of
 from nxcc.ir.registry import OpTable
 
 REDUCE = {
@@ -65,37 +65,38 @@ def _position(group: list[int], rank: int) -> int:
 def _all_reduce(slots: Sequence, group: list[int], rank: int,
                 attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
     inputs = [slots[m] for m in group]
-    fn = REDUCE[attrs["reduction"]]  # type: ignore[index]
+    fn = REDUCE[attr_of(attrs, "reduction", str)]
     return [reduce_all(fn, [x[i] for x in inputs]) for i in range(len(inputs[0]))]
 
 
 @ONE_STEP.register(ops.all_gather)
 def _all_gather(slots: Sequence, group: list[int], rank: int,
                 attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
-    return [np.concatenate([slots[m][0] for m in group], axis=attrs["dimension"])]  # type: ignore[arg-type]
+    return [np.concatenate([slots[m][0] for m in group], axis=attr_of(attrs, "dimension", int))]
 
 
 @ONE_STEP.register(ops.reduce_scatter)
 def _reduce_scatter(slots: Sequence, group: list[int], rank: int,
                     attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
-    full = reduce_all(REDUCE[attrs["reduction"]], [slots[m][0] for m in group])  # type: ignore[index]
-    return [np.split(full, len(group), axis=attrs["dimension"])[_position(group, rank)].copy()]  # type: ignore[call-overload]
+    full = reduce_all(REDUCE[attr_of(attrs, "reduction", str)], [slots[m][0] for m in group])
+    blocks = np.split(full, len(group), axis=attr_of(attrs, "dimension", int))
+    return [blocks[_position(group, rank)].copy()]
 
 
 @ONE_STEP.register(ops.all_to_all)
 def _all_to_all(slots: Sequence, group: list[int], rank: int,
                 attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
-    split, concat = attrs["split_dimension"], attrs["concat_dimension"]
+    split, concat = attr_of(attrs, "split_dimension", int), attr_of(attrs, "concat_dimension", int)
     pos = _position(group, rank)
-    parts = [np.split(slots[m][0], len(group), axis=split)[pos] for m in group]  # type: ignore[call-overload]
-    return [np.concatenate(parts, axis=concat)]  # type: ignore[arg-type]
+    parts = [np.split(slots[m][0], len(group), axis=split)[pos] for m in group]
+    return [np.concatenate(parts, axis=concat)]
 
 
 @ONE_STEP.register(ops.collective_permute)
 def _collective_permute(slots: Sequence, group: list[int], rank: int,
                         attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
     mine = slots[rank][0]
-    for src, dst in attrs["source_target_pairs"]:  # type: ignore[union-attr]
+    for src, dst in attr_ints2(attrs, "source_target_pairs"):
         if dst == rank:
             return [np.array(slots[src][0], copy=True)]
     return [np.zeros_like(mine)]

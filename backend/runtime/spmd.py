@@ -131,7 +131,7 @@ class SpmdModel:
 
         try:
             return run_cores([work(i, r) for i, r in enumerate(self.local_ranks)],
-                             self.group)  # type: ignore[arg-type]
+                             self.group)
         except ExecutionError as exc:
             raise NrtError(NrtStatus.FAILURE, str(exc)) from exc
 

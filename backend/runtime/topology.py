@@ -1,5 +1,8 @@
 """The simulated instance types as data: devices, cores, LNC grouping, memory and links.
 
+Built from the one table of published hardware figures, `ir.hardware` (which also gives
+the rates the estimates use); `Instance` is the runtime's view of an instance type.
+
 Which instance is simulated (`choose_instance`):
 
 1. `NXCC_INSTANCE_TYPE` when set;
@@ -13,29 +16,22 @@ the physical cores L*g .. L*g+g-1, and physical core p sits on device p // cores
 inf1.xlarge and inf1.6xlarge (NeuronCore-v1, which nxcc compiles nothing for) are here only
 because the allocation seed's examples are written for them; no NEFF loads on them.
 
-Trn3: AWS publishes Trainium3 (eight NeuronCore-v4, 144 GiB of HBM per device, LNC 1 or 2)
-and Trn3 UltraServers (Gen1: four servers of 16 devices; Gen2: 36 servers of 4), the devices
-joined all-to-all through NeuronSwitch, but no instance sizes. `trn3-server` is one Gen1
-server: 16 devices, all-to-all (`switch`), LNC 2 by default as on trn2, HBM in 4 banks per
-device as on trn2 (assumed: not published). Its name is nxcc's, not an EC2 instance type.
+`trn3-server` (one Trn3 UltraServer server: 16 Trainium3 devices all-to-all through
+NeuronSwitch, `switch`) is nxcc's name, not an EC2 instance type (`ir.hardware` says which
+of its figures are published and which assumed).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-GB = 1024**3
+from nxcc.ir.hardware import DEFAULT_INSTANCE_FOR_TARGET, INSTANCE_TYPES, GiB, InstanceType
 
-GENERATION = {"inf1": 1, "trn1": 2, "trn1n": 2, "inf2": 2, "trn2": 3, "trn3": 4}
+GB = GiB
+
+GENERATION = {t.family: t.chip.generation for t in INSTANCE_TYPES.values()}
 """NeuronCore architecture generation of each target/instance family (v1 .. v4)."""
 
-DEFAULT_INSTANCE_FOR_TARGET = {
-    "trn1": "trn1.32xlarge",
-    "trn1n": "trn1n.32xlarge",
-    "inf2": "inf2.48xlarge",
-    "trn2": "trn2.48xlarge",
-    "trn3": "trn3-server",
-}
 DEFAULT_INSTANCE = "trn1.32xlarge"
 
 
@@ -105,51 +101,14 @@ class Instance:
         return "single device"
 
 
-def _trn1(name: str, devices: int, family: str = "trn1") -> Instance:
-    return Instance(name, family, "Trainium", "NeuronCore-v2", devices, 2, 32 * GB, 2,
-                    "torus" if devices == 16 else "single",
-                    (4, 4) if devices == 16 else None, efa=devices == 16)
+def _instance(t: InstanceType) -> Instance:
+    return Instance(t.name, t.family, t.chip.name, t.chip.core_kind, t.chips, t.chip.cores,
+                    t.chip.hbm_bytes, t.chip.hbm_banks, t.topology, t.torus_shape,
+                    lnc_choices=t.lnc_choices, default_lnc=t.default_lnc,
+                    efa=t.efa_bytes_per_s > 0)
 
 
-def _inf2(name: str, devices: int) -> Instance:
-    return Instance(name, "inf2", "Inferentia2", "NeuronCore-v2", devices, 2, 32 * GB, 2,
-                    "ring" if devices > 1 else "single")
-
-
-def _trn2(name: str, devices: int) -> Instance:
-    return Instance(name, "trn2", "Trainium2", "NeuronCore-v3", devices, 8, 96 * GB, 4,
-                    "torus" if devices == 16 else "single",
-                    (4, 4) if devices == 16 else None, lnc_choices=(1, 2), default_lnc=2,
-                    efa=devices == 16)
-
-
-def _trn3(name: str, devices: int) -> Instance:
-    return Instance(name, "trn3", "Trainium3", "NeuronCore-v4", devices, 8, 144 * GB, 4,
-                    "switch", lnc_choices=(1, 2), default_lnc=2, efa=True)
-
-
-def _inf1(name: str, devices: int) -> Instance:
-    return Instance(name, "inf1", "Inferentia", "NeuronCore-v1", devices, 4, 8 * GB, 1,
-                    "ring" if devices > 1 else "single")
-
-
-INSTANCES: dict[str, Instance] = {
-    i.name: i
-    for i in (
-        _trn1("trn1.2xlarge", 1),
-        _trn1("trn1.32xlarge", 16),
-        _trn1("trn1n.32xlarge", 16, family="trn1n"),
-        _inf2("inf2.xlarge", 1),
-        _inf2("inf2.8xlarge", 1),
-        _inf2("inf2.24xlarge", 6),
-        _inf2("inf2.48xlarge", 12),
-        _trn2("trn2.3xlarge", 1),
-        _trn2("trn2.48xlarge", 16),
-        _trn3("trn3-server", 16),
-        _inf1("inf1.xlarge", 1),
-        _inf1("inf1.6xlarge", 4),
-    )
-}
+INSTANCES: dict[str, Instance] = {name: _instance(t) for name, t in INSTANCE_TYPES.items()}
 
 
 def choose_instance(instance_type: str | None, target: str | None) -> Instance:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import tokenize
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import IO, Literal
 
 import numpy as np
 from numpy.lib import format as npy_format
@@ -70,7 +70,7 @@ def dtype_problem(dtype: np.dtype) -> str | None:
     return None
 
 
-def read_header(f: BinaryIO, source: str, max_bytes: int | None = MAX_TENSOR_BYTES
+def read_header(f: IO[bytes], source: str, max_bytes: int | None = MAX_TENSOR_BYTES
                 ) -> NpyHeader:
     """The checked header of the `.npy` data `f` is positioned at (see the module
     docstring); UserFileError naming `source` otherwise."""
@@ -137,14 +137,15 @@ def empty(header: NpyHeader, source: str) -> np.ndarray:
                             f"({exc})") from None
 
 
-def read_data(f: BinaryIO, header: NpyHeader, source: str) -> np.ndarray:
+def read_data(f: IO[bytes], header: NpyHeader, source: str) -> np.ndarray:
     """Exactly the array `header` declares, read from `f` (positioned at its data); the
     stream must end there. UserFileError for a short read or trailing bytes."""
     arr = empty(header, source)
-    buf = memoryview(arr.reshape(-1).view(np.uint8)) if arr.size else memoryview(b"")
+    buf = arr.reshape(-1).view(np.uint8).data if arr.size else memoryview(b"")
     done = 0
     while done < len(buf):
-        n = f.readinto(buf[done:done + CHUNK])
+        # files and zip members read into a buffer; typeshed's IO[bytes] does not say so
+        n = f.readinto(buf[done:done + CHUNK])  # type: ignore[attr-defined]
         if not n:
             raise UserFileError(source, str(size_problem(header, done)))
         done += n
@@ -171,5 +172,5 @@ def read_npy(path: str, max_bytes: int | None = MAX_TENSOR_BYTES,
                 return read_data(f, header, path)
         except OSError as exc:
             raise UserFileError(path, f"cannot be read ({exc.strerror or exc})") from None
-    order = "F" if header.fortran else "C"
+    order: Literal["C", "F"] = "F" if header.fortran else "C"
     return np.memmap(path, header.dtype, "r", header.offset, header.shape, order)

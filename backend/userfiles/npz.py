@@ -17,6 +17,8 @@ allocated when:
 caller can check names, shapes and dtypes against what it expects; `read(name)` reads one
 array (at most its declared bytes are decompressed: deflate's output is bounded per call,
 and the CRC is checked at the end). `read_npz(path)` reads every array.
+
+`write_npz(f, arrays)` writes what np.savez writes, whatever the arrays' names.
 """
 
 from __future__ import annotations
@@ -25,11 +27,12 @@ import os
 import struct
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import TracebackType
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import numpy as np
+from numpy.lib import format as npy_format
 
 from nxcc.backend.userfiles.npy import NpyHeader, read_data, read_header, size_problem
 from nxcc.backend.userfiles.regular import UserFileError, file_size, open_regular
@@ -165,3 +168,13 @@ def read_npz(path: str | os.PathLike[str], max_bytes: int | None = MAX_TENSOR_BY
     """Every array of the `.npz` at `path` by name (see the module docstring)."""
     with NpzArchive(os.fspath(path), max_bytes) as archive:
         return dict(archive.arrays())
+
+
+def write_npz(f: IO[bytes], arrays: Mapping[str, np.ndarray]) -> None:
+    """`arrays` as an uncompressed `.npz` (the archive np.savez writes) into the binary file
+    `f`, each under its own name: np.savez would take a name such as `file` or
+    `allow_pickle` for its own parameter."""
+    with zipfile.ZipFile(f, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, arr in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                npy_format.write_array(member, np.asanyarray(arr), allow_pickle=False)

@@ -84,16 +84,16 @@ class _BoundedLoader(yaml.SafeLoader):
         self._depth = 0
         self._weights: dict[int, int] = {}
 
-    def compose_node(self, parent: Node | None, index: object) -> Node:
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
         self._depth += 1
         if self._depth > MAX_DEPTH:
             raise _Refused(f"is nested too deep (over {MAX_DEPTH} levels)",
                            self.peek_event().start_mark)
         try:
-            node = super().compose_node(parent, index)  # type: ignore[misc]
+            node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
-        if id(node) not in self._weights:  # an alias returns its anchor's node, weighed
+        if node is not None and id(node) not in self._weights:  # an alias: its anchor's node
             self._weights[id(node)] = 1 + sum(self._weights.get(id(c), 1)
                                               for c in _children(node))
             if self._weights[id(node)] > MAX_YAML_NODES:

@@ -18,17 +18,11 @@ from nxcc.compiler.hlo.lower import lower_module
 from nxcc.compiler.hlo.nodes import HloModule
 from nxcc.compiler.hlo.parser import parse_hlo
 from nxcc.compiler.hlo.proto import load_hlo_proto
+from nxcc.compiler.hlo.registry import CONVERTERS
 from nxcc.ir.core import Module
 
-
-def _supported() -> tuple[str, ...]:
-    from nxcc.compiler.hlo import handlers  # noqa: F401
-    from nxcc.compiler.hlo.registry import CONVERTERS
-
-    return tuple(sorted({*CONVERTERS, "parameter"}))
-
-
-SUPPORTED_OPCODES: tuple[str, ...] = _supported()
+#: every opcode the lowering converts (`lower` imports the lowering modules, which register)
+SUPPORTED_OPCODES: tuple[str, ...] = tuple(sorted({*CONVERTERS, "parameter"}))
 
 
 def read_hlo(path_or_text: str, source: str | None = None) -> tuple[str, str]:
@@ -62,6 +56,7 @@ def import_hlo(path_or_text: str | bytes, source: str | None = None, engine: str
 def parse(text: str, source: str = "<hlo>", engine: str = "fast") -> HloModule:
     """The syntax tree of HLO `text` with the chosen engine."""
     if engine == "lark":
+        # lark builds its parser from the grammar when asked for, not for the fast engine
         from nxcc.compiler.hlo.lark_engine import parse_hlo_lark
 
         return parse_hlo_lark(text, source)

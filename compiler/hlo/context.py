@@ -7,7 +7,7 @@ A lowered HLO value is a `Tree`: an IR `Value` for an array, a tuple of trees fo
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, TypeVar, Union
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.dtypes import ir_dtype
@@ -35,6 +35,7 @@ TOKEN = _Token()
 Tree = Union[Value, tuple, _Token]  # noqa: UP007  (a runtime alias)
 
 _MISSING = object()
+_T = TypeVar("_T")
 
 
 def leaves(tree: Tree) -> list[Value]:
@@ -125,6 +126,15 @@ class InstrContext:
             raise self.error(f"expected attribute '{name}' on {self.instr.opcode}, found none",
                              at=self.instr.operands_offset)
         return default
+
+    def attr_as(self, name: str, kind: type[_T], default: object = _MISSING) -> _T:
+        """`attr(name, default)`, which the attribute's parser (by its name) makes a `kind`;
+        an error naming the attribute if it is not one."""
+        value = self.attr(name, default)
+        if not isinstance(value, kind):
+            raise self.attr_error(name, f"expected a value of type {kind.__name__}, found "
+                                        f"{value!r}")
+        return value
 
     # -- types -------------------------------------------------------------------------
     def ir_type(self, shape: Shape | None = None) -> TensorType:

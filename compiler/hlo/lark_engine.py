@@ -75,6 +75,20 @@ def _syntax_error(exc: UnexpectedInput, src: Source) -> HloError:
     return HloError(f"expected {expected}, found {found}", src, pos, E.SYNTAX)
 
 
+
+def _start(node: Tree | Token) -> int:
+    """Where `node` starts, a token where the grammar puts one (a name, an opcode)."""
+    if not isinstance(node, Token) or node.start_pos is None:
+        raise TypeError(f"expected a token with its position, found {node!r}")
+    return node.start_pos
+
+
+def _end(node: Tree | Token) -> int:
+    """Where the token `node` ends (see `_start`)."""
+    if not isinstance(node, Token) or node.end_pos is None:
+        raise TypeError(f"expected a token with its position, found {node!r}")
+    return node.end_pos
+
 class _Walker:
     def __init__(self, src: Source) -> None:
         self.src = src
@@ -100,10 +114,11 @@ class _Walker:
         for row in tree.children[1:]:
             key, value = row.children
             if isinstance(value, Token):
-                rows[int(key)] = unquote(str(value))
+                rows[int(str(key))] = unquote(str(value))
             else:
                 text = self.span(value)
-                rows[int(key)] = self.helper.piece(parse_key_values, text, value.meta.start_pos)
+                rows[int(str(key))] = self.helper.piece(parse_key_values, text,
+                                                        value.meta.start_pos)
         return rows
 
     def span(self, node: Tree | Token) -> str:
@@ -122,11 +137,11 @@ class _Walker:
             key = (name, raw)
             typed = cache.get(key, cache)
             if typed is cache:
-                typed = self.helper.piece(lambda t, n=name: parse_attribute(n, t), raw, start)
+                typed = self.helper.piece(functools.partial(parse_attribute, name), raw, start)
                 cache[key] = typed
             if name in out:
                 raise HloError(f"expected each attribute once, found '{name}' again",
-                               self.src, name_tok.start_pos, E.SEMANTIC)
+                               self.src, _start(name_tok), E.SEMANTIC)
             out[name] = Attribute(name, typed, raw, start)
         return out
 
@@ -134,7 +149,7 @@ class _Walker:
         if node.data in ("tuple_shape", "operand_tuple_shape"):
             return TupleShape(tuple(self.shape(c) for c in node.children if c is not None))
         tok = node.children[0]
-        self.helper.pos = tok.start_pos
+        self.helper.pos = _start(tok)
         return self.helper.shape()
 
     def computation(self, tree: Tree) -> Computation:
@@ -150,7 +165,7 @@ class _Walker:
             rest = rest[1:]
         elif rest and isinstance(rest[0], Tree) and rest[0].data == "signature":
             sig = rest[0]
-            if self.text[name_tok.end_pos:sig.meta.end_pos].lstrip().startswith("("):
+            if self.text[_end(name_tok):sig.meta.end_pos].lstrip().startswith("("):
                 params = []
             for part in sig.children:
                 if part is None:
@@ -174,9 +189,9 @@ class _Walker:
         name_tok, shape_node, opcode_tok = children[0], children[1], children[2]
         args = [c for c in children[3:-1] if c is not None]
         opcode = str(opcode_tok)
-        open_at = self.text.index("(", opcode_tok.end_pos) + 1
+        open_at = self.text.index("(", _end(opcode_tok)) + 1
         instr = Instruction(str(name_tok).lstrip("%"), self.shape(shape_node), opcode, [], {},
-                            root, tree.meta.start_pos, opcode_tok.start_pos, open_at)
+                            root, tree.meta.start_pos, _start(opcode_tok), open_at)
         if opcode == "parameter":
             self.parameter_number(instr, args, open_at)
         elif opcode == "constant":
@@ -186,7 +201,7 @@ class _Walker:
             if is_elided(body):
                 instr.literal_elided = True
             elif all(leaf.dtype in IR_TYPES for leaf in instr.shape.leaves()):
-                instr.literal = self.helper.piece(  # type: ignore[assignment]
+                instr.literal = self.helper.piece(
                     lambda t: parse_literal(t, instr.shape), body, open_at)
         else:
             shapes: list[Shape | None] = []

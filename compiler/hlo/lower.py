@@ -20,6 +20,7 @@ import re
 from collections.abc import Sequence
 
 from nxcc.compiler.hlo import errors as E
+from nxcc.compiler.hlo import handlers  # noqa: F401  (registers every lowering)
 from nxcc.compiler.hlo.aliases import input_output_aliases
 from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild
 from nxcc.compiler.hlo.errors import HloError
@@ -42,8 +43,6 @@ from nxcc.ir.types import TensorType
 
 def lower_module(hlo: HloModule) -> Module:
     """The IR module computing `hlo`'s entry computation; HloError if it cannot."""
-    from nxcc.compiler.hlo import handlers  # noqa: F401  (registers every lowering)
-
     return ModuleLowering(hlo).run()
 
 

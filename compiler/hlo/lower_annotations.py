@@ -62,9 +62,9 @@ def _leaf_shardings(instr: Instruction, hlo: HloModule, values: list[Value]
     IR values; `values` are the non-token leaves in order)."""
     attr: Attribute | None = instr.attrs.get("sharding")
     leaves = instr.shape.leaves()
-    s = attr.value if attr is not None else None
+    s = attr.value if attr is not None and isinstance(attr.value, HloSharding) else None
     try:
-        shardings = per_leaf(s, len(leaves))  # type: ignore[arg-type]
+        shardings = per_leaf(s, len(leaves))
     except ValueError as exc:
         raise HloError(f"{instr.name}: {exc}", hlo.source,
                        attr.offset if attr else instr.offset, E.SEMANTIC) from None

@@ -169,16 +169,19 @@ def all_to_all(cx: InstrContext, out: Shape) -> Tree:
 
 
 def collective_permute(cx: InstrContext, out: Shape, emit: Emit | None = None) -> Tree:
-    pairs = cx.attr("source_target_pairs")
+    pairs = cx.attr_as("source_target_pairs", tuple)
     x = cx.value(0)
     return (emit or sync_emit(cx))(ops.collective_permute, [x], {
-        "source_target_pairs": tuple(tuple(p) for p in pairs),  # type: ignore[union-attr]
+        "source_target_pairs": tuple(tuple(p) for p in pairs),
         "channel_id": cx.attr("channel_id", 0)})[0]
 
 
 _KINDS = {"all-reduce": all_reduce, "all-gather": all_gather,
           "reduce-scatter": reduce_scatter, "all-to-all": all_to_all,
           "collective-permute": collective_permute}
+#: the collectives with an asynchronous form (`-start`), which take how to emit the op
+_STARTS: dict[str, Callable[[InstrContext, Shape, Emit | None], Tree]] = {
+    "all-gather": all_gather, "collective-permute": collective_permute}
 
 
 @converts(*_KINDS)
@@ -209,7 +212,7 @@ def lower_all_reduce_start(cx: InstrContext) -> Tree:
 @converts("all-gather-start", "collective-permute-start")
 def lower_start(cx: InstrContext) -> Tree:
     """An (operand, result, context...) tuple, or the result alone."""
-    kind = _KINDS[cx.instr.opcode.removesuffix("-start")]
+    kind = _STARTS[cx.instr.opcode.removesuffix("-start")]
     shape = cx.instr.shape
     emit = _emit_for_start(cx)
     if not shape.is_tuple:

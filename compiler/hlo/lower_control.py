@@ -3,8 +3,6 @@ conditional (both forms), the async wrappers, and the ordering-only opcodes."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree, leaves, rebuild, value_count
 from nxcc.compiler.hlo.nodes import ArrayShape, Shape
 from nxcc.compiler.hlo.registry import converts
@@ -32,12 +30,12 @@ def lower_tuple(cx: InstrContext) -> Tree:
 def lower_get_tuple_element(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     arg = cx.args[0]
-    index = cx.attr("index")
-    if not isinstance(arg, tuple) or not 0 <= index < len(arg):  # type: ignore[operator]
+    index = cx.attr_as("index", int)
+    if not isinstance(arg, tuple) or not 0 <= index < len(arg):
         size = len(arg) if isinstance(arg, tuple) else "not a tuple"
         raise cx.attr_error("index", f"expected an index into the operand's tuple ({size}), "
                             f"found {index}")
-    return arg[index]  # type: ignore[index]
+    return arg[index]
 
 
 @converts("call")
@@ -73,7 +71,7 @@ def lower_conditional(cx: InstrContext) -> Tree:
     """Every branch function takes the union of the branch operands (the IR's conditional
     passes the same arguments to each branch) and uses its own part."""
     if "branch_computations" in cx.instr.attrs:
-        names = list(cx.attr("branch_computations"))  # type: ignore[call-overload]
+        names = list(cx.attr_as("branch_computations", tuple))
         attr = "branch_computations"
     else:
         names = [cx.attr("true_computation"), cx.attr("false_computation")]
@@ -106,7 +104,7 @@ def zeros(cx: InstrContext, shape: Shape) -> Tree:
         if shape.dtype == "token":
             return TOKEN
         t = cx.ir_type(shape)
-        return cx.b.op(ops.constant, [], {"value": Dense.splat(t, np.zeros((), t.dtype.numpy))})
+        return cx.b.op(ops.constant, [], {"value": Dense.splat(t, t.dtype.numpy.type(0))})
     return tuple(zeros(cx, s) for s in shape.elements)
 
 

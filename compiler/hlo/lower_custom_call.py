@@ -52,7 +52,7 @@ def _k_of(cx: InstrContext) -> int:
 
 @converts("topk")
 def lower_topk(cx: InstrContext) -> Tree:
-    return top_k(cx, int(cx.attr("k")), bool(cx.attr("largest", True)))  # type: ignore
+    return top_k(cx, cx.attr_as("k", int), cx.attr_as("largest", bool, True))
 
 
 def top_k(cx: InstrContext, k: int, largest: bool) -> Tree:

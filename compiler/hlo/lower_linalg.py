@@ -24,10 +24,10 @@ def lower_dot(cx: InstrContext) -> Tree:
     lhs, rhs = _common_dtype(cx, cx.value(0), cx.value(1))
     out = cx.out_type
     return cx.emit1(ops.dot_general, [lhs, rhs], {
-        "lhs_batch_dims": tuple(cx.attr("lhs_batch_dims", ())),  # type: ignore[arg-type]
-        "rhs_batch_dims": tuple(cx.attr("rhs_batch_dims", ())),  # type: ignore[arg-type]
-        "lhs_contracting_dims": tuple(cx.attr("lhs_contracting_dims", ())),  # type: ignore
-        "rhs_contracting_dims": tuple(cx.attr("rhs_contracting_dims", ())),  # type: ignore
+        "lhs_batch_dims": cx.attr_as("lhs_batch_dims", tuple, ()),
+        "rhs_batch_dims": cx.attr_as("rhs_batch_dims", tuple, ()),
+        "lhs_contracting_dims": cx.attr_as("lhs_contracting_dims", tuple, ()),
+        "rhs_contracting_dims": cx.attr_as("rhs_contracting_dims", tuple, ()),
         "result_dtype": out.dtype if out.dtype is not lhs.type.dtype else None,
     })
 

@@ -14,6 +14,7 @@ root waits for.
 from __future__ import annotations
 
 import re
+from types import MappingProxyType
 
 from nxcc.compiler.hlo.context import TOKEN, InstrContext, Tree
 from nxcc.compiler.hlo.lower_control import zeros
@@ -29,8 +30,8 @@ _PAIR = re.compile(r"\{\s*(\d+)\s*,\s*(\d+)\s*\}")
 
 def pairs(cx: InstrContext) -> tuple[tuple[int, int], ...]:
     """The (source, target) pairs of a send or recv."""
-    attrs = cx.attr("frontend_attributes", None)
-    text = attrs.get(PAIRS_ATTRIBUTE) if attrs is not None else None  # type: ignore[union-attr]
+    attrs = cx.attr_as("frontend_attributes", MappingProxyType, MappingProxyType({}))
+    text = attrs.get(PAIRS_ATTRIBUTE)
     if text is None:
         raise cx.error(f"expected frontend_attributes={{{PAIRS_ATTRIBUTE}=\"{{{{0,1}}}}\"}} "
                        f"saying which rank sends to which, found none")

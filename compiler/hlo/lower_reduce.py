@@ -31,7 +31,7 @@ def lower_reduce(cx: InstrContext) -> Tree:
     inputs, inits = _split(cx)
     fn = cx.computation("to_apply")
     return _results(cx, cx.emit(ops.reduce, inputs + inits, {
-        "dimensions": tuple(cx.attr("dimensions")),  # type: ignore[arg-type]
+        "dimensions": cx.attr_as("dimensions", tuple),
         "computation": fn}))
 
 
@@ -99,7 +99,7 @@ def lower_map(cx: InstrContext) -> Tree:
     the computation is emitted once on whole arrays (constants broadcast)."""
     values = cx.values()
     out = cx.out_type
-    dims = tuple(cx.attr("dimensions", tuple(range(out.rank))))  # type: ignore[arg-type]
+    dims = cx.attr_as("dimensions", tuple, tuple(range(out.rank)))
     if dims != tuple(range(out.rank)):
         raise cx.attr_error("dimensions", "expected map over every dimension")
     comp = cx.hlo_computation("to_apply")
@@ -112,13 +112,13 @@ def lower_map(cx: InstrContext) -> Tree:
         if instr.opcode == "parameter":
             continue
         if instr.opcode == "constant" and instr.literal is not None:
-            dt = cx.dtype(instr.shape.dtype)  # type: ignore[union-attr]
+            dt = cx.dtype(instr.shape.dtype)
             env[instr.name] = cx.b.op(ops.constant, [], {"value": Dense.splat(
-                out.with_dtype(dt), instr.literal.reshape(-1)[0])})  # type: ignore[union-attr]
+                out.with_dtype(dt), instr.literal.reshape(-1)[0])})
             continue
         args = [env[o] for o in instr.operands]
         if instr.opcode in ("convert",):
-            dt = cx.dtype(instr.shape.dtype)  # type: ignore[union-attr]
+            dt = cx.dtype(instr.shape.dtype)
             env[instr.name] = cx.emit1(ops.convert, args, {"dtype": dt})
         elif instr.opcode in _ELEMENTWISE:
             attrs = {"direction": instr.attr("direction")} if instr.opcode == "compare" else {}

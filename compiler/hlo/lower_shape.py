@@ -19,7 +19,7 @@ from nxcc.ir.dtypes import DType
 def lower_broadcast(cx: InstrContext) -> Tree:
     cx.operand_count(1)
     x = cx.value(0)
-    dims = tuple(cx.attr("dimensions"))  # type: ignore[arg-type]
+    dims = cx.attr_as("dimensions", tuple)
     out = cx.out_type
     if len(dims) != x.type.rank:
         raise cx.attr_error("dimensions", f"expected {x.type.rank} broadcast dimensions for "
@@ -83,7 +83,7 @@ def lower_bitcast(cx: InstrContext) -> Tree:
 @converts("transpose")
 def lower_transpose(cx: InstrContext) -> Tree:
     cx.operand_count(1)
-    perm = tuple(cx.attr("dimensions"))  # type: ignore[arg-type]
+    perm = cx.attr_as("dimensions", tuple)
     x = cx.value(0)
     if perm == tuple(range(x.type.rank)):
         return x
@@ -93,15 +93,15 @@ def lower_transpose(cx: InstrContext) -> Tree:
 @converts("slice")
 def lower_slice(cx: InstrContext) -> Tree:
     cx.operand_count(1)
-    ranges = cx.attr("slice")
+    ranges = cx.attr_as("slice", tuple)
     x = cx.value(0)
-    if len(ranges) != x.type.rank:  # type: ignore[arg-type]
+    if len(ranges) != x.type.rank:
         raise cx.attr_error("slice", f"expected {x.type.rank} slice ranges for {x.type}, "
-                            f"found {len(ranges)}")  # type: ignore[arg-type]
+                            f"found {len(ranges)}")
     return cx.emit1(ops.slice, [x], {
-        "start_indices": tuple(r[0] for r in ranges),  # type: ignore[union-attr]
-        "limit_indices": tuple(r[1] for r in ranges),  # type: ignore[union-attr]
-        "strides": tuple(r[2] for r in ranges),  # type: ignore[union-attr]
+        "start_indices": tuple(r[0] for r in ranges),
+        "limit_indices": tuple(r[1] for r in ranges),
+        "strides": tuple(r[2] for r in ranges),
     })
 
 
@@ -134,33 +134,33 @@ def lower_dynamic_update_slice(cx: InstrContext) -> Tree:
 def lower_pad(cx: InstrContext) -> Tree:
     cx.operand_count(2)
     x, value = cx.value(0), cx.value(1)
-    padding = cx.attr("padding")
-    if len(padding) != x.type.rank:  # type: ignore[arg-type]
+    padding = cx.attr_as("padding", tuple)
+    if len(padding) != x.type.rank:
         raise cx.attr_error("padding", f"expected padding for {x.type.rank} dimensions, "
-                            f"found {len(padding)}")  # type: ignore[arg-type]
+                            f"found {len(padding)}")
     return cx.emit1(ops.pad, [x, value], {
-        "low": tuple(p[0] for p in padding),  # type: ignore[union-attr]
-        "high": tuple(p[1] for p in padding),  # type: ignore[union-attr]
-        "interior": tuple(p[2] for p in padding),  # type: ignore[union-attr]
+        "low": tuple(p[0] for p in padding),
+        "high": tuple(p[1] for p in padding),
+        "interior": tuple(p[2] for p in padding),
     })
 
 
 @converts("concatenate")
 def lower_concatenate(cx: InstrContext) -> Tree:
-    dims = cx.attr("dimensions")
-    if len(dims) != 1:  # type: ignore[arg-type]
+    dims = cx.attr_as("dimensions", tuple)
+    if len(dims) != 1:
         raise cx.attr_error("dimensions", f"expected one concatenate dimension, found "
-                            f"{len(dims)}")  # type: ignore[arg-type]
+                            f"{len(dims)}")
     values = cx.values()
     if len(values) == 1:
         return values[0]
-    return cx.emit1(ops.concatenate, values, {"dimension": dims[0]})  # type: ignore[index]
+    return cx.emit1(ops.concatenate, values, {"dimension": dims[0]})
 
 
 @converts("reverse")
 def lower_reverse(cx: InstrContext) -> Tree:
     cx.operand_count(1)
-    dims = tuple(cx.attr("dimensions"))  # type: ignore[arg-type]
+    dims = cx.attr_as("dimensions", tuple)
     x = cx.value(0)
     return cx.emit1(ops.reverse, [x], {"dimensions": dims}) if dims else x
 
@@ -181,8 +181,11 @@ def lower_constant(cx: InstrContext) -> Tree:
                        "HLO with print_large_constants, e.g. XLA_FLAGS=--xla_dump_large_"
                        "constants)", at=instr.operands_offset)
     if instr.shape.is_tuple:
-        return _tuple_constant(cx, instr.shape, instr.literal)  # type: ignore[arg-type]
+        return _tuple_constant(cx, instr.shape, instr.literal)
     out = cx.out_type
+    if not isinstance(instr.literal, np.ndarray):
+        raise cx.error(f"expected the constant's values, found {instr.literal!r}",
+                       at=instr.operands_offset)
     return cx.emit1(ops.constant, [], {"value": Dense.of(instr.literal, out.dtype)})
 
 

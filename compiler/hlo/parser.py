@@ -19,6 +19,9 @@ through the step-by-step path, which says what it expected and what it found.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from functools import partial
+from typing import TypeVar
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.attributes import parse_attribute, parse_key_values
@@ -36,6 +39,7 @@ from nxcc.compiler.hlo.scanning import scan_value
 from nxcc.compiler.hlo.shape_parser import ShapeParser
 from nxcc.ir.sharding_notation.cursor import PieceError, unquote
 
+_T = TypeVar("_T")
 _NAME = re.compile(r"%?([A-Za-z_$][\w.\-$]*)")
 _OPCODE = re.compile(r"[a-z][a-z0-9\-]*")
 _INT = re.compile(r"-?\d+")
@@ -202,13 +206,13 @@ class Parser(ShapeParser):
         text = self.text
         start = self.pos
         m = _INSTR_FAST.match(text, start)
-        shape = None
+        shape: Shape | None = None
         if m is not None:
             key = m.group(3, 4, 5)
             shape = self.shapes.get(key)
             if shape is None and m.group(3) in HLO_TYPES:
-                shape = self.array_shape_fast(*key, m.start(5))
-        if shape is not None:
+                shape = self.array_shape_fast(m.group(3), m.group(4), m.group(5), m.start(5))
+        if m is not None and shape is not None:
             root = m.group(1) is not None
             name = m.group(2)
             opcode = m.group(6)
@@ -330,7 +334,7 @@ class Parser(ShapeParser):
             key = (name, raw)
             value = cache.get(key, cache)
             if value is cache:
-                value = self.piece(lambda t, n=name: parse_attribute(n, t), raw, start)
+                value = self.piece(partial(parse_attribute, name), raw, start)
                 cache[key] = value
             if name in attrs:
                 raise HloError(f"expected each attribute once, found '{name}' again",
@@ -344,7 +348,7 @@ class Parser(ShapeParser):
         except PieceError as exc:
             raise HloError(exc.message, self.src, start + exc.offset) from None
 
-    def piece(self, parse, text: str, offset: int) -> object:
+    def piece(self, parse: Callable[[str], _T], text: str, offset: int) -> _T:
         """`parse(text)`, its PieceError turned into an HloError at `offset` + its offset."""
         try:
             return parse(text)

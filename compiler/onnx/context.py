@@ -8,7 +8,7 @@ reductions with a reducer computation, splat constants.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -185,7 +185,9 @@ def highest(dtype: DType) -> float | int | bool:
     return int(np.iinfo(dtype.numpy).max)
 
 
-REDUCER_INIT = {ops.add: 0, ops.multiply: 1, ops.maximum: lowest, ops.minimum: highest}
+#: a reducer -> its identity, or the function giving it for a dtype
+REDUCER_INIT: dict[OpDef, int | Callable[[DType], float | int | bool]] = {
+    ops.add: 0, ops.multiply: 1, ops.maximum: lowest, ops.minimum: highest}
 
 
 def reduce(b: Builder, x: Value, dims: Sequence[int], opcode: OpDef, keepdims: bool = False

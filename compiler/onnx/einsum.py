@@ -87,18 +87,18 @@ def convert_einsum(ctx: NodeContext) -> list[Value]:
             if sizes.get(c, 1) not in (1, n) and n != 1:
                 raise ctx.fail(f"label '{c}' has sizes {sizes[c]} and {n}")
             sizes[c] = max(sizes.get(c, 1), n)
-    operands = []
+    operands: list[tuple[Value, str]] = []
     for v, full in zip(values, labels, strict=True):  # broadcast size-1 dims
         want = tuple(sizes[c] for c in full)
         operands.append((b.broadcast_to(v, want), full))
     while len(operands) > 1:
-        (a, la), (c, lc) = operands[0], operands[1]
+        (a, la), (rhs, lc) = operands[0], operands[1]
         later = output + "".join(full for _, full in operands[2:])
         a, la = _sum_out(ctx, a, la, lc + later)
-        c, lc = _sum_out(ctx, c, lc, la + later)
+        rhs, lc = _sum_out(ctx, rhs, lc, la + later)
         batch = [x for x in la if x in lc and x in later]
         contract = [x for x in la if x in lc and x not in later]
-        res = b.dot_general(a, c, lhs_batch_dims=tuple(la.index(x) for x in batch),
+        res = b.dot_general(a, rhs, lhs_batch_dims=tuple(la.index(x) for x in batch),
                             rhs_batch_dims=tuple(lc.index(x) for x in batch),
                             lhs_contracting_dims=tuple(la.index(x) for x in contract),
                             rhs_contracting_dims=tuple(lc.index(x) for x in contract))

@@ -11,8 +11,9 @@ resolved against the node's attributes and the schema's defaults.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, cast
 
 import onnx
 from onnx import AttributeProto, FunctionProto, NodeProto, TypeProto
@@ -28,11 +29,30 @@ class Expansion:
     opsets: dict[str, int]  # domain ('' for the default one) -> version
 
 
-def schema_for(op_type: str, domain: str, version: int) -> onnx.defs.OpSchema | None:
+class FunctionSchema(Protocol):
+    """What this module reads of an `onnx.defs.OpSchema` (onnx's type stubs leave out the
+    function accessors the compiled class has)."""
+
+    @property
+    def attributes(self) -> Mapping[str, onnx.defs.OpSchema.Attribute]: ...
+    @property
+    def has_function(self) -> bool: ...
+    @property
+    def has_context_dependent_function(self) -> bool: ...
+    @property
+    def function_opset_versions(self) -> list[int]: ...
+    @property
+    def context_dependent_function_opset_versions(self) -> list[int]: ...
+    def get_function_with_opset_version(self, version: int) -> bytes: ...
+    def get_context_dependent_function_with_opset_version(
+            self, version: int, node: bytes, input_types: list[bytes]) -> bytes: ...
+
+
+def schema_for(op_type: str, domain: str, version: int) -> FunctionSchema | None:
     """The schema of `op_type` in force at opset `version` of `domain`, or None."""
     try:
-        return onnx.defs.get_schema(op_type, version, "" if domain in DEFAULT_DOMAINS
-                                    else domain)
+        return cast(FunctionSchema, onnx.defs.get_schema(
+            op_type, version, "" if domain in DEFAULT_DOMAINS else domain))
     except onnx.defs.SchemaError:
         return None
 
@@ -79,14 +99,14 @@ def function_proto(node: NodeProto, version: int, input_types: Sequence[TypeProt
     return None
 
 
-def _attribute_map(node: NodeProto, fn: FunctionProto, schema: onnx.defs.OpSchema | None
+def _attribute_map(node: NodeProto, fn: FunctionProto, schema: FunctionSchema | None
                    ) -> dict[str, AttributeProto]:
     """Attribute name -> value for references: the node's, else the function's or schema's
     defaults."""
     out: dict[str, AttributeProto] = {}
     if schema is not None:
-        for name, attr in schema.attributes.items():
-            default = attr.default_value
+        for name, spec in schema.attributes.items():
+            default = spec.default_value
             if default is not None and default.type != AttributeProto.UNDEFINED:
                 out[name] = default
     for attr in fn.attribute_proto:

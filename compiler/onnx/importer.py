@@ -110,7 +110,7 @@ class _Importer:
         self.parent = parent
         self.inline = inline
         self.captures: list[Value] = []
-        self.values: dict[str, Value] = {p.name: p for p in fn.params  # type: ignore[misc]
+        self.values: dict[str, Value] = {p.name: p for p in fn.params
                                          if p.name is not None}
         inits = self.graph.initializer if initializers is None else initializers
         self.initializers: dict[str, Any] = {t.name: t for t in inits}

@@ -198,7 +198,7 @@ def convert_pad(ctx: NodeContext) -> list[Value]:
             continue
         if n == 0 or (mode == "reflect" and (lo > n - 1 or hi > n - 1)) or lo > n or hi > n:
             raise ctx.unsupported(f"{mode} padding of {lo}/{hi} on a dimension of size {n}")
-        parts = []
+        parts: list[Value | None] = []
         for size, at_end in ((lo, False), (hi, True)):
             if size == 0:
                 parts.append(None)

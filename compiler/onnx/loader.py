@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import onnx
+import onnx.inliner
 import onnx.serialization
 from google.protobuf.message import DecodeError
 
@@ -60,7 +61,8 @@ def read_model_file(path: Path) -> onnx.ModelProto:
         else:
             with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped, \
                     memoryview(mapped) as view:
-                decoded = proto.ParseFromString(view)  # copies what it keeps
+                # copies what it keeps; protobuf parses any buffer, its stubs say bytes
+                decoded = proto.ParseFromString(view)  # type: ignore[arg-type]
                 if decoded is not None and decoded != size:
                     raise DecodeError(f"decoding consumed {decoded} of {size} bytes")
     onnx.load_external_data_for_model(proto, str(path.parent))
@@ -208,15 +210,15 @@ def input_types(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
     params = graph_inputs(proto)
     given = dict(input_shapes or {})
     names = [p.name for p in params]
-    for key, shape in given.items():
+    for key, sizes in given.items():
         if key not in names:
             raise FrontendError(
                 f"--input-shape names '{key}', which is not an input of the model "
                 f"(inputs: {', '.join(names) or 'none'})", BAD_ARGUMENT)
-        if not isinstance(shape, Sequence) or isinstance(shape, str) or any(
-                isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in shape):
+        if not isinstance(sizes, Sequence) or isinstance(sizes, str) or any(
+                isinstance(d, bool) or not isinstance(d, int) or d < 0 for d in sizes):
             raise FrontendError(
-                f"--input-shape for '{key}' must be a list of sizes >= 0, got {shape!r}",
+                f"--input-shape for '{key}' must be a list of sizes >= 0, got {sizes!r}",
                 BAD_ARGUMENT)
     out = []
     for info in params:
@@ -249,7 +251,7 @@ def input_types(proto: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]
                     raise FrontendError(
                         f"input '{info.name}' has a dynamic dimension {i}{what}; give its size "
                         f"with --input-shape {info.name}=D0,D1,...", DYNAMIC)
-            shape = [int(d) for d in dims]  # type: ignore[arg-type]
+            shape = [int(d) for d in dims]
         problem = oversize(shape, dtype.itemsize)
         if problem is not None:
             raise FrontendError(f"input '{info.name}': {problem}", MALFORMED)

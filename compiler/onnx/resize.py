@@ -135,16 +135,16 @@ def _plan(ctx: NodeContext, x: Value, scales: list[float] | None, sizes: list[in
         policy = ctx.attr("keep_aspect_ratio_policy", "stretch")
         if policy != "stretch":
             chosen = [full_scale[a] for a in axes]
-            s = min(chosen) if policy == "not_larger" else max(chosen)
+            kept = min(chosen) if policy == "not_larger" else max(chosen)
             for a in axes:
-                full_scale[a], full_size[a] = s, int(s * shape[a] + 0.5)
+                full_scale[a], full_size[a] = kept, int(kept * shape[a] + 0.5)
     elif scales is not None:
         if len(scales) != len(axes):
             raise ctx.fail(f"scales {scales} must have one entry per axis {axes}")
-        for a, s in zip(axes, scales, strict=True):
-            if s <= 0:
+        for a, scale in zip(axes, scales, strict=True):
+            if scale <= 0:
                 raise ctx.fail(f"scales must be positive, got {scales}")
-            full_scale[a], full_size[a] = s, int(s * shape[a])
+            full_scale[a], full_size[a] = scale, int(scale * shape[a])
     else:
         raise ctx.fail("needs scales or sizes")
     return full_scale, full_size

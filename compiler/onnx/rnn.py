@@ -135,10 +135,8 @@ def recurrence(b: Builder, xw: Value, states: list[Value], invariants: list[Valu
     return final[1 + ns], list(final[1:1 + ns])
 
 
-def _direction_slice(b: Builder, v: Value | None, d: int) -> Value | None:
+def _direction_slice(b: Builder, v: Value, d: int) -> Value:
     """Entry `d` of a [dirs, ...] parameter, without the dirs dim."""
-    if v is None:
-        return None
     return b.reshape(_slice(b, v, 0, d, d + 1), v.type.shape[1:])
 
 
@@ -187,7 +185,7 @@ def convert_recurrent(ctx: NodeContext) -> list[Value]:
                            else None)
                 for i in range(per_dir)]
         wd, rd = _direction_slice(b, w, d), _direction_slice(b, r, d)
-        bd = _direction_slice(b, bias, d)
+        bd = _direction_slice(b, bias, d) if bias is not None else None
         wb = _slice(b, bd, 0, 0, gates * hidden) if bd is not None else None
         rb = _slice(b, bd, 0, gates * hidden, 2 * gates * hidden) if bd is not None else \
             b.splat(0, x.type.with_shape((gates * hidden,)))

@@ -246,7 +246,8 @@ def convert_eye_like(ctx: NodeContext) -> list[Value]:
     dtype = x.type.dtype
     if ctx.attr("dtype") is not None:
         dtype = to_ir_dtype(int(ctx.attr("dtype")), f"output of EyeLike '{ctx.label}'")
-    eye = np.eye(*x.type.shape, k=int(ctx.attr("k", 0)))
+    rows, cols = x.type.shape
+    eye = np.eye(rows, cols, k=int(ctx.attr("k", 0)))
     return [ctx.b.constant(eye.astype(dtype.numpy), dtype)]
 
 

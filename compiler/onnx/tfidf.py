@@ -90,12 +90,12 @@ def convert_tfidf(ctx: NodeContext) -> list[Value]:
     weights = ctx.attr("weights")
     if mode == "TF":
         return [acc]
-    w = None if weights is None or not len(weights) else b.broadcast_to(
+    idf = None if weights is None or not len(weights) else b.broadcast_to(
         b.constant(np.asarray(weights, np.float32)), acc.type.shape)
     if mode == "IDF":
         present = b.compare(acc, b.splat(0.0, acc.type), direction="GT")
-        return [b.select(present, w if w is not None else b.splat(1.0, acc.type),
+        return [b.select(present, idf if idf is not None else b.splat(1.0, acc.type),
                          b.splat(0.0, acc.type))]
     if mode == "TFIDF":
-        return [acc if w is None else b.multiply(acc, w)]
+        return [acc if idf is None else b.multiply(acc, idf)]
     raise ctx.fail(f"mode must be TF, IDF or TFIDF, got {mode!r}")

@@ -20,9 +20,9 @@ from onnx import numpy_helper
 from nxcc.compiler.onnx.errors import MALFORMED, UNSUPPORTED_DTYPE, FrontendError
 
 # bits per element of the sub-byte types (the others use numpy's itemsize)
-SUB_BYTE_BITS = {onnx.TensorProto.INT4: 4, onnx.TensorProto.UINT4: 4,
-                 onnx.TensorProto.FLOAT4E2M1: 4, onnx.TensorProto.INT2: 2,
-                 onnx.TensorProto.UINT2: 2}
+SUB_BYTE_BITS: dict[int, int] = {onnx.TensorProto.INT4: 4, onnx.TensorProto.UINT4: 4,
+                                 onnx.TensorProto.FLOAT4E2M1: 4, onnx.TensorProto.INT2: 2,
+                                 onnx.TensorProto.UINT2: 2}
 
 
 ONNX_TYPES = frozenset(onnx.TensorProto.DataType.values())
@@ -131,9 +131,9 @@ def validate_graph(graph: onnx.GraphProto) -> list[int]:
                 raise FrontendError(
                     f"{_label(node, i)} reads '{name}', which no node, graph input or "
                     "initializer defines", MALFORMED)
-    for out in graph.output:
-        if out.name not in known and out.name not in producer:
-            raise FrontendError(f"graph output '{out.name}' is not computed by any node, "
+    for output in graph.output:
+        if output.name not in known and output.name not in producer:
+            raise FrontendError(f"graph output '{output.name}' is not computed by any node, "
                                 "input or initializer", MALFORMED)
     return _topological_order(graph, producer, known)
 

@@ -52,12 +52,13 @@ class TokenList:
         starts: list[int] = []
         for m in _TOKEN.finditer(source.text):
             kind = m.lastgroup
+            assert kind is not None  # every alternative of _TOKEN is a named group
             if kind == "SKIP":
                 continue
             if kind == "ERROR":
                 raise HloError(f"expected an MLIR token, found {m.group(kind)!r}", source,
                                m.start(kind), E.SYNTAX)
-            kinds.append(kind)  # type: ignore[arg-type]
+            kinds.append(kind)
             texts.append(m.group(kind))
             starts.append(m.start(kind))
         for _ in range(8):  # sentinels: readers may look a few tokens past the end

@@ -189,7 +189,7 @@ def convolution(b: CompBuilder, op: Op, a: AttrReader) -> None:
         return tuple(int(x) for x in a.as_ints(v, generic))
 
     pads = a.pairs("padding", n) if "pad" not in win else tuple(
-        (int(p[0]), int(p[1])) for p in win["pad"])  # type: ignore[union-attr]
+        (int(p[0]), int(p[1])) for p in win["pad"])
     window = Window(size=tuple(kernel.dims[d] for d in dims.kernel_spatial),
                     stride=field("stride", "window_strides", 1), pad=pads,
                     lhs_dilate=field("lhs_dilate", "lhs_dilation", 1),
@@ -222,7 +222,7 @@ def reduce_precision(b: CompBuilder, op: Op, a: AttrReader) -> None:
     if fmt is not None:  # pretty: format = e8m7
         text = getattr(fmt, "text", str(fmt))
         e, _, m = text[1:].partition("m")
-        bits = {"exponent_bits": int(e), "mantissa_bits": int(m)}
+        bits: dict[str, object] = {"exponent_bits": int(e), "mantissa_bits": int(m)}
     else:
         bits = {"exponent_bits": a.int_("exponent_bits"),
                 "mantissa_bits": a.int_("mantissa_bits")}
@@ -290,7 +290,8 @@ def sharding_constraint(b: CompBuilder, op: Op, a: AttrReader) -> None:
     operand; through the module's mesh)."""
     b.emit(op, "custom-call", op.operands, {"custom_call_target": "Sharding"})
     attr = op.attrs.get("sdy.sharding", op.attrs.get("sharding"))
-    rank = len(op.out_types[0].dims) if op.out_types and not op.out_types[0].is_tuple else 0
+    out = op.out_types[0] if op.out_types else None
+    rank = len(out.dims) if isinstance(out, ArrayShape) else 0
     text = sdy_to_hlo_sharding(attr, b.conv.mod.meshes, rank) \
         if isinstance(attr, HashAttr) else None
     if text is not None:

@@ -193,15 +193,15 @@ class Reader:
         first = tuple(items)
         if not chain or not (self.at("x") or self.at("->")):
             return list(items)
-        parts = [first]
+        lists: list[tuple] = [first]
         while self.eat("x"):
             self.expect("[", "'[' after 'x'")
-            parts.append(tuple(self.list_rest(False)))  # type: ignore[arg-type]
-        arrow = None
+            lists.append(tuple(self.list_rest(False)))  # type: ignore[arg-type]
+        arrow: tuple | None = None
         if self.eat("->"):
             self.expect("[", "'[' after '->'")
             arrow = tuple(self.list_rest(False))  # type: ignore[arg-type]
-        return Chain(tuple(parts), arrow)
+        return Chain(tuple(lists), arrow)
 
     def dict_(self, close: str = "}", offsets: dict[str, int] | None = None
               ) -> dict[str, object]:

@@ -17,7 +17,14 @@ import re
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError, Source
-from nxcc.compiler.hlo.nodes import Attribute, Computation, HloModule, Shape, TupleShape
+from nxcc.compiler.hlo.nodes import (
+    ArrayShape,
+    Attribute,
+    Computation,
+    HloModule,
+    Shape,
+    TupleShape,
+)
 from nxcc.compiler.stablehlo import chlo, collectives, control, ops  # noqa: F401  (converters)
 from nxcc.compiler.stablehlo.builder import CompBuilder, FreshNames, hlo_name
 from nxcc.compiler.stablehlo.registry import convert_op
@@ -79,7 +86,8 @@ class ModuleConverter:
         b = CompBuilder(self, self.func_names[f.name])
         for k, (arg, shape, attrs) in enumerate(f.args):
             b.parameter(arg, shape, k)
-            sharding = self.sharding_of(attrs, len(shape.dims) if not shape.is_tuple else 0)
+            sharding = self.sharding_of(attrs, len(shape.dims)
+                                        if isinstance(shape, ArrayShape) else 0)
             if sharding is not None:
                 b.instrs[-1].attrs["sharding"] = sharding
         assert f.body is not None
@@ -93,8 +101,9 @@ class ModuleConverter:
         """The HLO sharding text of an argument's or result's ``mhlo.sharding`` or
         ``sdy.sharding`` (None when it has neither or it says nothing in HLO terms)."""
         text = attrs.get("mhlo.sharding")
-        if text is None and isinstance(attrs.get("sdy.sharding"), HashAttr):
-            text = sdy_to_hlo_sharding(attrs["sdy.sharding"], self.mod.meshes, rank)
+        sdy = attrs.get("sdy.sharding")
+        if text is None and isinstance(sdy, HashAttr):
+            text = sdy_to_hlo_sharding(sdy, self.mod.meshes, rank)
         return text
 
     def sharding_of(self, attrs: dict[str, object], rank: int) -> Attribute | None:
@@ -108,7 +117,7 @@ class ModuleConverter:
                            f"{exc.message}", self.source, self.mod.offset, E.SEMANTIC) from None
 
     def result_shardings(self, comp: Computation, f: Func) -> None:
-        texts = [self.sharding_text(a, len(shape.dims) if not shape.is_tuple else 0)
+        texts = [self.sharding_text(a, len(shape.dims) if isinstance(shape, ArrayShape) else 0)
                  for shape, a in f.results]
         if not any(isinstance(t, str) for t in texts):
             return

@@ -102,8 +102,8 @@ def _compile(path: str, options: CompileOptions, parsed: ParsedFlags,
              emit: Callable[[str], None], progress: Callable[[str], None] | None
              ) -> CachedCompile | None:
     if parsed.training:
-        from nxcc.driver.training import compile_training  # training's modules, when asked
-        from nxcc.driver.training_options import training_options
+        from nxcc.driver.train.compile_step import compile_training  # training, when asked
+        from nxcc.driver.train.step_options import training_options
 
         required = dict.fromkeys(("loss", "loss_input", "label_input", "optimizer", "lr"))
         step = training_options(**{**required, **parsed.training_flags})  # type: ignore[arg-type]

@@ -39,8 +39,8 @@ def describe_collective(entry: dict) -> dict:
     if entry.get("kind") == "collective_permute":
         pairs = entry.get("source_target_pairs", [])
         size, ranks = 2, len(pairs)
-    per_rank = rank_traffic(entry["kind"], int(entry.get("bytes", 0)), size)
-    return {**entry, "traffic_bytes_per_rank": per_rank, "traffic_bytes": per_rank * ranks}
+    traffic = rank_traffic(entry["kind"], int(entry.get("bytes", 0)), size)
+    return {**entry, "traffic_bytes_per_rank": traffic, "traffic_bytes": traffic * ranks}
 
 
 def inspect(neff: str | os.PathLike[str] | Neff) -> dict:
@@ -100,7 +100,8 @@ def describe(neff: NeffFile, path: str) -> dict:
         "subgraphs": [{"name": sg["name"], "core": sg.get("core"), "ops": sg.get("ops"),
                        "flops": sg.get("flops"),
                        "collectives": sum(1 for c in collectives
-                                          if sg["name"] in c.get("subgraphs", []))}
+                                          if sg["name"] in c.get("subgraphs", [])),
+                       **({"estimate": sg["estimate"]} if "estimate" in sg else {})}
                       for sg in m.get("subgraphs", [])],
         "collectives": collectives,
         "communication": {"collectives": len(collectives),

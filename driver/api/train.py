@@ -15,9 +15,12 @@ import os
 import warnings
 from collections.abc import Callable, Sequence
 
+from nxcc.backend.runtime.config import RuntimeConfig
 from nxcc.driver.errors import CompileError
 from nxcc.driver.train.config import TrainConfig, load_config
 from nxcc.driver.train.describe import describe
+from nxcc.driver.train.hf_checkpoint import export_hf as export
+from nxcc.driver.train.instance import check_placement, training_instance
 from nxcc.driver.train.prepare import prepare_job
 from nxcc.errors import TRAIN_CONFIG
 
@@ -26,7 +29,8 @@ ENGINE = "nxcc.driver.train.run"
 
 
 def train(config: str | os.PathLike[str], overrides: Sequence[str] = (), *,
-          dry_run: bool = False) -> dict[str, object]:
+          dry_run: bool = False, profile: str | os.PathLike[str] | None = None
+          ) -> dict[str, object]:
     """Train the model the YAML file `config` describes (NxD Training's keys), with
     `overrides` (`"KEY.PATH=VALUE"`, `"+KEY=VALUE"`, `"~KEY"`, as on the command line)
     applied.
@@ -34,8 +38,9 @@ def train(config: str | os.PathLike[str], overrides: Sequence[str] = (), *,
     `dry_run`: make every check of the real run and return the run's layout (world size,
     TP/PP/DP, micro-batches per step, which ranks form which groups, the data) without
     writing anything. Otherwise train, printing a line per logged step, and return the
-    summary (final loss, steps, throughput...; under an MPI launcher, in process 0). NxD
-    keys nxcc does not act on are named in a `UserWarning` once the checks passed. Raises
+    summary (final loss, steps, throughput...; under an MPI launcher, in process 0).
+    `profile`: write a Chrome/Perfetto trace of every rank's steps there (docs/training.md).
+    NxD keys nxcc does not act on are named in a `UserWarning` once the checks passed. Raises
     `nxcc.CompileError` (NCC_ETRN001 for the configuration, NCC_ETRN002 a checkpoint,
     NCC_ETRN003 a rank)."""
     path = os.fspath(config)
@@ -51,12 +56,18 @@ def train(config: str | os.PathLike[str], overrides: Sequence[str] = (), *,
         for line in job_warnings:
             warnings.warn(line, UserWarning, stacklevel=2)
         return info
-    return run(loaded, path, on_prepared=warn)
+    return run(loaded, path, on_prepared=warn,
+               profile=None if profile is None else os.fspath(profile))
 
 
-def load(path: str, overrides: Sequence[str] = ()) -> TrainConfig:
-    """The configuration at `path` with `overrides` applied, its keys checked."""
-    return load_config(path, tuple(overrides))
+def load(path: str, overrides: Sequence[str] = (), placement: bool = True) -> TrainConfig:
+    """The configuration at `path` with `overrides` applied, its keys checked, and (with
+    `placement`) its ranks against the simulated instance it will run on
+    (`driver.train.instance`)."""
+    config = load_config(path, tuple(overrides))
+    if placement:
+        check_placement(config, training_instance(config, RuntimeConfig.from_env()))
+    return config
 
 
 def check(config: TrainConfig) -> tuple[dict[str, object], list[str]]:
@@ -89,15 +100,18 @@ def engine(path: str) -> Callable[..., dict[str, object]]:
 
 
 def run(config: TrainConfig, path: str, on_joined: Callable[[], None] | None = None,
-        on_prepared: Callable[[], None] | None = None) -> dict[str, object]:
+        on_prepared: Callable[[], None] | None = None, profile: str | None = None
+        ) -> dict[str, object]:
     """Train as `config` says; the run's summary (see `driver.train.run.run_training`:
-    `on_prepared` is called once every check passed, before anything is written)."""
-    return engine(path)(config, on_joined=on_joined, on_prepared=on_prepared)
+    `on_prepared` is called once every check passed, before anything is written; `profile`
+    where to write the trace)."""
+    if profile is None:
+        return engine(path)(config, on_joined=on_joined, on_prepared=on_prepared)
+    return engine(path)(config, on_joined=on_joined, on_prepared=on_prepared,
+                        profile=profile)
 
 
 def export_hf(config: TrainConfig, folder: str, max_shard_size: int) -> tuple[int, list[str]]:
     """Write the latest checkpoint of `config`'s run as a Hugging Face model folder:
     (its step, the files written)."""
-    from nxcc.driver.train.hf_checkpoint import export_hf as export
-
     return export(config, folder, max_shard_size)

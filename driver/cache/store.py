@@ -18,10 +18,8 @@ killed while writing leaves only a `.tmp-` directory, which nothing reads (`clea
 it). An entry whose `meta.json` is not of the form `publish` writes, or whose NEFF or error
 does not match it, is damaged: a lookup treats it as a miss and the compile replaces it.
 
-Test hook: ``NXCC_TEST_CACHE_PAUSE=POINT:FILE`` makes a writer create FILE and sleep when it
-reaches POINT (`pause_point`; the points are named where they are), so a test can kill it
-exactly there. Concurrent compiles of one key serialise on the entry's lock file: the first compiles
-and publishes, the others wait for the lock, then find the entry.
+Concurrent compiles of one key serialise on the entry's lock file: the first compiles and
+publishes, the others wait for the lock, then find the entry.
 """
 
 from __future__ import annotations
@@ -57,19 +55,6 @@ from nxcc.version import COMPILER_VERSION
 
 __all__ = ["FLAGS", "NEFF", "CacheEntry", "CompileCache", "cache_root", "read_entry",
            "remove_entry"]
-
-
-PAUSE_ENV = "NXCC_TEST_CACHE_PAUSE"
-
-
-def pause_point(name: str) -> None:
-    """The test hook (module docstring): at point `name`, signal FILE and sleep."""
-    spec = os.environ.get(PAUSE_ENV, "")
-    point, _, marker = spec.partition(":")
-    if point == name and marker:
-        with open(marker, "w", encoding="utf-8"):
-            pass
-        time.sleep(3600)
 
 
 @dataclass(frozen=True)
@@ -150,7 +135,6 @@ class CompileCache:
         path = tempfile.mkdtemp(prefix=f"{STAGING_PREFIX}{key.entry}-{os.getpid()}-",
                                 dir=self.version_dir)
         try:
-            pause_point("staging")
             yield path
         finally:
             shutil.rmtree(path, ignore_errors=True)
@@ -161,18 +145,13 @@ class CompileCache:
                 "compiler_version": COMPILER_VERSION, "created": time.time()}
         with open(os.path.join(staged, FLAGS), "w", encoding="utf-8") as f:
             json.dump(key.flags, f, indent=1, sort_keys=True)
-        pause_point("flags")
         with open(os.path.join(staged, META), "w", encoding="utf-8") as f:
             json.dump(meta, f, indent=1, sort_keys=True)
-        pause_point("meta")
         for name in os.listdir(staged):
             _fsync_file(os.path.join(staged, name))
-        pause_point("synced")
         target = os.path.join(self.version_dir, key.entry)
         remove_entry(target)  # a damaged entry being replaced (under the lock)
-        pause_point("removed")
         os.rename(staged, target)
-        pause_point("published")
         return CacheEntry(target, meta)
 
     def entries(self, all_versions: bool = False) -> list[CacheEntry]:

@@ -22,14 +22,14 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeGuard
 
 import numpy as np
 
 from nxcc import errors
 from nxcc.backend.neff.atomic import atomic_file
 from nxcc.backend.userfiles import UserFileError, read_regular
-from nxcc.backend.userfiles.npz import NpzArchive
+from nxcc.backend.userfiles.npz import NpzArchive, write_npz
 from nxcc.backend.userfiles.structured import load_json_file
 from nxcc.driver.errors import CompileError
 
@@ -101,7 +101,7 @@ def write_shard(exp_dir: str, step: int, name: str, arrays: Arrays) -> str:
         raise CheckpointError(folder, "holds a committed checkpoint; nxcc never writes over one")
     os.makedirs(folder, exist_ok=True)
     buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
+    write_npz(buffer, arrays)
     path = os.path.join(folder, name)
     _write(path, buffer.getvalue())
     return path
@@ -236,7 +236,7 @@ def _no_pointer(exp_dir: str, why: str) -> CheckpointError:
     return CheckpointError(
         os.path.join(checkpoints_root(exp_dir), LATEST),
         f"{why}, yet {checkpoints_root(exp_dir)} holds {more}{steps}: resume from one with "
-        f"exp_manager.resume_from_checkpoint={found[-1][1]}, or start afresh in another "
+        f"++exp_manager.resume_from_checkpoint={found[-1][1]}, or start afresh in another "
         "exp_manager.exp_dir (nxcc never writes over a step folder)")
 
 
@@ -294,5 +294,5 @@ def load_manifest(folder: str) -> Checkpoint:
     return Checkpoint(folder, step, dict(layout), dict(data), files)
 
 
-def _is_int(value: object) -> bool:
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)

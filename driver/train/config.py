@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from typing import Any
 
 from nxcc.driver.train.config_checks import check_sizes, parse_cuts
 from nxcc.driver.train.config_data import data_config
@@ -27,6 +28,7 @@ from nxcc.driver.train.config_model import (
     architecture_of,
     family_of,
     model_values,
+    module_model,
     resolve_path,
 )
 from nxcc.driver.train.config_types import (
@@ -79,7 +81,9 @@ class _Values:
             check_neutral(p, resolve(tree, p, v))
         self.base_dir = os.path.dirname(os.path.abspath(path))
 
-    def get(self, path: str) -> object:
+    def get(self, path: str) -> Any:
+        """The value of key `path`, of the type its `Spec` in ACTED gives (a table the type
+        checker cannot read: hence Any); TrainConfigError if it is missing or wrong."""
         value = self.raw.get(path)
         if value is None and path in DEFAULTS:
             value = DEFAULTS[path]
@@ -95,12 +99,16 @@ def check_neutral(path: str, value: object) -> None:
                                      f"only off ({NEUTRAL[path]!r})")
 
 
-def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
+def load_config(path: str, overrides: tuple[str, ...] = (), plan: bool = False
+                ) -> TrainConfig:
     """The run `path` describes, with `overrides` (`key.path=value`, as NxD's command line
-    takes them) applied; TrainConfigError for the first problem found."""
+    takes them) applied; TrainConfigError for the first problem found. With `plan` (`train
+    --plan`, which reads no data) the data block need not say where the data is
+    (`data.train_dir` is then None)."""
     v = _Values(path, overrides)
     trainer = TrainerConfig(*(v.get(f"trainer.{k}") for k in (
-        "devices", "num_nodes", "max_steps", "log_every_n_steps", "gradient_clip_val")))
+        "devices", "num_nodes", "max_steps", "log_every_n_steps", "gradient_clip_val",
+        "lnc")))
     tp = v.get("distributed_strategy.tensor_model_parallel_size")
     pp = v.get("distributed_strategy.pipeline_model_parallel_size")
     assert isinstance(tp, int) and isinstance(pp, int)
@@ -115,9 +123,11 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         v.get(f"distributed_strategy.{k}") for k in ("zero1", "sequence_parallel",
                                                      "kv_replicator")))
     name = str(v.get("name"))
-    data = _data(v)
+    data = _data(v, v.get("model.module") is None, needs_data=not plan)
     vocabulary = read_vocabulary(data.tokenizer) if data.tokenizer is not None else None
-    model, onnx = _model(v, pp, data.seq_length, _vocab_size(v, vocabulary, tp))
+    module = module_model(v.get, v.raw, v.base_dir)
+    model, onnx = (None, None) if module is not None else \
+        _model(v, pp, data.seq_length, _vocab_size(v, vocabulary, tp))
     config = TrainConfig(
         name=name, seed=v.get("seed"), trainer=trainer, exp_manager=_exp_manager(v, name),
         distributed=distributed, data=data, model=model, onnx=onnx, optim=_optim(v, trainer),
@@ -125,8 +135,8 @@ def load_config(path: str, overrides: tuple[str, ...] = ()) -> TrainConfig:
         compiler_cache_url=v.get("compiler_cache_url"), source=os.path.abspath(path),
         ignored_keys=_ignored(v, onnx), recipe=precision_of(
             str(v.get("precision.type")),
-            {k: v.get(f"precision.{k}") for k in MANUAL_KEYS}),  # type: ignore[misc]
-        vocabulary=vocabulary)
+            {k: v.get(f"precision.{k}") for k in MANUAL_KEYS}),
+        vocabulary=vocabulary, module=module)
     check_sizes(config)
     return config
 
@@ -162,16 +172,20 @@ def _vocab_size(v: _Values, vocabulary: Vocabulary | None, tp: int) -> int | Non
     return padded_vocab_size(vocabulary.size, divisible, tp)
 
 
-def _data(v: _Values) -> DataConfig:
+def _data(v: _Values, needs_seq: bool = True, needs_data: bool = True) -> DataConfig:
+    """The `data` block; a user model (`needs_seq` False) may leave the sequence length out
+    (0): its inputs say their shapes; a plan (`needs_data` False) reads no data, so the
+    block need not say where it is."""
     seq = v.get("data.seq_length")
     encoder = v.get("model.encoder_seq_length")
     if seq is not None and encoder is not None and seq != encoder:
         raise TrainConfigError("data.seq_length", f"{seq} differs from "
                                                   f"model.encoder_seq_length {encoder}")
     seq = seq if seq is not None else encoder
-    if seq is None:
+    if seq is None and needs_seq:
         raise TrainConfigError("data.seq_length", "is required (or model.encoder_seq_length)")
-    return data_config(v.get, v.base_dir, seq)
+    seq = 0 if seq is None else seq
+    return data_config(v.get, v.base_dir, seq, needs_data)
 
 
 def _optim(v: _Values, trainer: TrainerConfig) -> OptimConfig:
@@ -211,7 +225,7 @@ def _model(v: _Values, pp: int, seq: int, tokenizer_vocab: int | None
     architecture = architecture_of(str(v.get("model_source")), values)
     family = family_of(architecture)
 
-    def get(key: str, default: object = None) -> object:
+    def get(key: str, default: object = None) -> Any:
         value = values.get(key, default)
         if value is None:
             also = " (or data.tokenizer, whose vocabulary NxD pads)" \
@@ -237,13 +251,15 @@ def _model(v: _Values, pp: int, seq: int, tokenizer_vocab: int | None
         init_method_std=get("init_method_std", 0.02),
         activations_checkpoint_granularity=recompute, pipeline_cuts=cuts,
         cut_after=parse_cuts(cuts, num_layers, pp),
+        pipeline_split=str(_optional(values, "pipeline_split") or "nxd"),
         sliding_window_size=_optional(values, "sliding_window_size"),
         architecture=architecture)
     return model, None
 
 
-def _optional(values: dict[str, object], key: str) -> object:
-    """model.`key` checked against its spec, or None when absent or null."""
+def _optional(values: dict[str, object], key: str) -> Any:
+    """model.`key` checked against its spec (of the type it gives), or None when absent or
+    null."""
     value = values.get(key)
     return None if value is None else convert(f"model.{key}", ACTED[f"model.{key}"], value)
 

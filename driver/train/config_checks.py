@@ -4,8 +4,8 @@ Ranks: `devices x num_nodes` by `TP x PP` (in `config.load_config`, which needs 
 Here: heads by TP, key/value heads (times `kv_replicator`) by TP, heads by key/value heads,
 hidden size by heads, FFN and vocabulary by TP (column-parallel and vocabulary-parallel
 splits), the sequence by TP under sequence parallelism, the global batch by micro batch x DP,
-layers by pipeline stages (unless `pipeline_cuts` place them), the sequence against the
-position table.
+at least a layer per pipeline stage under NxD's split (`cuts.nxd_layer_split`), the
+sequence against the position table.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from nxcc.driver.train.config_model import ModelConfig
 from nxcc.driver.train.config_types import DistributedConfig, TrainConfig
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.nxd.models.decoder.config import PIECES_PER_LAYER
 
 _LAYER_NAME = re.compile(r"(?:^|\.)layers\.(\d+)$")
 TP_KEY = "distributed_strategy.tensor_model_parallel_size"
@@ -74,9 +75,11 @@ def check_model(m: ModelConfig, tp: int, kv_replicator: int, pp: int, seq: int) 
     _divides("model.ffn_hidden_size", "ffn_hidden_size", m.ffn_hidden_size,
              "tensor_model_parallel_size", tp)
     _divides("model.vocab_size", "vocab_size", m.vocab_size, "tensor_model_parallel_size", tp)
-    if not m.pipeline_cuts:
-        _divides("model.num_layers", "num_layers", m.num_layers,
-                 "pipeline_model_parallel_size", pp)
+    pieces = PIECES_PER_LAYER if m.pipeline_split == "flops" else 1
+    if not m.pipeline_cuts and m.num_layers * pieces < pp:
+        what = "a layer" if pieces == 1 else f"one of a layer's {pieces} pieces"
+        raise TrainConfigError("model.num_layers", f"num_layers {m.num_layers} is too few for "
+                               f"pipeline_model_parallel_size {pp}: every stage needs {what}")
     if seq > m.max_position_embeddings:
         raise TrainConfigError("data.seq_length", f"seq_length {seq} exceeds "
                                                   f"max_position_embeddings "

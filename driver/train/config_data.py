@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from nxcc.driver.train.config_model import resolve_path
 from nxcc.driver.train.errors import TrainConfigError
@@ -163,16 +163,19 @@ def refuse_unbuilt(get: Callable[[str], object]) -> None:
             raise TrainConfigError(key, f"true is not supported: {why}; set it to false")
 
 
-def data_config(get: Callable[[str], object], base: str, seq: int) -> DataConfig:
-    """The data block (see the module docstring)."""
+def data_config(get: Callable[[str], Any], base: str, seq: int, needs_data: bool = True
+                ) -> DataConfig:
+    """The data block (see the module docstring); `get` gives a key's value of the type its
+    spec says. Without `needs_data` (a plan, which reads no data) it need not name the
+    training data."""
     refuse_unbuilt(get)
     spec = megatron_spec(get, base)
     train_dir, val_dir = get("data.train_dir"), get("data.val_dir")
-    if spec is None and train_dir is None:
+    if spec is None and train_dir is None and needs_data:
         raise TrainConfigError("data.train_dir", "is required (or data.data_prefix, "
                                "Megatron indexed datasets): where the training tokens are")
     return DataConfig(
-        get("data.micro_batch_size"), get("data.global_batch_size"), seq,  # type: ignore
+        get("data.micro_batch_size"), get("data.global_batch_size"), seq,
         resolve_path(str(train_dir), base) if train_dir is not None and spec is None
         else None,
         resolve_path(str(val_dir), base) if val_dir is not None else None, spec,

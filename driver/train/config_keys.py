@@ -18,8 +18,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Spec:
     """What a key's value must be. `kind`: int, float, bool, str, path, enum, floats2
-    (two numbers), strs (a list of strings), batches (a count or a fraction), any (checked
-    by the key's own reader). `minimum` bounds numbers from below;
+    (two numbers), strs (a list of strings), batches (a count or a fraction), mapping (a
+    block of keys taken whole: a user model's arguments), any (checked by the key's own
+    reader). `minimum` bounds numbers from below;
     `nullable` lets YAML's null stand for "not given"."""
 
     kind: str
@@ -51,6 +52,8 @@ ACTED: dict[str, Spec] = {
     "model_source": Spec("enum", choices=("megatron", "hf")),
     "trainer.devices": INT1,
     "trainer.num_nodes": INT1,
+    # NxD's trn2 configs: physical NeuronCores per logical core (`train.instance`)
+    "trainer.lnc": INT1_OR_NULL,
     "trainer.max_steps": INT1,
     "trainer.log_every_n_steps": INT1,
     "trainer.gradient_clip_val": Spec("float", minimum=0.0, nullable=True),
@@ -110,7 +113,11 @@ ACTED: dict[str, Spec] = {
     "model.activations_checkpoint_granularity": Spec("enum", choices=("selective", "full"),
                                                      nullable=True),
     "model.pipeline_cuts": Spec("strs", nullable=True),
+    # nxcc's own: how stages are cut without pipeline_cuts (`train.cuts`)
+    "model.pipeline_split": Spec("enum", choices=("nxd", "flops"), nullable=True),
     "model.onnx_path": PATH,
+    "model.module": Spec("str", nullable=True),
+    "model.module_args": Spec("mapping", nullable=True),
     "model.onnx_loss_input": Spec("str", nullable=True),
     "model.onnx_label_input": Spec("str", nullable=True),
     "model.optim.name": Spec("enum", choices=OPTIMIZER_NAMES),
@@ -162,7 +169,7 @@ IGNORED: frozenset[str] = frozenset("""
 aync_exec_max_inflight_requests bucket_size_collectives neuron_rt_exec_timeout
 neuron_experimental_compress_rg
 trainer.max_epochs trainer.check_val_every_n_epoch
-trainer.num_sanity_val_steps trainer.limit_test_batches trainer.lnc
+trainer.num_sanity_val_steps trainer.limit_test_batches
 trainer.sequential_move_factor trainer.max_time trainer.precision trainer.accelerator
 trainer.logger trainer.enable_checkpointing trainer.use_distributed_sampler
 exp_manager.log_local_rank_0_only

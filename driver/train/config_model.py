@@ -15,12 +15,13 @@ the YAML, so a file needs no `config.json`.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nxcc.backend.userfiles import UserFileError
 from nxcc.backend.userfiles.structured import load_json_file
-from nxcc.compiler.decoder.config import FAMILY_PARTS
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.nxd.models.decoder.config import FAMILY_PARTS
 
 #: Hugging Face config.json name -> the `model.` key it fills.
 HF_KEYS = {
@@ -40,7 +41,9 @@ class ModelConfig:
 
     `num_kv_heads` equals `num_attention_heads` without grouped-query attention.
     `pipeline_cuts` are NxD's layer names; `cut_after` the index of the last layer of each
-    stage but the last (`model.layers.10` ends a stage with layer 10).
+    stage but the last (`model.layers.10` ends a stage with layer 10). Without them,
+    `pipeline_split` (nxcc's own key) chooses NxD's split of whole layers ("nxd") or the
+    split of balanced FLOPs over layer pieces ("flops"; `train.cuts`).
     """
 
     family: str
@@ -59,6 +62,7 @@ class ModelConfig:
     activations_checkpoint_granularity: str | None
     pipeline_cuts: tuple[str, ...] = ()
     cut_after: tuple[int, ...] = ()
+    pipeline_split: str = "nxd"  # without pipeline_cuts: NxD's split, or "flops" balanced
     sliding_window_size: int | None = None  # None: every earlier key (plain causal)
     #: (position_embedding_type, normalization, activation); empty: the family's own
     architecture: tuple[str, ...] = ()
@@ -77,6 +81,28 @@ class OnnxModelConfig:
     loss_input: str
     label_input: str
     activations_checkpoint_granularity: str | None = None
+
+
+@dataclass(frozen=True)
+class ModuleModelConfig:
+    """A model the user writes with `nxcc.nxd`'s primitives (`model.module: FILE:FUNCTION`):
+    `function` of the Python file `path`, called as `function(m, **args)` with
+    `model.module_args` for each rank, trained with every parallelism as the decoder is.
+    `pipeline_cuts` name the model's cut points (`nxd.pipeline_cut`) that end stages."""
+
+    path: str
+    function: str
+    args: tuple[tuple[str, object], ...] = ()
+    activations_checkpoint_granularity: str | None = None
+    pipeline_cuts: tuple[str, ...] = ()
+
+    @property
+    def kwargs(self) -> dict[str, object]:
+        return dict(self.args)
+
+    @property
+    def spec(self) -> str:
+        return f"{self.path}:{self.function}"
 
 
 def model_values(acted: dict[str, object], base_dir: str) -> dict[str, object]:
@@ -129,3 +155,40 @@ def family_of(architecture: tuple[str, str, str]) -> str:
     gpt with learned positions, llama with rotary ones; the other two parts may be the
     other family's (NxD builds each part as its key says)."""
     return "llama" if architecture[0] == "rope" else "gpt"
+
+
+#: The `model.` keys a user model (`model.module`) takes besides `model.optim`; the others
+#: describe the built-in decoder.
+MODULE_KEYS = ("model.module", "model.module_args", "model.activations_checkpoint_granularity",
+               "model.pipeline_cuts", "model.encoder_seq_length")
+
+
+def module_model(get: Callable[[str], object], raw: dict[str, object], base_dir: str
+                 ) -> ModuleModelConfig | None:
+    """The user model `model.module` names (None when the key is absent); TrainConfigError
+    for a malformed name, a missing file, or a key of the built-in decoder beside it."""
+    text = get("model.module")
+    if text is None:
+        return None
+    if raw.get("model.onnx_path") is not None:
+        raise TrainConfigError("model.module", "and model.onnx_path name two models: keep one")
+    decoder_keys = sorted(k for k, v in raw.items() if k.startswith("model.") and v is not None
+                          and not k.startswith("model.optim.") and k not in MODULE_KEYS)
+    if decoder_keys:
+        raise TrainConfigError(decoder_keys[0], "is a key of the built-in decoder; a "
+                                                "model.module takes its sizes from "
+                                                "model.module_args")
+    path, sep, function = str(text).rpartition(":")
+    if not sep or not path or not function.isidentifier():
+        raise TrainConfigError("model.module", f"{text!r} is not FILE.py:FUNCTION (the "
+                                               "function that builds the model)")
+    full = resolve_path(path, base_dir)
+    if not os.path.isfile(full):
+        raise TrainConfigError("model.module", f"no such file: {full}")
+    args = get("model.module_args") or {}
+    assert isinstance(args, dict)
+    recompute = get("model.activations_checkpoint_granularity")
+    cuts = get("model.pipeline_cuts") or ()
+    return ModuleModelConfig(full, function, tuple(args.items()),
+                             recompute if isinstance(recompute, str) else None,
+                             tuple(cuts))  # type: ignore[arg-type]

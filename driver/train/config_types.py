@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 
 from nxcc.driver.train.config_data import DataConfig
-from nxcc.driver.train.config_model import ModelConfig, OnnxModelConfig
+from nxcc.driver.train.config_model import ModelConfig, ModuleModelConfig, OnnxModelConfig
 from nxcc.driver.train.layout import RankLayout
 from nxcc.driver.train.lr_schedule import SchedConfig
 from nxcc.driver.train.precision import Precision
@@ -23,6 +23,7 @@ class TrainerConfig:
     max_steps: int
     log_every_n_steps: int
     gradient_clip_val: float | None  # None or 0: no clipping (PyTorch Lightning's rule)
+    lnc: int | None = None  # physical cores per logical core, when the file says
 
     @property
     def world_size(self) -> int:
@@ -80,7 +81,8 @@ class OptimConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """A whole run. Exactly one of `model` (a built-in decoder) and `onnx` is set.
+    """A whole run. Exactly one of `model` (a built-in decoder), `onnx` and `module` (a
+    model of nxcc.nxd's primitives) is set.
     `ignored_keys`: NxD keys present in the file that nxcc does not act on."""
 
     name: str
@@ -99,3 +101,4 @@ class TrainConfig:
     ignored_keys: tuple[str, ...] = ()
     recipe: Precision = field(default_factory=Precision)
     vocabulary: Vocabulary | None = None  # the tokenizer's, when data.tokenizer names one
+    module: ModuleModelConfig | None = None  # a user's model (model.module)

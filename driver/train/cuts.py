@@ -1,12 +1,15 @@
 """Automatic pipeline cut points: stages of balanced compute, by the IR's FLOP counts.
 
-Without `model.pipeline_cuts` the model is split so that the stages' compute per
+Without `model.pipeline_cuts`, a model is split as NxD splits it (`nxd_layer_split`:
+whole layers, any remainder on the last stages; NxD's Llama-3.1-405B config puts 126
+layers on 32 stages that way). With nxcc's `model.pipeline_split: flops` it is split so
+that the stages' compute per
 micro-batch (forward + backward FLOPs of their programs, `ir.flops`) is as even as the
-model's pieces allow. A layer has ten pieces (`compiler.decoder.config.PIECES`: the q/k/v
+model's pieces allow. A layer has ten pieces (`nxd.models.decoder.config.PIECES`: the q/k/v
 projection in four column chunks, the attention core, the output projection, the MLP in
 four column chunks), so a cut may fall inside a layer, at any piece; a head that weighs a
 large part of a layer is balanced that way where whole layers could not be. A cut inside
-a layer hands the next stage more than the residual stream (`compiler.decoder.handoff`)
+a layer hands the next stage more than the residual stream (`nxd.models.decoder.handoff`)
 and may split a projection's weight by columns; that costs bytes on the link, not FLOPs,
 and the split is chosen by FLOPs alone.
 
@@ -26,11 +29,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 
-from nxcc.compiler.decoder import DecoderConfig, build_stage, program
-from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 from nxcc.ir.flops import module_flops
+from nxcc.nxd.models.decoder import DecoderConfig, build_stage, program
+from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
+from nxcc.nxd.models.decoder.config import CHUNKS, MLP_FIRST, PIECES_PER_LAYER, QKV_FIRST
 
 FIRST, MIDDLE, LAST = 0, 1, 2
 
@@ -91,7 +95,8 @@ def stage_costs(cfg: DecoderConfig, micro_batch: int, seq_length: int, recompute
 
 
 StageCost = Callable[[int, int, int], int]  # (stage, first piece, end piece) -> FLOPs
-Chosen = tuple[object, tuple[int, ...]]  # a split's value and its cuts
+_V = TypeVar("_V")  # what the dynamic programming optimises (a stage cost, a count)
+Chosen = tuple[_V, tuple[int, ...]]  # a split's value and its cuts
 
 
 def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
@@ -102,11 +107,6 @@ def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
     the earliest. Without `inside_projections` no cut falls between the chunks of a
     projection (a rank holds too few of its columns)."""
     n = PIECES_PER_LAYER
-    units = n * num_layers
-    if not 1 <= stages <= units:
-        raise ValueError(f"{num_layers} layers cannot make {stages} non-empty stages")
-    if stages == 1:
-        return ()
     inner = {QKV_FIRST + c for c in range(1, CHUNKS)} | {MLP_FIRST + c for c in range(1, CHUNKS)}
 
     def cost(s: int, m: int, e: int) -> int:
@@ -115,22 +115,36 @@ def balanced_cuts(costs: StageCosts, num_layers: int, stages: int,
     def may_start(m: int) -> bool:
         return inside_projections or m % n not in inner
 
+    return best_split(cost, n * num_layers, stages, may_start, lambda m: m % n != 0)
+
+
+def best_split(cost: StageCost, units: int, stages: int, may_start: Callable[[int], bool],
+               inside: Callable[[int], bool] = lambda m: False) -> tuple[int, ...]:
+    """The first unit of each stage but the first, for the split of `units` pieces into
+    `stages` runs (each stage at least one; a stage may start at unit m when `may_start(m)`)
+    whose largest `cost(stage, first, end)` is least; among those, the one whose lightest
+    stage is heaviest, then the one with fewest stages starting `inside` (a layer), then
+    the earliest."""
+    if not 1 <= stages <= units:
+        raise ValueError(f"{units} pieces cannot make {stages} non-empty stages")
+    if stages == 1:
+        return ()
     cap = _least_cap(cost, may_start, units, stages)
 
-    def lightest(prev: object, s: int, m: int, e: int) -> object:
+    def lightest(prev: int | None, s: int, m: int, e: int) -> int:
         c = cost(s, m, e)
-        return c if prev is None else min(prev, c)  # type: ignore[call-overload]
+        return c if prev is None else min(prev, c)
 
     floor = _best_split(cost, may_start, units, stages, cap, lightest,
                         lambda a, b: a[0] > b[0])[0]
 
-    def inside(prev: object, s: int, m: int, e: int) -> object:
-        if cost(s, m, e) < floor:  # type: ignore[operator]
+    def fewest_inside(prev: int | None, s: int, m: int, e: int) -> int | None:
+        if cost(s, m, e) < floor:
             return None
-        return (0 if prev is None else prev) + (s > 0 and m % n != 0)  # type: ignore[operator]
+        return (0 if prev is None else prev) + (s > 0 and inside(m))
 
-    return _best_split(cost, may_start, units, stages, cap, inside,
-                       lambda a, b: (a[0], a[1]) < (b[0], b[1]))[1]  # type: ignore[operator]
+    return _best_split(cost, may_start, units, stages, cap, fewest_inside,
+                       lambda a, b: (a[0], a[1]) < (b[0], b[1]))[1]
 
 
 def _least_cap(cost: StageCost, may_start: Callable[[int], bool], units: int, stages: int
@@ -166,17 +180,17 @@ def _fits(cost: StageCost, may_start: Callable[[int], bool], units: int, stages:
 
 def _best_split(cost: StageCost, may_start: Callable[[int], bool], units: int, stages: int,
                 cap: int,
-                extend: Callable[[object, int, int, int], object],
-                better: Callable[[Chosen, Chosen], bool]) -> Chosen:
+                extend: Callable[[_V | None, int, int, int], _V | None],
+                better: Callable[[Chosen[_V], Chosen[_V]], bool]) -> Chosen[_V]:
     """The split with every stage at most `cap` that `better` prefers, by dynamic
     programming over (stage, end piece): extend(prefix value or None, s, m, e) is the value
     once stage s holds pieces [m, e) (None: not allowed)."""
-    row: list[Chosen | None] = [None] * (units + 1)
+    row: list[Chosen[_V] | None] = [None] * (units + 1)
     for e in range(1, units + 1):
         value = extend(None, 0, 0, e) if cost(0, 0, e) <= cap else None
         row[e] = None if value is None else (value, ())
     for s in range(1, stages):
-        new: list[Chosen | None] = [None] * (units + 1)
+        new: list[Chosen[_V] | None] = [None] * (units + 1)
         for e in ([units] if s == stages - 1 else range(s + 1, units + 1)):
             for m in range(e - 1, s - 1, -1):
                 if cost(s, m, e) > cap:
@@ -186,11 +200,13 @@ def _best_split(cost: StageCost, may_start: Callable[[int], bool], units: int, s
                 if value is None or prev is None:
                     continue
                 cand = (value, (*prev[1], m))
-                if new[e] is None or better(cand, new[e]):  # type: ignore[arg-type]
+                best = new[e]
+                if best is None or better(cand, best):
                     new[e] = cand
         row = new
-    assert row[units] is not None
-    return row[units]  # type: ignore[return-value]
+    chosen = row[units]
+    assert chosen is not None
+    return chosen
 
 
 def stage_pieces(cuts: tuple[int, ...], num_layers: int) -> list[range]:
@@ -204,6 +220,50 @@ def per_stage_flops(costs: StageCosts, cuts: tuple[int, ...], num_layers: int) -
     """Each stage's FLOPs per micro-batch for the piece cuts `cuts`."""
     runs = stage_pieces(cuts, num_layers)
     return [costs.of(r, i == 0, i == len(runs) - 1) for i, r in enumerate(runs)]
+
+
+def nxd_layer_split(num_layers: int, stages: int) -> tuple[int, ...]:
+    """The layers of each stage when `stages` does not divide `num_layers`, as NxD's
+    automatic partition gives them (`neuronx_distributed.pipeline.partition.
+    create_partitions`): every stage `num_layers // stages` layers, and the last
+    `num_layers % stages` stages one more (the first stages, which 1F1B keeps the most
+    micro-batches in flight on, hold the fewest). ValueError with fewer layers than
+    stages."""
+    if not 1 <= stages <= num_layers:
+        raise ValueError(f"{num_layers} layers cannot make {stages} stages of a layer or more")
+    base, extra = divmod(num_layers, stages)
+    return tuple(base + (s >= stages - extra) for s in range(stages))
+
+
+def split_cuts(layers_per_stage: tuple[int, ...]) -> tuple[int, ...]:
+    """Piece cuts (the first piece of each stage but the first) of a split by whole
+    layers."""
+    ends, total = [], 0
+    for n in layers_per_stage[:-1]:
+        total += n
+        ends.append(PIECES_PER_LAYER * total)
+    return tuple(ends)
+
+
+def stage_flops(cfg: DecoderConfig, cuts: tuple[int, ...], micro_batch: int,
+                seq_length: int, recompute: str) -> list[int]:
+    """Each stage's FLOPs per micro-batch for the piece cuts `cuts`, from the stages' own
+    programs (a stage alike another but for which layers it holds is built once): what
+    `per_stage_flops` gives without building the cost model's every run of pieces."""
+    runs = stage_pieces(cuts, cfg.num_layers)
+    out = []
+    for i, r in enumerate(runs):
+        shift = r.start - r.start % PIECES_PER_LAYER
+        out.append(_cached_flops(cfg, DecoderPlan(
+            first_piece=r.start - shift, last_piece=r.stop - shift, has_embedding=i == 0,
+            has_head=i == len(runs) - 1, recompute=recompute, micro_batch=micro_batch,
+            seq_length=seq_length)))
+    return out
+
+
+@lru_cache(maxsize=64)
+def _cached_flops(cfg: DecoderConfig, plan: DecoderPlan) -> int:
+    return _flops(cfg, plan)
 
 
 def layer_cuts(cut_after: tuple[int, ...]) -> tuple[int, ...]:

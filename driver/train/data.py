@@ -120,15 +120,23 @@ class Batches:
         """The stream's ids were checked when it was read (`load_tokens`)."""
 
 
-def micro_batches(inputs: np.ndarray, labels: np.ndarray, dp_rank: int, dp: int,
-                  micro_batch_size: int) -> list[tuple[np.ndarray, np.ndarray]]:
+def micro_batch_rows(arrays: tuple[np.ndarray, ...], dp_rank: int, dp: int,
+                     micro_batch_size: int) -> list[tuple[np.ndarray, ...]]:
     """The micro-batches of data-parallel rank `dp_rank` of `dp`, in the order it runs
-    them: its shard of consecutive rows, cut into consecutive groups of `micro_batch_size`."""
-    rows = inputs.shape[0]
+    them: its shard of consecutive rows of every array of the global batch `arrays`, cut
+    into consecutive groups of `micro_batch_size`."""
+    rows = arrays[0].shape[0]
     if rows % (dp * micro_batch_size):
         raise ValueError(f"a global batch of {rows} does not split into {dp} shards of "
                          f"micro-batches of {micro_batch_size}")
     shard = rows // dp
     lo = dp_rank * shard
-    return [(inputs[i:i + micro_batch_size], labels[i:i + micro_batch_size])
+    return [tuple(a[i:i + micro_batch_size] for a in arrays)
             for i in range(lo, lo + shard, micro_batch_size)]
+
+
+def micro_batches(inputs: np.ndarray, labels: np.ndarray, dp_rank: int, dp: int,
+                  micro_batch_size: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """`micro_batch_rows` of a language model's (inputs, labels)."""
+    return micro_batch_rows((inputs, labels), dp_rank, dp,  # type: ignore[return-value]
+                            micro_batch_size)

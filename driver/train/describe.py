@@ -5,10 +5,8 @@ the real run makes before it shows anything."""
 
 from __future__ import annotations
 
-from nxcc.compiler.decoder.config import FAMILY_PARTS
-from nxcc.driver.train.config import TrainConfig
-from nxcc.driver.train.model_stage import pieces_text, plan_pipeline
 from nxcc.driver.train.prepare import Job
+from nxcc.nxd.models.decoder.config import FAMILY_PARTS
 
 
 def _data(job: Job) -> dict[str, object]:
@@ -45,8 +43,8 @@ def describe(job: Job) -> dict[str, object]:
         "sequence_parallel": d.sequence_parallel, "zero1": d.zero1,
         "kv_replicator": d.kv_replicator,
         "precision": config.recipe.label,
-        "model": _model(config),
-        "pipeline": _pipeline(config),
+        "model": _model(job),
+        "pipeline": _pipeline(job),
         "data": _data(job),
         "tensorboard": config.exp_manager.tensorboard,
         "initial_weights": config.exp_manager.resume_from_checkpoint,
@@ -56,24 +54,29 @@ def describe(job: Job) -> dict[str, object]:
         "exp_dir": config.exp_manager.exp_dir,
         "max_steps": config.trainer.max_steps,
         "ignored_keys": list(config.ignored_keys),
+        "instance": job.where.describe(),
     }
 
 
-def _pipeline(config: TrainConfig) -> dict[str, object] | None:
-    """The built-in decoder's stages with PP > 1 (as the run's log line names them), else
-    None."""
-    m = config.model
-    if m is None or config.distributed.pipeline_model_parallel_size == 1:
+def _pipeline(job: Job) -> dict[str, object] | None:
+    """The stages with PP > 1 (as the run's log line names them), else None."""
+    plan = job.pipeline
+    if job.config.distributed.pipeline_model_parallel_size == 1 or not plan.cuts:
         return None
-    plan = plan_pipeline(m, config.distributed, config.data)
-    stages = range(config.distributed.pipeline_model_parallel_size)
-    return {"automatic": plan.automatic,
-            "stages": [pieces_text(plan.pieces(s, m.num_layers)) for s in stages],
+    return {"automatic": plan.automatic, "split": plan.split, "stages": plan.stage_labels(),
             "cut_pieces": list(plan.cuts), "flops_per_micro_batch": list(plan.flops or ()),
-            "line": plan.describe(m.num_layers)}
+            "line": plan.describe()}
 
 
-def _model(config: TrainConfig) -> dict[str, object]:
+def _model(job: Job) -> dict[str, object]:
+    config = job.config
+    if config.module is not None:
+        mod = config.module
+        return {"module": mod.spec, "args": mod.kwargs,
+                "inputs": [{"name": i.name, "shape": list(i.type.shape[1:]),
+                            "dtype": i.type.dtype.value} for i in job.inputs],
+                "recompute": mod.activations_checkpoint_granularity,
+                "pipeline_cuts": list(mod.pipeline_cuts)}
     if config.onnx is not None:
         return {"onnx": config.onnx.path, "loss_input": config.onnx.loss_input,
                 "label_input": config.onnx.label_input,
@@ -90,6 +93,10 @@ def _model(config: TrainConfig) -> dict[str, object]:
 
 
 def _data_line(data: dict) -> str:
+    if data["kind"] == "arrays":
+        return (f"data: {data['source']} (one .npy per input: {', '.join(data['inputs'])}): "
+                f"{data['sequences']} examples, {data['batches_per_epoch']} global batches "
+                "per epoch")
     what = f"{data['tokens']} tokens, " if "tokens" in data else ""
     line = (f"data: {data['source']} ({data['kind']}): {what}{data['sequences']} sequences, "
             f"{data['batches_per_epoch']} global batches per epoch")
@@ -107,8 +114,20 @@ def _validation_line(data: dict) -> list[str]:
             f"{v['sequences']} sequences ({v['kind']})"]
 
 
+def _arguments(args: object) -> str:
+    assert isinstance(args, dict)
+    return ", ".join(f"{k}={v!r}" for k, v in args.items())
+
+
 def _groups(groups: list[list[int]]) -> str:
     return " ".join("[" + ",".join(str(r) for r in g) + "]" for g in groups)
+
+
+def _instance_line(where: object) -> str:
+    assert isinstance(where, dict)
+    return (f"instance: {where['instance_type']} ({where['instance_source']}), "
+            f"{where['logical_cores']} NeuronCores {where['software_id']} at LNC "
+            f"{where['lnc']}; stages compiled for {where['target']}")
 
 
 def describe_lines(info: dict[str, object]) -> list[str]:
@@ -117,6 +136,10 @@ def describe_lines(info: dict[str, object]) -> list[str]:
     assert isinstance(m, dict)
     if "onnx" in m:
         model = f"ONNX {m['onnx']} (loss on {m['loss_input']}, labels {m['label_input']})"
+    elif "module" in m:
+        model = f"{m['module']}({_arguments(m['args'])}); inputs " + ", ".join(
+            f"{i['name']} {i['dtype']}[{','.join(map(str, i['shape']))}]"
+            for i in m["inputs"])
     else:
         model = (f"{m['family']}, {m['num_layers']} layers, hidden {m['hidden_size']}, "
                  f"{m['num_attention_heads']} heads ({m['num_kv_heads']} key/value), "
@@ -137,9 +160,11 @@ def describe_lines(info: dict[str, object]) -> list[str]:
         f"model: {model}",
         f"world: {info['world_size']} ranks = {info['devices']} devices x "
         f"{info['num_nodes']} node(s); TP {info['tp']} x PP {info['pp']} x DP {info['dp']}",
+        _instance_line(info["instance"]),
         f"batch: global {info['global_batch_size']} = micro {info['micro_batch_size']} x "
-        f"DP {info['dp']} x {info['micro_batches_per_step']} micro-batches per step; "
-        f"seq_length {info['seq_length']}, {info['tokens_per_step']} tokens per step",
+        f"DP {info['dp']} x {info['micro_batches_per_step']} micro-batches per step"
+        + (f"; seq_length {info['seq_length']}, {info['tokens_per_step']} tokens per step"
+           if info["seq_length"] else ""),
         _data_line(data),
         *_validation_line(data),
         f"features: sequence_parallel {on[bool(info['sequence_parallel'])]}, zero1 "

@@ -13,7 +13,11 @@ ranks. `Group` is one rank's side of such a group:
   the group's communication thread (`start(...)` -> Future), in the order they are started.
 
 Every reduction runs the runtime's fixed ring order, so all members get the same bits and a
-run is reproducible.
+run is reproducible. A group's collectives are bound to where its members run (`placement`:
+their cores on the simulated instance, `job_cores.JobCores.placement`), as the runtime binds
+a NEFF's: rings over the instance's links, hierarchical across instances. At LNC 2 a rank's
+stage programs run on two physical cores, and physical core k of every member of a TP group
+runs the group's collectives together: a group per core (`core` > 0 on streams of its own).
 """
 
 from __future__ import annotations
@@ -26,10 +30,14 @@ import numpy as np
 from nxcc.backend.runtime.async_comm import AsyncEndpoint
 from nxcc.backend.runtime.channel_comm import ChannelCommunicator, Channels
 from nxcc.backend.runtime.collective_binding import Binder, Placement
+from nxcc.backend.runtime.profile import Profiler
 from nxcc.backend.runtime.topology import INSTANCES
+from nxcc.ir.attributes import AttrValue
 
 #: Stream bases: each kind of traffic on streams of its own.
 TP_STREAMS, DP_STREAMS, WORLD_STREAMS, PIPE_STREAMS, EMBED_STREAMS = 10, 20, 30, 40, 50
+#: + k: the TP group of physical core k > 0 of the members' logical cores.
+TP_CORE_STREAMS = 60
 #: An instance big enough to place a group's ranks on distinct cores (ring algorithms).
 RING_INSTANCE = INSTANCES["trn1.32xlarge"]
 
@@ -64,24 +72,41 @@ def _placement(k: int) -> Placement:
 
 
 class Group:
-    """Rank `members[index]`'s side of the group `members` (see the module docstring)."""
+    """Rank `members[index]`'s side of the group `members` (see the module docstring);
+    `placement` says where the members run (default: consecutive cores of a trn1.32xlarge)."""
 
     def __init__(self, channels: Channels, members: Sequence[int], rank: int, base: int,
-                 name: str) -> None:
+                 name: str, placement: Placement | None = None) -> None:
         self.members = list(members)
         self.size = len(self.members)
         self.index = self.members.index(rank)
-        self.comm = ChannelCommunicator(self.size, Binder(_placement(self.size)),
+        self.placement = placement or _placement(self.size)
+        self.comm = ChannelCommunicator(self.size, Binder(self.placement),
                                         GroupChannels(channels, self.members, base))
         self.endpoint: AsyncEndpoint = self.comm.endpoint(self.index)
         self._sync = self.endpoint.inner
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"nxcc-{name}{rank}")
+        self.name, self.rank = name, rank
+        self.profiler: Profiler | None = None
+        self.track = 0
 
-    def _collective(self, opcode: str, x: np.ndarray, **attrs: object) -> np.ndarray:
+    def profile(self, profiler: Profiler, track: int) -> None:
+        """Record the group's collectives (its own and those of the programs run on its
+        endpoint) as `profiler` events of this rank on `track`."""
+        self.profiler, self.track = profiler, track
+        self.endpoint.profiler, self.endpoint.track = profiler, track
+        self.endpoint.rank, self.endpoint.label = self.rank, f"{self.name} "
+
+    def _collective(self, opcode: str, x: np.ndarray, **attrs: AttrValue) -> np.ndarray:
         if self.size == 1:
             return np.array(x, copy=True)
-        groups = [list(range(self.size))]
-        return self._sync.collective(opcode, [x], {"replica_groups": groups, **attrs})[0]  # type: ignore[arg-type]
+        groups = (tuple(range(self.size)),)
+        call = {"replica_groups": groups, **attrs}
+        if self.profiler is None:
+            return self._sync.collective(opcode, [x], call)[0]
+        with self.profiler.span(f"{self.name} {opcode}", self.rank, self.track,
+                                {"bytes": int(x.nbytes), "ranks": self.members}):
+            return self._sync.collective(opcode, [x], call)[0]
 
     def all_reduce(self, x: np.ndarray) -> np.ndarray:
         """The elementwise sum over the members (the same bits on each)."""

@@ -23,8 +23,6 @@ import os
 import numpy as np
 
 from nxcc.backend.neff.atomic import atomic_file
-from nxcc.compiler.decoder import DecoderConfig, StagePlan, build_logits
-from nxcc.compiler.decoder.weights import model_specs, stage_specs
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train import checkpoint_io as ckpt
 from nxcc.driver.train.config import TrainConfig
@@ -35,6 +33,8 @@ from nxcc.driver.train.reshard import whole_params
 from nxcc.driver.train.safetensors_io import INDEX, SINGLE, SafetensorsError, read_folder
 from nxcc.driver.train.safetensors_io import write_folder as write_tensors
 from nxcc.driver.train.stage_program import compile_function
+from nxcc.nxd.models.decoder import DecoderConfig, StagePlan, build_logits
+from nxcc.nxd.models.decoder.weights import model_specs, stage_specs
 
 KEY = "exp_manager.resume_from_checkpoint"
 DEFAULT_SHARD_BYTES = 5 * 10**9  # transformers' default max_shard_size, 5GB

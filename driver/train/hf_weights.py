@@ -1,6 +1,6 @@
 """The built-in decoder's weights as Hugging Face checkpoints: Llama and GPT-2, in and out.
 
-nxcc's names and layouts (`compiler/decoder/weights.py`: products x @ W with W [in, out],
+nxcc's names and layouts (`nxd/models/decoder/weights.py`: products x @ W with W [in, out],
 the q/k/v projection fused, the SwiGLU's gate and up fused) against transformers':
 
     llama (LlamaForCausalLM)                      gpt (GPT2LMHeadModel)
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from nxcc.compiler.decoder import DecoderConfig
-from nxcc.compiler.decoder.config import FAMILY_PARTS
+from nxcc.nxd.models.decoder import DecoderConfig
+from nxcc.nxd.models.decoder.config import FAMILY_PARTS
 
 HFWeights = dict[str, np.ndarray]
 
@@ -44,7 +44,7 @@ def hf_kind(cfg: DecoderConfig) -> str:
     if parts == FAMILY_PARTS["gpt"] and cfg.kv_heads == cfg.num_attention_heads and \
             cfg.sliding_window is None:
         return "gpt2"
-    raise HFMappingError(f"a decoder of {', '.join(parts)}"
+    raise HFMappingError(f"a decoder of {', '.join(map(str, parts))}"
                          f"{', sliding window' if cfg.sliding_window else ''}"
                          f"{', grouped-query attention' if cfg.kv_heads != cfg.num_attention_heads else ''}"  # noqa: E501
                          " has no Hugging Face Llama or GPT-2 counterpart")

@@ -14,7 +14,7 @@ import json
 import math
 import os
 from types import TracebackType
-from typing import TextIO
+from typing import IO
 
 from nxcc.backend.userfiles import UserFileError, read_regular
 from nxcc.backend.userfiles.structured import load_json_text
@@ -73,7 +73,7 @@ class MetricsWriter:
         else:
             keep_through(self.path, resume_step)
             mode = "a"
-        self._file: TextIO | None = open(self.path, mode, encoding="utf-8", buffering=1)
+        self._file: IO[str] | None = open(self.path, mode, encoding="utf-8", buffering=1)
 
     def log(self, step: int, loss: float, lr: float, grad_norm: float, tokens_per_s: float,
             **extra: object) -> dict[str, object]:
@@ -127,7 +127,6 @@ def keep_through(path: str, step: int) -> None:
     """Rewrite `path` (atomically) without the records of steps after `step`."""
     if not os.path.exists(path):
         return
-    kept = [r for r in read_metrics(path) if isinstance(r.get("step"), int)
-            and r["step"] <= step]
+    kept = [r for r in read_metrics(path) if isinstance(s := r.get("step"), int) and s <= step]
     text = "".join(json.dumps(r, allow_nan=False) + "\n" for r in kept)
     write_bytes_atomically(path, text.encode("utf-8"))

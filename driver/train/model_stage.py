@@ -1,49 +1,53 @@
-"""The built-in decoder (`compiler.decoder`) as the engine's model provider.
+"""The built-in decoder (`nxd.models.decoder`) as the engine's model provider.
 
 `decoder_builder(model, seed, distributed, data)` returns the engine's `StageBuilder`: for
-each rank's `StagePlan` the decoder's stage module, and the rank's slices of the full
-weights drawn once from `seed` (so every layout starts from the same numbers). Stages take
-the layers `model.cut_after` gives (NxD's `pipeline_cuts`), else the split of balanced
-FLOPs over layer pieces (`cuts.balanced_cuts`).
+each rank's `StagePlan` the decoder's stage module, cut and differentiated as any model of
+the primitives is (`model_build.stage_build`), and the rank's slices of the full weights
+drawn once from `seed` (so every layout starts from the same numbers). Stages take the
+layers `model.cut_after` gives (NxD's `pipeline_cuts`); else NxD's split of whole layers
+(`cuts.nxd_layer_split`), or with `model.pipeline_split: flops` (nxcc's own key) the split
+of balanced FLOPs over layer pieces (`cuts.balanced_cuts`).
 
 The global gradient norm counts each element of the model once: a replicated parameter on
-TP rank 0 only, and in a fused weight whose key/value heads are repeated `kv_replicator`
-times only the copy of the lowest rank holding it (the decoder's `owned_masks`).
+TP rank 0 only, in a fused weight whose key/value heads are repeated `kv_replicator` times
+only the copy of the lowest rank holding it, and the tied embedding on the first stage.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
-from nxcc.backend.program.memory_plan import peak_activation_bytes
-from nxcc.compiler.decoder import (
-    DecoderConfig,
-    DecoderError,
-    build_stage,
-    init_full_weights,
-    model_specs,
-    owned_masks,
-    shard_weights,
-    stage_specs,
-)
-from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.config import PIECES, PIECES_PER_LAYER, chunks_fit
-from nxcc.compiler.decoder.weights import TIED, ParamSpec, join_parts, unshard
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_model import ModelConfig
 from nxcc.driver.train.cuts import (
     balanced_cuts,
     layer_cuts,
+    nxd_layer_split,
     per_stage_flops,
+    split_cuts,
     stage_costs,
-    stage_pieces,
+    stage_flops,
 )
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.model_build import join_tensor, stage_build
+from nxcc.driver.train.pipeline_plan import Pipeline
 from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
+from nxcc.nxd.models.decoder import (
+    DecoderConfig,
+    DecoderError,
+    check_plan,
+    init_full_weights,
+    model_specs,
+)
+from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
+from nxcc.nxd.models.decoder.config import PIECES, PIECES_PER_LAYER, chunks_fit
+from nxcc.nxd.models.decoder.trace import model_name, stage_range, traced
+
+__all__ = ["Pipeline", "decoder_builder", "decoder_config", "decoder_plan", "decoder_unshard",
+           "pieces_text", "plan_pipeline", "recompute_mode"]
 
 RECOMPUTE = {None: "none", "none": "none", "selective": "selective", "full": "full"}
 
@@ -65,36 +69,6 @@ def decoder_config(model: ModelConfig) -> DecoderConfig:
         raise TrainConfigError("model", str(exc)) from None
 
 
-@dataclass(frozen=True)
-class Pipeline:
-    """The stages' pieces (`cuts`: the first piece of each stage but the first; piece
-    PIECES_PER_LAYER * i + j is layer i's `PIECES[j]`), whether the cost model chose them,
-    and each stage's FLOPs per micro-batch (None with PP = 1)."""
-
-    cuts: tuple[int, ...]
-    automatic: bool
-    flops: tuple[int, ...] | None
-
-    def pieces(self, stage: int, num_layers: int) -> range:
-        return stage_pieces(self.cuts, num_layers)[stage]
-
-    @property
-    def cut_after(self) -> tuple[int, ...] | None:
-        """The last layer of each stage but the last, as `pipeline_cuts` name them; None
-        when a cut falls inside a layer."""
-        if any(c % PIECES_PER_LAYER for c in self.cuts):
-            return None
-        return tuple(c // PIECES_PER_LAYER - 1 for c in self.cuts)
-
-    def describe(self, num_layers: int) -> str:
-        text = " | ".join(pieces_text(self.pieces(s, num_layers))
-                          for s in range(len(self.cuts) + 1))
-        how = "balanced by FLOPs" if self.automatic else "model.pipeline_cuts"
-        if self.flops:
-            text += " (FLOPs per micro-batch " + ", ".join(f"{f:,}" for f in self.flops) + ")"
-        return f"pipeline stages ({how}): {text}"
-
-
 def pieces_text(pieces: range) -> str:
     """`layers 2-3` for whole layers; a stage starting or ending inside a layer names the
     piece: `layers 2.attn.out-4.mlp.1` (from layer 2's attention output projection to the
@@ -106,28 +80,54 @@ def pieces_text(pieces: range) -> str:
     return f"layer {a}" if a == b else f"layers {a}-{b}"
 
 
-def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: DataConfig
-                  ) -> Pipeline:
-    """The stages' pieces: the configured cuts, else the balanced ones (TrainConfigError
-    when the decoder refuses the model)."""
+def plan_pipeline(model: ModelConfig, distributed: DistributedConfig, data: DataConfig,
+                  flops: bool = True) -> Pipeline:
+    """The stages' pieces: the configured cuts; else, with `pipeline_split: flops`, the
+    balanced ones (the cost model builds a stage program per run of a layer's pieces:
+    seconds at a real model's size); else NxD's split (`cuts.nxd_layer_split`). With
+    `flops`, also each stage's FLOPs per micro-batch (for NxD's split and the configured
+    cuts, from the stages' own programs). TrainConfigError when the decoder refuses the
+    model."""
     stages = distributed.pipeline_model_parallel_size
+    count = PIECES_PER_LAYER * model.num_layers
     if stages == 1:
-        return Pipeline((), False, None)
+        return Pipeline((), False, None, count, pieces_text, PIECES_PER_LAYER)
     cfg = decoder_config(model)
+    shape = (data.micro_batch_size, data.seq_length, recompute_mode(model))
     try:
-        costs = stage_costs(cfg, data.micro_batch_size, data.seq_length, recompute_mode(model))
+        if model.cut_after:
+            cuts, split = layer_cuts(model.cut_after), "pipeline_cuts"
+        elif model.pipeline_split == "flops":
+            costs = stage_costs(cfg, *shape)
+            inside = chunks_fit(cfg, distributed.tensor_model_parallel_size,
+                                distributed.kv_replicator)
+            cuts = balanced_cuts(costs, model.num_layers, stages, inside)
+            return Pipeline(cuts, True, tuple(per_stage_flops(costs, cuts, model.num_layers)),
+                            count, pieces_text, PIECES_PER_LAYER, "balanced")
+        else:
+            cuts, split = split_cuts(nxd_layer_split(model.num_layers, stages)), "nxd"
+        per_stage = tuple(stage_flops(cfg, cuts, *shape)) if flops else None
     except DecoderError as exc:
         raise TrainConfigError("model", str(exc)) from None
-    inside = chunks_fit(cfg, distributed.tensor_model_parallel_size, distributed.kv_replicator)
-    cuts = layer_cuts(model.cut_after) if model.cut_after else \
-        balanced_cuts(costs, model.num_layers, stages, inside)
-    flops = tuple(per_stage_flops(costs, cuts, model.num_layers))
-    return Pipeline(cuts, not model.cut_after, flops)
+    return Pipeline(cuts, not model.cut_after, per_stage, count, pieces_text, PIECES_PER_LAYER,
+                    split)
 
 
 def recompute_mode(model: ModelConfig) -> str:
     """The decoder's recomputation mode for `activations_checkpoint_granularity`."""
     return RECOMPUTE.get(model.activations_checkpoint_granularity, "none")
+
+
+def decoder_plan(distributed: DistributedConfig, pipeline: Pipeline, model: ModelConfig,
+                 plan: StagePlan) -> DecoderPlan:
+    """The decoder's plan of the engine's rank `plan`."""
+    pieces = pipeline.pieces(plan.stage)
+    return DecoderPlan(
+        tp_rank=plan.tp_rank, tp_size=plan.tp_size, sequence_parallel=plan.sequence_parallel,
+        kv_replicator=distributed.kv_replicator, first_piece=pieces.start,
+        last_piece=pieces.stop, has_embedding=plan.first, has_head=plan.last,
+        recompute=recompute_mode(model), micro_batch=plan.micro_batch,
+        seq_length=plan.seq_length)
 
 
 def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfig,
@@ -136,35 +136,21 @@ def decoder_builder(model: ModelConfig, seed: int, distributed: DistributedConfi
     """The builder of every rank's stage, and the pipeline's split. The ranks slice the
     whole weights `initial` (a Hugging Face checkpoint's), else those drawn from `seed`."""
     cfg = decoder_config(model)
-    recompute = recompute_mode(model)
     pipeline = plan_pipeline(model, distributed, data)
     full: dict[str, np.ndarray] = {}
     lock = threading.Lock()
 
     def build(plan: StagePlan) -> StageBuild:
-        pieces = pipeline.pieces(plan.stage, model.num_layers)
-        dplan = DecoderPlan(
-            tp_rank=plan.tp_rank, tp_size=plan.tp_size,
-            sequence_parallel=plan.sequence_parallel,
-            kv_replicator=distributed.kv_replicator, first_piece=pieces.start,
-            last_piece=pieces.stop, has_embedding=plan.first, has_head=plan.last,
-            recompute=recompute, micro_batch=plan.micro_batch, seq_length=plan.seq_length)
+        dplan = decoder_plan(distributed, pipeline, model, plan)
         with lock:
             if not full:
                 full.update(initial if initial is not None else init_full_weights(cfg, seed))
         try:
-            module = build_stage(cfg, dplan)
+            check_plan(cfg, dplan)
         except DecoderError as exc:
             raise TrainConfigError("model", str(exc)) from None
-        mine = shard_weights(full, cfg, dplan)
-        specs = stage_specs(cfg, dplan)
-        params = [(s.name, mine[s.name]) for s in specs]
-        masks = {n: m.astype(np.float32) for n, m in owned_masks(cfg, dplan).items()}
-        peak = max(peak_activation_bytes(module, fn) for fn in module.functions)
-        tied = cfg.tie_embeddings and plan.stages > 1 and (plan.first or plan.last)
-        return StageBuild(module, params, norm_masks=masks, peak_activation_bytes=peak,
-                          pipeline_shared=frozenset({TIED}) if tied else frozenset(),
-                          extra={"slice": lambda whole: shard_weights(whole, cfg, dplan)})
+        return stage_build(traced(cfg, dplan), stage_range(cfg, dplan), dplan.recompute,
+                           full, "model", name=model_name(cfg, dplan))
 
     return build, pipeline
 
@@ -174,15 +160,4 @@ def decoder_unshard(model: ModelConfig
     """Join one tensor's pipeline parts and TP slices (as a layout with `kv_replicator`
     wrote them) into the whole tensor (`reshard.whole_state`)."""
     cfg = decoder_config(model)
-
-    specs: dict[int, dict[str, ParamSpec]] = {}  # by kv_replicator, made once
-
-    def join(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:
-        if kv_replicator not in specs:
-            specs[kv_replicator] = {s.name: s for s in model_specs(cfg, kv_replicator)}
-        spec = specs[kv_replicator][name]
-        if not name.startswith("layers."):  # never cut by a stage: the tied copy is equal
-            parts = [stages[:1] for stages in parts]
-        return unshard(spec, [join_parts(spec, stages) for stages in parts])
-
-    return join
+    return join_tensor(lambda tp, kv: model_specs(cfg, kv))

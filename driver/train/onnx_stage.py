@@ -1,7 +1,7 @@
 """An ONNX model as the engine's model, in place of the built-in decoder (`model.onnx_path`).
 
 `onnx_builder(onnx_cfg, data, distributed)` imports the model once with its floating-point
-initializers as parameters (as `compile --training` does, `driver.training`), takes its
+initializers as parameters (as `compile --training` does, `driver.train.compile_step`), takes its
 one input that is not an initializer as the token ids [micro_batch, seq_length] (given to
 the program as s32 and converted to the model's integer type), and appends cross-entropy
 of the output `model.onnx_loss_input` (logits, classes last) against the labels
@@ -29,13 +29,13 @@ from nxcc.backend.program.memory_plan import peak_activation_bytes
 from nxcc.compiler.onnx import FrontendError
 from nxcc.compiler.onnx.loader import load_model
 from nxcc.driver.options import CompileOptions
+from nxcc.driver.train.compile_step import import_with_parameters
 from nxcc.driver.train.config import DataConfig, DistributedConfig
 from nxcc.driver.train.config_checks import check_onnx_layout
 from nxcc.driver.train.config_model import OnnxModelConfig
 from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.model_stage import Pipeline
 from nxcc.driver.train.stage import StageBuild, StageBuilder, StagePlan
-from nxcc.driver.training import freeze_params, import_with_parameters
 from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.clone import clone_function
@@ -43,12 +43,10 @@ from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.rewrite import replace_uses
 from nxcc.ir.types import TensorType
+from nxcc.nxd.step import StepError
+from nxcc.nxd.step.loss import freeze_params, gradients
 from nxcc.passes.autodiff import rules  # noqa: F401  (registers the gradient rules)
-from nxcc.passes.autodiff.differentiate import (
-    GradientError,
-    differentiable_params,
-    differentiate,
-)
+from nxcc.passes.autodiff.differentiate import differentiable_params
 from nxcc.passes.autodiff.losses import LossError, cross_entropy_sum
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 
@@ -137,9 +135,9 @@ def build_onnx_stage(cfg: OnnxModelConfig, micro_batch: int, seq_length: int
                                "initializer of the model: nothing to train")
     freeze_params(fn, [p for p in candidates if p not in trainable], initial)
     try:
-        grads = differentiate(module, fn, trainable, loss_sum)
-    except GradientError as exc:
-        raise TrainConfigError(KEY, f"cannot differentiate the loss: {exc}") from None
+        grads = gradients(module, fn, trainable, loss_sum)
+    except StepError as exc:
+        raise TrainConfigError(KEY, str(exc)) from None
     fn.params = [*trainable, token_param, labels]
     fn.results = [loss_sum, count, *grads]
     fn.result_names = ["loss_sum", "token_count", *(f"grad.{p.name}" for p in trainable)]

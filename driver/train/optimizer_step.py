@@ -1,26 +1,15 @@
 """The optimizer update as a compiled program over a flat shard of parameters.
 
-`build_update_module(cfg, n)` builds
-
-    update(param f32[n], slot f32[n]..., grad f32[n], grad_scale f32[], lr f32[], step s32[])
-        -> (param', slot'...)
-
-with `passes.autodiff`'s optimizers (AdamW with decoupled weight decay, SGD with momentum;
-PyTorch's semantics), the gradient first multiplied by `grad_scale` (1 / tokens of the
-global batch, times the clipping factor). The learning rate is an input: the engine computes
-it per step with NxD's schedules (`lr_schedule`: linear warm-up and decay, NeMo's cosine
-with its warm-up and hold), which the IR schedules do not all express. The update is
-elementwise, so one program over a rank's flattened parameters (or its ZeRO-1 shard of them)
-is the per-parameter update of each. `step` counts
-the steps already taken (0 for the first).
-
-`OptimizerStep` compiles it once through the ordinary pipeline and keeps the slots (state
-of the update, updated in place each step). It runs the program over CHUNK elements at a
-time (one more program for the remainder): each chunk's parameters, slots and gradient are
-read once into buffers that stay in cache, the program's passes run there, and its results
-are written straight into the slots and the update's output array (a whole-shard program
-would stream every array through memory once per pass and return fresh copies). The
-chunks are shared by as many threads as the BLAS uses, each with executors of its own.
+The program is `nxd.step.update.build_update_module`'s (the gradient scaled by 1 / tokens
+of the global batch times the clipping factor, the learning rate an input computed per step
+with NxD's schedules, `lr_schedule`). `OptimizerStep` compiles it once through the ordinary
+pipeline and keeps the slots (state of the update, updated in place each step). It runs the
+program over CHUNK elements at a time (one more program for the remainder): each chunk's
+parameters, slots and gradient are read once into buffers that stay in cache, the
+program's passes run there, and its results are written straight into the slots and the
+update's output array (a whole-shard program would stream every array through memory once
+per pass and return fresh copies). The chunks are shared by as many threads as the BLAS
+uses, each with executors of its own.
 """
 
 from __future__ import annotations
@@ -33,33 +22,10 @@ from nxcc.backend.runtime.blas_threads import blas_thread_count
 from nxcc.backend.runtime.executor import ProgramExecutor
 from nxcc.backend.runtime.parallel_steps import side_by_side
 from nxcc.driver.options import CompileOptions
+from nxcc.driver.train.logical_core import LogicalCoreExecutor
 from nxcc.driver.train.stage_program import compile_function
-from nxcc.ir.builder import Builder
-from nxcc.ir.core import Function, Module, Value
-from nxcc.ir.dtypes import DType
-from nxcc.ir.types import TensorType
-from nxcc.passes.autodiff.optimizers import OptimizerConfig, apply_optimizer
-
-
-def build_update_module(cfg: OptimizerConfig, n: int) -> Module:
-    """The update program over `n` elements (see the module docstring)."""
-    vec = TensorType(DType.F32, (n,))
-    param = Value(vec, "param")
-    slots = [Value(vec, f"param.{s}") for s in cfg.slots]
-    grad = Value(vec, "grad")
-    scale = Value(TensorType(DType.F32, ()), "grad_scale")
-    lr = Value(TensorType(DType.F32, ()), "lr")
-    step = Value(TensorType(DType.S32, ()), "step")
-    fn = Function("update", [param, *slots, grad, scale, lr, step])
-    module = Module("optimizer_step", {"update": fn}, "update")
-    b = Builder(module, fn)
-    g = b.multiply(grad, b.broadcast_in_dim(scale, shape=(n,), broadcast_dimensions=()))
-    t = b.convert(b.add(step, b.splat(1, step.type)), DType.F64)
-    new_param, new_slots = apply_optimizer(b, cfg, lr, t, param, g, slots)
-    fn.results = [new_param, *new_slots]
-    fn.result_names = ["param", *(f"param.{s}" for s in cfg.slots)]
-    return module
-
+from nxcc.nxd.step.update import build_update_module
+from nxcc.passes.autodiff.optimizers import OptimizerConfig
 
 #: elements of the shard updated by one run of the program
 CHUNK = 1 << 16
@@ -75,7 +41,8 @@ class OptimizerStep:
         how many threads share the chunks (None: as many as the BLAS uses)."""
         self.cfg = cfg
         self.n = n
-        self.chunk = max(1, min(n, CHUNK))
+        # a logical core of several physical cores runs the whole shard, split among them
+        self.chunk = n if options.logical_nc_config > 1 else max(1, min(n, CHUNK))
         sizes = {self.chunk, n % self.chunk or self.chunk}
         programs = {k: compile_function(build_update_module(cfg, k), "update", options)
                     for k in sizes}
@@ -85,7 +52,8 @@ class OptimizerStep:
                           for _ in range(self.threads)]  # one set per thread
         for per_thread in self.executors:
             for executor in per_thread.values():
-                executor.threads = 1  # the chunks share the threads, not their ops
+                if isinstance(executor, ProgramExecutor):
+                    executor.threads = 1  # the chunks share the threads, not their ops
         self.state_dtype = np.dtype(np.float32 if state_dtype is None else state_dtype)
         self.slots = [np.zeros(n, self.state_dtype) for _ in cfg.slots]
         self._out = np.empty(n, np.float32)
@@ -101,7 +69,8 @@ class OptimizerStep:
         updated. The array returned is this object's: the next call overwrites it (and
         may take it as `param`). With several threads, each updates a run of consecutive
         chunks (the same bits: each element's update is the same numpy calls)."""
-        scalars = [np.float32(grad_scale), np.float32(lr), np.int32(step)]
+        scalars = [np.array(grad_scale, np.float32), np.array(lr, np.float32),
+                   np.array(step, np.int32)]
         starts = list(range(0, self.n, self.chunk))
         edges = np.linspace(0, len(starts), self.threads + 1).astype(int)
         work = [functools.partial(self._update, starts[lo:hi], self.executors[t], param, grad,
@@ -113,16 +82,21 @@ class OptimizerStep:
             side_by_side(work, [f"nxcc-update{t}" for t in range(len(work))])
         return self._out
 
-    def _update(self, starts: list[int], executors: dict[int, ProgramExecutor],
-                param: np.ndarray, grad: np.ndarray, scalars: list[np.generic]) -> None:
+    def _update(self, starts: list[int],
+                executors: dict[int, ProgramExecutor | LogicalCoreExecutor],
+                param: np.ndarray, grad: np.ndarray, scalars: list[np.ndarray]) -> None:
         """The chunks beginning at `starts`, with this thread's `executors`."""
         f32 = self.state_dtype == np.float32
         for start in starts:
             stop = min(self.n, start + self.chunk)
             slots = [s[start:stop] for s in self.slots]
-            args = [param[start:stop], *(s if f32 else s.astype(np.float32) for s in slots),
-                    grad[start:stop], *scalars]
-            new_param, *new_slots = executors[stop - start].run(args, copy=False)
+            args: list[np.ndarray] = [
+                param[start:stop], *(s if f32 else s.astype(np.float32) for s in slots),
+                grad[start:stop], *scalars]
+            executor = executors[stop - start]
+            new_param, *new_slots = (executor.run(args, copy=False)  # views: copied below
+                                     if isinstance(executor, ProgramExecutor)
+                                     else executor.run(args))
             np.copyto(self._out[start:stop], new_param)
             for s, new in zip(slots, new_slots, strict=True):
                 np.copyto(s, new, casting="unsafe")  # bf16 state: rounded to nearest

@@ -9,7 +9,9 @@ validation needs), the checkpoint a resume would load (`resume`: a lost `latest`
 committed step folders refused; its manifest, its precision, its files those of the layout
 that wrote it), that the run saves over no committed checkpoint and that its metrics file is
 a regular file, and a Hugging Face checkpoint the run starts from (every tensor against the
-model; not read when a checkpoint of the run itself is resumed).
+model; not read when a checkpoint of the run itself is resumed), and the simulated instance
+the job runs on (`instance`: its type, target and LNC, the ranks per node against its cores
+and its collectives' rank sets).
 
 `exp_manager.resume_from_checkpoint` names one of two kinds of folder, told apart by what it
 holds: an nxcc step folder (`checkpoint.json`, `exp_dir/checkpoints/step_N`) resumes from that
@@ -33,12 +35,12 @@ from typing import TypeAlias
 
 import numpy as np
 
-from nxcc.compiler.decoder import DecoderError, check_plan
-from nxcc.compiler.decoder import StagePlan as DecoderPlan
-from nxcc.compiler.decoder.weights import model_specs
+from nxcc.backend.runtime.config import RuntimeConfig
+from nxcc.backend.runtime.job_cores import JobCores
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train import checkpoint_io as ckpt
 from nxcc.driver.train import reshard
+from nxcc.driver.train.arrays import ArrayBatches
 from nxcc.driver.train.batches import MegatronRows, SampleBatches
 from nxcc.driver.train.config import TrainConfig
 from nxcc.driver.train.data import Batches, load_tokens
@@ -47,6 +49,7 @@ from nxcc.driver.train.errors import TrainConfigError
 from nxcc.driver.train.hf_checkpoint import KEY as START_KEY
 from nxcc.driver.train.hf_checkpoint import is_hf_folder, load_hf_weights
 from nxcc.driver.train.hf_dataset import HFRows, is_hf_dataset
+from nxcc.driver.train.instance import TrainingInstance, check_placement, training_instance
 from nxcc.driver.train.megatron_data import Request, megatron_samples
 from nxcc.driver.train.metrics import check_metrics_file
 from nxcc.driver.train.model_stage import (
@@ -56,22 +59,38 @@ from nxcc.driver.train.model_stage import (
     decoder_unshard,
     recompute_mode,
 )
+from nxcc.driver.train.module_model import (
+    TOKEN_INPUTS,
+    check_module_ranks,
+    module_builder,
+    module_unshard,
+    module_vocab,
+)
 from nxcc.driver.train.onnx_stage import onnx_builder
 from nxcc.driver.train.resume import check_saves, is_step_folder, resume_point, saved_steps
 from nxcc.driver.train.stage import StageBuilder
 from nxcc.driver.train.tensorboard_log import MISSING as TENSORBOARD_MISSING
 from nxcc.driver.train.tensorboard_log import available as tensorboard_available
+from nxcc.nxd.model import InputSpec
+from nxcc.nxd.models.decoder import DecoderError, check_plan, parameter_count
+from nxcc.nxd.models.decoder import StagePlan as DecoderPlan
+from nxcc.nxd.params import ParamSpec
 
 
-def engine_settings(config: TrainConfig) -> EngineSettings:
+def engine_settings(config: TrainConfig, where: TrainingInstance | None = None
+                    ) -> EngineSettings:
+    """The engine's settings; the stages compiled for `where`'s target and LNC (default:
+    trn1, LNC 1)."""
     opt, sched = config.optim, config.optim.sched
     clip = config.trainer.gradient_clip_val or None
+    options = CompileOptions(target=where.target, lnc=where.lnc) if where is not None else \
+        CompileOptions(target="trn1")
     return EngineSettings(
         config.distributed.layout, config.data.micro_batch_size,
         config.data.global_batch_size, config.data.seq_length, opt.optimizer_config(),
         lambda k: sched.lr_at(opt.lr, k), zero1=config.distributed.zero1,
         sequence_parallel=config.distributed.sequence_parallel, clip=clip,
-        options=CompileOptions(target="trn1"), precision=config.recipe, seed=config.seed)
+        options=options, precision=config.recipe, seed=config.seed)
 
 
 @dataclass
@@ -80,13 +99,14 @@ class Job:
 
     config: TrainConfig
     settings: EngineSettings
-    batches: Batches | SampleBatches
+    batches: Batches | SampleBatches | ArrayBatches
     build: StageBuilder
     emit: Callable[[str], None]
     resume: ckpt.Checkpoint | None
     pipeline: Pipeline
+    where: TrainingInstance
     vocab: int = 0
-    validation: Batches | SampleBatches | None = None
+    validation: Batches | SampleBatches | ArrayBatches | None = None
     validation_batches: int = 0
     tensorboard: bool = False
     warnings: list[str] = field(default_factory=list)
@@ -97,6 +117,9 @@ class Job:
     speeds: list[float] = field(default_factory=list)
     logged: bool = False
     unshard: reshard.Unshard | None = None
+    inputs: list[InputSpec] = field(default_factory=list)  # a user model's data inputs
+    cores: JobCores | None = None  # where the ranks run, once reserved (`run`)
+    core_programs: dict[str, int] = field(default_factory=dict)  # rank 0's, per program
     _whole: list = field(default_factory=list)
     _whole_lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -133,17 +156,27 @@ def physical_memory() -> int:
         return 0
 
 
-def check_model_size(config: TrainConfig) -> None:
-    """The built-in decoder's whole weights are drawn in this process: refuse a model
-    whose float32 weights alone exceed the host's memory (or numpy's sizes), naming it."""
+def check_model_size(config: TrainConfig, specs: list[ParamSpec] | None = None) -> None:
+    """The whole model's weights are drawn in this process: refuse a model whose float32
+    weights alone exceed the host's memory (or numpy's sizes), naming it (the built-in
+    decoder's parameters, or `specs`)."""
     m = config.model
-    assert m is not None
-    cfg = decoder_config(m)
-    count = sum(math.prod(s.shape) for s in model_specs(cfg))
+    huge, vocab, least = False, "", ""
+    if specs is None:
+        assert m is not None
+        vocab = f", vocab_size {m.vocab_size:,}"
+        huge = max(m.vocab_size, m.hidden_size) > 1 << 40
+        # beyond numpy's sizes the embedding alone says enough (the model is not built);
+        # the decoder's layers are counted, never listed (num_layers may be any size)
+        count = m.vocab_size * m.hidden_size if huge else parameter_count(decoder_config(m))
+        least = "at least " if huge else ""
+    else:
+        count = sum(math.prod(s.shape) for s in specs)
     limit = physical_memory()
-    if count * 4 > (limit or 1 << 62) or max(m.vocab_size, m.hidden_size) > 1 << 40:
-        raise TrainConfigError("model", f"{count:,} parameters ({count * 4 / 2**30:,.1f} GiB "
-                               f"in float32, vocab_size {m.vocab_size:,}) do not fit this "
+    if count * 4 > (limit or 1 << 62) or huge:
+        raise TrainConfigError("model", f"{least}{count:,} parameters "
+                               f"({count * 4 / 2**30:,.1f} GiB "
+                               f"in float32{vocab}) do not fit this "
                                f"host's {limit / 2**30:,.1f} GiB: nxcc draws the whole "
                                "model's weights in memory")
 
@@ -192,7 +225,8 @@ def _folder_batches(folder: str, key: str, config: TrainConfig, vocab: int | Non
                    data.global_batch_size, eod, key)
 
 
-def validation_batches(config: TrainConfig, val: Batches | SampleBatches) -> int:
+def validation_batches(config: TrainConfig, val: Batches | SampleBatches | ArrayBatches
+                       ) -> int:
     """How many global batches a validation reads (`trainer.limit_val_batches`)."""
     limit = config.data.validation.limit
     count = limit if isinstance(limit, int) else int(val.batches_per_epoch * limit)
@@ -306,7 +340,9 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
                 write_cache: bool = True) -> Job:
     """The run's job with every check made (see the module docstring); nothing written
     under `exp_dir`."""
-    settings = engine_settings(config)
+    where = training_instance(config, RuntimeConfig.from_env())
+    check_placement(config, where)
+    settings = engine_settings(config, where)
     step_folder, hf_folder = start_folders(config)
     found = _resume(config, settings, step_folder)
     check_saves(config.exp_manager.exp_dir, planned_saves(config, found))
@@ -315,6 +351,8 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
         check_model_size(config)
     initial = load_hf_weights(config, hf_folder) if hf_folder is not None and found is None \
         else None
+    if config.module is not None:
+        return _module_job(config, settings, where, emit, found, write_cache)
     if config.model is not None:
         build, pipeline = decoder_builder(config.model, config.seed, config.distributed,
                                           config.data, initial)
@@ -327,13 +365,63 @@ def prepare_job(config: TrainConfig, emit: Callable[[str], None] = print,
         join = _only_slice
     _check_vocabularies(config, vocab)
     batches, validation, count = data_sources(config, vocab, write_cache)
-    job = Job(config, settings, batches, build, emit, found, pipeline, vocab, validation,
-              count, unshard=join)
+    job = Job(config, settings, batches, build, emit, found, pipeline, where, vocab,
+              validation, count, unshard=join)
+    return _with_tensorboard(config, job)
+
+
+def _with_tensorboard(config: TrainConfig, job: Job) -> Job:
     if config.exp_manager.tensorboard:
         job.tensorboard = tensorboard_available()
         if not job.tensorboard:
             job.warnings.append(TENSORBOARD_MISSING)
     return job
+
+
+def _module_job(config: TrainConfig, settings: EngineSettings, where: TrainingInstance,
+                emit: Callable[[str], None], found: ckpt.Checkpoint | None,
+                write_cache: bool) -> Job:
+    """The job of a user model (`model.module`): its every stage on every TP rank built
+    once (as the run will), its data (token sources for a model whose inputs are `tokens`
+    and `labels`, else one array per input, `arrays.py`) checked against its inputs."""
+    cfg = config.module
+    assert cfg is not None
+    if config.exp_manager.resume_from_checkpoint is not None:
+        raise TrainConfigError("exp_manager.resume_from_checkpoint", "Hugging Face weights "
+                               "start the built-in decoder, not a model.module")
+    build, pipeline, whole = module_builder(cfg, config.seed, config.distributed, config.data)
+    check_model_size(config, whole.model.specs)
+    check_module_ranks(cfg, config.distributed, config.data, pipeline)
+    inputs = whole.model.inputs
+    batches: Batches | SampleBatches | ArrayBatches
+    validation: Batches | SampleBatches | ArrayBatches | None
+    if [i.name for i in inputs] == list(TOKEN_INPUTS):
+        vocab = module_vocab(inputs, config.data)
+        _check_vocabularies(config, vocab)
+        batches, validation, count = data_sources(config, vocab, write_cache)
+    else:
+        batches, validation, count = array_sources(config, inputs)
+    job = Job(config, settings, batches, build, emit, found, pipeline, where, 0, validation,
+              count, unshard=module_unshard(cfg), inputs=list(inputs))
+    return _with_tensorboard(config, job)
+
+
+def array_sources(config: TrainConfig, inputs: list[InputSpec]
+                  ) -> tuple[ArrayBatches, ArrayBatches | None, int]:
+    """The arrays of `data.train_dir` (and `data.val_dir`) for a model's named inputs."""
+    data = config.data
+    if data.megatron is not None or data.train_dir is None:
+        raise TrainConfigError("data.train_dir", "a model whose inputs are not tokens and "
+                               "labels reads one .npy per input from data.train_dir")
+    train = ArrayBatches(data.train_dir, inputs, data.global_batch_size)
+    if not data.validation.runs(config.trainer.max_steps):
+        return train, None, 0
+    if data.val_dir is None:
+        raise TrainConfigError("data.val_dir", f"validation every {data.validation.interval} "
+                               "steps needs validation data (or set "
+                               "trainer.limit_val_batches to 0)")
+    val = ArrayBatches(data.val_dir, inputs, data.global_batch_size, "data.val_dir")
+    return train, val, validation_batches(config, val)
 
 
 def _only_slice(name: str, parts: list[list[np.ndarray]], kv_replicator: int) -> np.ndarray:

@@ -31,7 +31,8 @@ def _flat_state(found: ckpt.Checkpoint, layout: FlatLayout, tp: int, pp: int, dp
                 zero1: bool, keys: list[str]) -> Arrays:
     """Each optimizer key's whole flat vector of rank (tp, pp); every shard must hold
     exactly `keys`, each an f32 vector of its DP rank's length."""
-    expected = {k: ((layout.shard_size(zero1),), np.dtype(np.float32)) for k in keys}
+    expected: dict[str, tuple[tuple[int, ...], np.dtype]] = {
+        k: ((layout.shard_size(zero1),), np.dtype(np.float32)) for k in keys}
     if not zero1:
         return found.read(ckpt.optim_name(0, tp, pp), expected)
     shards = [found.read(ckpt.optim_name(d, tp, pp), expected) for d in range(dp)]
@@ -50,12 +51,12 @@ def written_layout(found: ckpt.Checkpoint) -> tuple[int, int, int, bool, int]:
     lay = found.layout
     sizes = [lay.get(k) for k in ("tp", "pp", "dp")] + [lay.get("kv_replicator", 1)]
     zero1 = lay.get("zero1", 0)
-    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in sizes) \
-            or zero1 not in (0, 1):
+    whole = [v for v in sizes if isinstance(v, int) and not isinstance(v, bool) and v >= 1]
+    if len(whole) != len(sizes) or zero1 not in (0, 1):
         raise ckpt.CheckpointError(found.path, f"has the layout {lay}: tp, pp, dp and "
                                    "kv_replicator must be whole numbers of at least 1, "
                                    "zero1 0 or 1")
-    tp, pp, dp, kv = sizes
+    tp, pp, dp, kv = whole
     names = set(ckpt.shard_names(tp, pp, dp, bool(zero1)))
     if set(found.files) != names:
         odd = sorted(set(found.files) ^ names)[0]

@@ -69,7 +69,7 @@ def check_saves(exp_dir: str, steps: Iterable[int]) -> None:
         if os.path.lexists(os.path.join(folder, MANIFEST)):
             raise CheckpointError(
                 folder, f"holds a checkpoint this run would write over (it saves step "
-                        f"{step}): continue from the newest with exp_manager."
+                        f"{step}): continue from the newest with ++exp_manager."
                         f"resume_from_checkpoint={newest[0][1] if newest else folder}, or "
                         "train in another exp_manager.exp_dir")
 

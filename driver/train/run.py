@@ -7,11 +7,14 @@ detection) each of the P processes runs its block of world / P ranks as threads
 `-n 8` is one rank per process and `-n 2` four.
 
 Before any rank starts, every check is made (`prepare.prepare_job`, as `--dry-run` makes
-them: among them the checkpoint to resume, and the refusal of a run that would save over a
-committed checkpoint, `resume`), then the folders interrupted saves left where this run saves
-are set aside. Each rank (`_rank_main`): builds and compiles its stage (`model_stage`,
-`engine`), loads the checkpoint the job resumes (an nxcc step folder named by
-`exp_manager.resume_from_checkpoint`, else the latest when `resume_if_exists`): its
+them: among them the instance, target and LNC the job runs on, `instance`, the checkpoint to
+resume, and the refusal of a run that would save over a committed checkpoint, `resume`). Then
+the job's NeuronCores are reserved on the simulated instance (`job_cores.reserve_job_cores`:
+each process its own ranks' cores, exclusively, for the whole run); a job that does not get
+them is refused naming who holds them, as `neuronx-cc run` is. Then the folders interrupted
+saves left where this run saves are set aside. Each rank (`_rank_main`): builds and compiles
+its stage (`model_stage`, `engine`), loads the checkpoint the job resumes (an nxcc step folder
+named by `exp_manager.resume_from_checkpoint`, else the latest when `resume_if_exists`): its
 parameters and optimizer shard, every array's name, shape and dtype checked against the
 model and layout before any is used, and the step, from which the data position follows;
 then runs the steps. Rank 0 writes
@@ -28,6 +31,13 @@ is named by the peers that find it gone (with the command line's rank children,
 
 The summary (and the log's first lines) gives each rank's memory: parameter, gradient and
 optimizer-state bytes and peak activation bytes.
+
+With `profile` (`train --profile FILE`) every rank's steps are recorded
+(`RankTrainer.attach_profiler`) and written at the end as one Chrome/Perfetto trace: one
+trace process per rank, its compute on one track (each step, each micro-batch's forward and
+backward in 1F1B order with their recomputation, the optimizer update), its collectives on
+others, its sends and receives between stages on another. Under MPI every process records
+its ranks against the time origin of process 0 (one host: one clock) and process 0 writes.
 """
 
 from __future__ import annotations
@@ -35,20 +45,24 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+import time
 from collections.abc import Callable
 
 import numpy as np
 
 from nxcc import errors
 from nxcc.backend.runtime.channels import LocalChannels, MpiChannels
-from nxcc.backend.runtime.config import default_runtime_dir
+from nxcc.backend.runtime.config import RuntimeConfig, default_runtime_dir
+from nxcc.backend.runtime.job_cores import JobCores, PeerFailed, reserve_job_cores
 from nxcc.backend.runtime.mpi_job import launched_processes, world_communicator
 from nxcc.backend.runtime.peer_liveness import PeerProcesses, this_process
+from nxcc.backend.runtime.profile import Profiler
 from nxcc.driver.errors import CompileError
 from nxcc.driver.train import checkpoint_io as ckpt
 from nxcc.driver.train.config import TrainConfig
-from nxcc.driver.train.engine import RankTrainer, StepStats
+from nxcc.driver.train.engine import TRACKS, RankTrainer, StepStats
 from nxcc.driver.train.errors import TrainConfigError
+from nxcc.driver.train.memory import MEMORY_KEYS
 from nxcc.driver.train.metrics import MetricsWriter, format_line, should_log
 from nxcc.driver.train.prepare import Job, prepare_job
 from nxcc.driver.train.ranks import RankFailed, run_rank_threads
@@ -57,8 +71,6 @@ from nxcc.driver.train.tensorboard_log import TensorBoardLog
 
 #: A rank of the job failed (the message names it).
 RANK_FAILED = errors.RANK_FAILED
-MEMORY_KEYS = ("parameter_bytes", "gradient_bytes", "optimizer_state_bytes",
-               "activation_bytes")
 DEFAULT_TIMEOUT = 600.0
 
 
@@ -162,8 +174,13 @@ def _share_cores(job: Job, ranks: int) -> None:
         job.settings = dataclasses.replace(job.settings, threads=1)
 
 
-def _rank_main(job: Job, rank: int, channels: LocalChannels) -> None:
-    trainer = RankTrainer(rank, job.settings, channels, job.build)
+def _rank_main(job: Job, rank: int, channels: LocalChannels, cores: JobCores,
+               profiler: Profiler | None = None) -> None:
+    trainer = RankTrainer(rank, job.settings, channels, job.build, cores)
+    if rank == 0:
+        job.core_programs.update(trainer.core_programs())
+    if profiler is not None:
+        trainer.attach_profiler(profiler)
     try:
         _restore(job, trainer)
         table = _memory_table(trainer)
@@ -172,8 +189,8 @@ def _rank_main(job: Job, rank: int, channels: LocalChannels) -> None:
             job.memory = table
             for line in memory_lines(table, job):
                 job.emit(line)
-            if job.pipeline.flops and job.config.model is not None:
-                job.emit(job.pipeline.describe(job.config.model.num_layers))
+            if job.pipeline.flops:
+                job.emit(job.pipeline.describe())
             writer = MetricsWriter(job.config.exp_manager.exp_dir,
                                    job.start if job.resume is not None else None)
         board = TensorBoardLog(job.config.exp_manager.exp_dir) \
@@ -207,12 +224,11 @@ def _steps(job: Job, trainer: RankTrainer, writer: MetricsWriter | None,
     every = job.config.exp_manager.every_n_train_steps
     saving = job.config.exp_manager.create_checkpoint_callback and every
     for k in range(job.start, job.config.trainer.max_steps):
-        inputs, labels = job.batches.global_batch(k)
-        stats = trainer.step(k, inputs, labels)
+        stats = trainer.step(k, *job.batches.global_batch(k))
         val_loss = _validate(job, trainer, k + 1)
         if writer is not None:
             _log_step(job, writer, k + 1, stats, val_loss, board)
-        if saving and (k + 1) % every == 0:
+        if saving and every and (k + 1) % every == 0:
             _save(job, trainer, k + 1)
 
 
@@ -237,7 +253,10 @@ def summary(job: Job) -> dict[str, object]:
             "pipeline_cut_after": None if job.pipeline.cut_after is None else
             list(job.pipeline.cut_after),
             "pipeline_cut_pieces": list(job.pipeline.cuts),
-            "stage_flops": list(job.pipeline.flops or ())}
+            "stage_flops": list(job.pipeline.flops or ()),
+            "instance": job.where.describe(),
+            "cores": [list(c) for c in job.cores.cores] if job.cores is not None else None,
+            "core_programs": dict(job.core_programs)}
 
 
 #: How a failed process's note begins: its own error line is already on the job's output,
@@ -254,7 +273,8 @@ def _timeout() -> float:
 
 def run_training(config: TrainConfig, emit: Callable[[str], None] = print,
                  on_joined: Callable[[], None] | None = None,
-                 on_prepared: Callable[[], None] | None = None) -> dict[str, object]:
+                 on_prepared: Callable[[], None] | None = None,
+                 profile: str | None = None) -> dict[str, object]:
     """Train as `config` says (see the module docstring); the summary (in process 0 under
     MPI; other processes return an empty summary).
 
@@ -263,23 +283,66 @@ def run_training(config: TrainConfig, emit: Callable[[str], None] = print,
     writes under `exp_dir`. Under MPI, a caller that ends its process itself after an
     error (the command line's rank child, `cli.rank_process`) passes `on_joined`: it is
     called once this process has met its peers, and a failed rank's error is raised.
-    Without it, a failed rank prints its error and aborts the MPI job."""
+    Without it, a failed rank prints its error and aborts the MPI job. `profile`: where to
+    write the run's trace (see the module docstring)."""
+    if profile is not None:
+        check_profile_path(profile)
     processes = launched_processes()
     if processes > 1:
-        return _run_mpi(config, emit, processes, on_joined, on_prepared)
+        return _run_mpi(config, emit, processes, on_joined, on_prepared, profile)
     job = prepare_job(config, emit)
-    _prepared(job, on_prepared)
-    _prepare_exp_dir(job)
-    channels = LocalChannels(_timeout())
-    _share_cores(job, job.settings.world)
+    ranks = list(range(job.settings.world))
+    cores = reserve_cores(job, ranks)
+    _share_cores(job, len(ranks))
     try:
-        run_rank_threads(list(range(job.settings.world)), channels,
-                         lambda r: _rank_main(job, r, channels))
-    except RankFailed as exc:
-        if isinstance(exc.error, CompileError):
-            raise exc.error from None
-        raise CompileError(RANK_FAILED, str(exc)) from None
-    return _finish(job)
+        _prepared(job, on_prepared)
+        _prepare_exp_dir(job)
+        channels = LocalChannels(_timeout())
+        profiler = Profiler(track_names=TRACKS) if profile is not None else None
+        try:
+            run_rank_threads(ranks, channels,
+                             lambda r: _rank_main(job, r, channels, cores, profiler))
+        except RankFailed as exc:
+            if isinstance(exc.error, CompileError):
+                raise exc.error from None
+            raise CompileError(RANK_FAILED, str(exc)) from None
+        if profiler is not None and profile is not None:
+            _write_profile(job, profiler, profile)
+        return _finish(job)
+    finally:
+        cores.release()
+
+
+def reserve_cores(job: Job, local: list[int], gather=None, process: int = 0) -> JobCores:
+    """This process's ranks' NeuronCores on the job's instance (`job_cores`), logged."""
+    where, trainer = job.where, job.config.trainer
+    args = (RuntimeConfig.from_env(), where.instance, where.lnc, trainer.devices, local,
+            trainer.world_size)
+    cores = reserve_job_cores(*args) if gather is None else \
+        reserve_job_cores(*args, gather=gather, process=process)
+    job.cores = cores
+    if process == 0:
+        job.emit(f"instance {where.instance.name} ({where.source}), stages compiled for "
+                 f"{where.target} at LNC {where.lnc}; " + "; ".join(cores.describe()))
+    return cores
+
+
+def check_profile_path(path: str) -> None:
+    """CompileError (NCC_EARG001) before the run when the trace could not be written."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path) or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise CompileError(errors.BAD_ARGUMENT, f"--profile {path}: cannot write a trace "
+                           "there (give a file in an existing, writable folder)")
+
+
+def _write_profile(job: Job, profiler: Profiler, path: str) -> None:
+    try:
+        profiler.write(path)
+    except OSError as exc:
+        raise CompileError(errors.BAD_ARGUMENT, f"--profile {path}: {exc.strerror or exc}"
+                           ) from None
+    job.emit(f"wrote the trace of {len(profiler.ranks)} ranks to {path} (open it in "
+             "https://ui.perfetto.dev)")
 
 
 def _finish(job: Job) -> dict[str, object]:
@@ -303,7 +366,8 @@ def _prepared(job: Job, on_prepared: Callable[[], None] | None) -> None:
 
 def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int,
              on_joined: Callable[[], None] | None,
-             on_prepared: Callable[[], None] | None) -> dict[str, object]:
+             on_prepared: Callable[[], None] | None,
+             profile: str | None = None) -> dict[str, object]:
     comm = world_communicator()
     process, world = comm.Get_rank(), config.trainer.world_size
     if world % processes:
@@ -312,6 +376,23 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int,
     per = world // processes
     local = list(range(process * per, (process + 1) * per))
     job = prepare_job(config, emit if process == 0 else (lambda _: None))
+    try:
+        cores = reserve_cores(job, local, comm.allgather, process)
+    except PeerFailed:  # the process that failed says why: one line for the job
+        if on_joined is not None:
+            raise SystemExit(1) from None
+        raise
+    try:
+        return _run_mpi_ranks(job, comm, local, per, cores, on_joined, on_prepared, profile)
+    finally:
+        cores.release()
+
+
+def _run_mpi_ranks(job: Job, comm, local: list[int], per: int, cores: JobCores,
+                   on_joined: Callable[[], None] | None,
+                   on_prepared: Callable[[], None] | None,
+                   profile: str | None) -> dict[str, object]:
+    process, world = comm.Get_rank(), job.settings.world
     if process == 0:
         _prepared(job, on_prepared)
         _prepare_exp_dir(job)
@@ -321,9 +402,12 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int,
     if on_joined is not None:
         on_joined()
     channels = MpiChannels(comm, world, local, _timeout(), peers)
-    _share_cores(job, per)
+    _share_cores(job, len(local))
+    origin = comm.bcast(time.perf_counter(), root=0)  # one host: one monotonic clock
+    profiler = Profiler(origin, TRACKS) if profile is not None else None
     try:
-        run_rank_threads(local, channels, lambda r: _rank_main(job, r, channels))
+        run_rank_threads(local, channels,
+                         lambda r: _rank_main(job, r, channels, cores, profiler))
         channels.complete_sends()
     except RankFailed as exc:
         error = exc.error if isinstance(exc.error, CompileError) else \
@@ -336,4 +420,10 @@ def _run_mpi(config: TrainConfig, emit: Callable[[str], None], processes: int,
         print(f"ERROR: {error}", file=sys.stderr, flush=True)
         comm.Abort(1)
     comm.Barrier()
+    if profiler is not None and profile is not None:
+        recorded = comm.gather((profiler.events, profiler.rank_names), root=0)
+        if process == 0:
+            for events, names in recorded[1:]:
+                profiler.merge(events, names)
+            _write_profile(job, profiler, profile)
     return _finish(job) if process == 0 else {}

@@ -1,16 +1,19 @@
 """What the engine needs from a model: each rank's stage module and its parameters.
 
-A model provider (the built-in decoder family, `compiler.decoder`; a hand-built module in
-the tests) is a function `build(plan: StagePlan) -> StageBuild`. The stage module holds:
+A model provider (any model of `nxcc.nxd`'s primitives through `model_build.stage_build`:
+the built-in decoder, a user's `model.module`; an ONNX model; a hand-built module in the
+tests) is a function `build(plan: StagePlan) -> StageBuild`. The stage module holds:
 
-- `forward(params..., x_in | tokens) -> x_out` and
-  `backward(params..., x_in | tokens, g_out) -> (g_in?, grads...)` on every stage but the
-  last (`g_in` absent on the first stage, whose input is the tokens);
-- `forward_backward(params..., x_in | tokens, labels) -> (loss_sum, token_count, g_in?,
+- `forward(params..., x_in?, data...) -> (x_out, stash...)` and
+  `backward(params..., x_in?, data..., stash..., g_out) -> (g_in?, grads...)` on every
+  stage but the last (`x_in` and `g_in` absent on the first stage);
+- `forward_backward(params..., x_in?, data...) -> (loss_sum, token_count, g_in?,
   grads...)` on the last stage (the only stage with PP = 1).
 
 `params` are the function's first parameters, in `StageBuild.params` order; `grads` follow
-the same order. Collectives in the module use group-local replica groups ([[0..TP-1]]).
+the same order; `data` are the arrays of the batch the stage reads (`StageBuild.data`: for
+a language model the tokens on the first stage and the labels on the last). Collectives in
+the module use group-local replica groups ([[0..TP-1]]).
 """
 
 from __future__ import annotations
@@ -56,9 +59,15 @@ class StageBuild:
     the decoder sums its own);
     `peak_activation_bytes`: the model's own figure of the activations a rank holds at its
     peak, when it has one (else the engine reports its programs' planned arenas);
-    `pipeline_shared`: parameters the first and the last pipeline stage each hold a copy of
-    (tied embeddings), whose gradients the engine sums over that pair of ranks, as
-    Megatron's embedding group does, so the copies stay equal."""
+    `pipeline_shared`: parameters several pipeline stages each hold a copy of (tied
+    embeddings), whose gradients the engine sums over those ranks, as Megatron's embedding
+    group does, so the copies stay equal: `pipeline_shared_stages` says which stages (by
+    default the first and the last), `pipeline_shared_index` the index of each among the
+    first holder's parameters (whose rounding noise the copies use);
+    `data`: the indices of the batch arrays the stage programs read after their
+    parameters and stage input, in their order (by default the tokens, 0, on the first
+    stage and the labels, 1, on the last); `input_dtypes`: each batch array's dtype as the
+    programs take it (by default int32)."""
 
     module: Module
     params: list[tuple[str, np.ndarray]]
@@ -68,6 +77,10 @@ class StageBuild:
     pipeline_shared: frozenset[str] = frozenset()
     norm_masks: dict[str, np.ndarray] = field(default_factory=dict)
     extra: dict = field(default_factory=dict)
+    data: tuple[int, ...] | None = None
+    input_dtypes: tuple[np.dtype, ...] | None = None
+    pipeline_shared_stages: tuple[int, ...] = ()
+    pipeline_shared_index: dict[str, int] = field(default_factory=dict)
 
 
 StageBuilder = Callable[[StagePlan], StageBuild]

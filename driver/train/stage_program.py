@@ -11,6 +11,10 @@ ranks whose modules differ only in their parameters' values) compile it once.
 
 `CompiledProgram.executor(communicator)` makes a fresh `ProgramExecutor` (one per rank and
 thread) whose collectives go to `communicator`.
+
+At `-lnc N` (N > 1, `options.logical_nc_config`: a trn2 job at LNC 2) the optimised function
+is then sharded over the N physical cores of the rank's logical core (`logical_core`): a
+`ShardedProgram`, one program per core.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from nxcc.backend.runtime.executor import Communicator, ProgramExecutor
 from nxcc.driver.compile import full_pipeline
 from nxcc.driver.errors import CompileError
 from nxcc.driver.options import CompileOptions
+from nxcc.driver.train.logical_core import ShardedProgram, shard_function
 from nxcc.errors import VERIFICATION_FAILED
 from nxcc.ir.clone import clone_function
 from nxcc.ir.core import Module
@@ -67,16 +72,20 @@ def sub_module(module: Module, name: str) -> Module:
                   {n: clone_function(module.functions[n]) for n in keep}, name)
 
 
-_cache: dict[str, CompiledProgram] = {}
+StageProgram = CompiledProgram | ShardedProgram
+
+_cache: dict[str, StageProgram] = {}
 _lock = threading.Lock()
 
 
-def compile_function(module: Module, name: str, options: CompileOptions) -> CompiledProgram:
+def compile_function(module: Module, name: str, options: CompileOptions) -> StageProgram:
     """Function `name` of `module` compiled (see the module docstring); CompileError
     (NCC_EVRF064) when a pass fails."""
     sub = sub_module(module, name)
     text = print_module(sub)
-    key = hashlib.sha256(f"{options.optlevel}|{options.target}|{text}".encode()).hexdigest()
+    lnc = options.logical_nc_config
+    key = hashlib.sha256(f"{options.optlevel}|{options.target}|{lnc}|{text}".encode()
+                         ).hexdigest()
     with _lock:
         found = _cache.get(key)
     if found is not None:
@@ -84,13 +93,17 @@ def compile_function(module: Module, name: str, options: CompileOptions) -> Comp
     manager = PassManager(full_pipeline(options) + core_pipeline(), emit=lambda _: None)
     try:
         manager.run(sub)
+        if lnc > 1:
+            sharded = shard_function(sub, lnc)
     except PassFailure as exc:
         raise CompileError(VERIFICATION_FAILED, f"@{name}: {str(exc).splitlines()[0]}") from exc
+    if lnc > 1:
+        with _lock:
+            return _cache.setdefault(key, sharded)
     table = WeightTable()
     program = lower_module(sub, table)
     fn = sub.entry_function
     compiled = CompiledProgram(name, program, dict(table.arrays),
                                tuple((p.type.shape, p.type.dtype.value) for p in fn.params))
     with _lock:
-        _cache.setdefault(key, compiled)
-    return compiled
+        return _cache.setdefault(key, compiled)

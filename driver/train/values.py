@@ -30,7 +30,7 @@ def _expected(spec: Spec) -> str:
     return {"int": "an integer", "float": "a number", "bool": "true or false",
             "flag": "0, 1, true or false",
             "str": "a string", "path": "a path", "floats2": "a list of two numbers",
-            "strs": "a list of strings", "any": "a value",
+            "strs": "a list of strings", "any": "a value", "mapping": "a block of keys",
             "batches": "a number of batches or a fraction in [0, 1]"}[spec.kind]
 
 
@@ -96,6 +96,14 @@ def _any(path: str, spec: Spec, value: object) -> object:
     return value
 
 
+def _mapping(path: str, spec: Spec, value: object) -> dict[str, object]:
+    """A block of keys taken whole (a user model's arguments): names to YAML values."""
+    if not isinstance(value, dict) or not all(isinstance(k, str) and k.isidentifier()
+                                              for k in value):
+        raise TrainConfigError(path, f"expected a block of argument names, got {value!r}")
+    return dict(value)
+
+
 def _batches(path: str, spec: Spec, value: object) -> int | float:
     """Lightning's batch limits: a count (an integer) or a fraction of the batches (a
     number in [0, 1])."""
@@ -126,4 +134,4 @@ def _strs(path: str, spec: Spec, value: object) -> tuple[str, ...]:
 _CONVERTERS = {"int": _int, "float": _float, "bool": _bool, "flag": _flag, "str": _str,
                "path": _path,
                "enum": _enum, "floats2": _floats2, "strs": _strs, "any": _any,
-               "batches": _batches}
+               "batches": _batches, "mapping": _mapping}

@@ -102,6 +102,8 @@ def _leaves(node: Tree, prefix: str, blocks: frozenset[str], unknown: list[str]
             if not isinstance(value, dict):
                 raise TrainConfigError(path, f"expected a block of keys, got {_kind(value)}")
             yield from _leaves(value, f"{path}.", blocks, unknown)
+        elif path in ACTED and ACTED[path].kind == "mapping":
+            yield path, value
         elif path in ACTED or path in NEUTRAL:
             if isinstance(value, dict):
                 raise TrainConfigError(path, "expected a value, got a block of keys")

@@ -53,8 +53,32 @@ Kernel = Callable[[Sequence[np.ndarray], Sequence[np.ndarray], Mapping[str, Attr
                    KernelContext], None]
 
 
+class _NoCalls:
+    """The context of an elementwise kernel run outside an executor (a fused program's
+    step, a planned softmax's exp): such an op calls no function and joins no collective."""
+
+    def call(self, function: str, args: Sequence[np.ndarray]) -> list[np.ndarray]:
+        raise TypeError(f"no function to call here: @{function}")
+
+    def binary_op(self, function: str) -> OpDef | None:
+        return None
+
+    def collective(self, opcode: str, args: Sequence[np.ndarray],
+                   attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
+        raise TypeError(f"no communicator here for {opcode}")
+
+
+#: the `KernelContext` of an elementwise kernel outside an executor
+NO_CALLS: KernelContext = _NoCalls()
+
+
 def load_kernels() -> None:
-    """Import every kernel module (each registers its kernels and plans)."""
+    """Import every kernel module (each registers its kernels and plans).
+
+    Run by the tables on their first lookup, not at import: the elementwise op definitions
+    (`ir/ops/elementwise.py`) take their functions from modules of this package, and the
+    kernel modules register against those definitions, so they can be imported only once
+    every op is defined."""
     from nxcc.ir.kernels import registry  # noqa: F401  (imports every kernel module)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue, Symbol
+from nxcc.ir.attributes import AttrValue, Symbol, attr_of
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import store
 from nxcc.ir.kernels.plan import kernel_only
@@ -26,7 +26,7 @@ def _copy_results(outs: Sequence[np.ndarray], results: Sequence[np.ndarray]) -> 
 def call(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs = @callee(args)."""
-    callee: Symbol = attrs["callee"]  # type: ignore[assignment]
+    callee = attr_of(attrs, "callee", Symbol)
     _copy_results(outs, ctx.call(callee.name, list(args)))
 
 
@@ -34,8 +34,8 @@ def call(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 def while_(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """state = args; while @condition(state): state = @body(state); outs = state."""
-    cond: Symbol = attrs["condition"]  # type: ignore[assignment]
-    body: Symbol = attrs["body"]  # type: ignore[assignment]
+    cond = attr_of(attrs, "condition", Symbol)
+    body = attr_of(attrs, "body", Symbol)
     state = list(args)
     while bool(np.asarray(ctx.call(cond.name, state)[0])):
         state = list(ctx.call(body.name, state))

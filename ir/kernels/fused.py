@@ -30,7 +30,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import FusedProgram, Step, parse_program
-from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
+from nxcc.ir.kernels.base import NO_CALLS, KernelContext, get_kernel, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, NATIVE_NUMBERS, bound_call, in_order
 from nxcc.ir.kernels.elementwise import COMPARE_UFUNCS
 from nxcc.ir.kernels.erf import erf_float32, prepare_erf_float32
@@ -103,7 +103,7 @@ def _call(step: Step, ins: list[np.ndarray], out: np.ndarray) -> Callable[[], ob
                                  casting="unsafe")
     args = [np.broadcast_to(x, out.shape) for x in ins]
     attrs = step.attrs() if not isinstance(opdef, ElementwiseDef) else {}
-    return functools.partial(get_kernel(opdef), args, [out], attrs, None)
+    return functools.partial(get_kernel(opdef), args, [out], attrs, NO_CALLS)
 
 
 def _scalars_zero_dim(ins: list[np.ndarray]) -> list[np.ndarray]:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, attr_ints
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.plan import kernel_only
 
@@ -28,7 +28,7 @@ def dynamic_slice(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                   attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = x[starts : starts + slice_sizes] with clamped starts."""
     x = args[0]
-    np.copyto(outs[0], x[clamped_slices(x.shape, args[1:], attrs["slice_sizes"])])  # type: ignore
+    np.copyto(outs[0], x[clamped_slices(x.shape, args[1:], attr_ints(attrs, "slice_sizes"))])
 
 
 @kernel(ops.dynamic_update_slice)

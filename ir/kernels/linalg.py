@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, attr_ints
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, bound_call, compute_dtype, is_float, store
 from nxcc.ir.kernels.plan import Step, plan
@@ -83,17 +83,17 @@ def matmul_operands(lhs: np.ndarray, rhs: np.ndarray, out_dtype: np.dtype,
     the accumulation dtype `acc`, with the same leading (batch) dims: one when both merge
     their batch dims in place, else the batch dims as they are (views of lhs and rhs when
     no copy is needed, see the module docstring)."""
-    lb, rb = attrs["lhs_batch_dims"], attrs["rhs_batch_dims"]
-    lc, rc = attrs["lhs_contracting_dims"], attrs["rhs_contracting_dims"]
-    lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]  # type: ignore
-    rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]  # type: ignore
+    lb, rb = attr_ints(attrs, "lhs_batch_dims"), attr_ints(attrs, "rhs_batch_dims")
+    lc, rc = attr_ints(attrs, "lhs_contracting_dims"), attr_ints(attrs, "rhs_contracting_dims")
+    lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
+    rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
     acc = accumulate_dtype(lhs.dtype, out_dtype)
     if lhs.dtype == np.bool_:
         acc = np.dtype(np.int64)
-    ta = lhs.transpose([*lb, *lfree, *lc])  # type: ignore[misc]
-    tb = rhs.transpose([*rb, *rc, *rfree])  # type: ignore[misc]
-    nb = len(lb)  # type: ignore[arg-type]
-    ga, gb = (len(lfree), len(lc)), (len(rc), len(rfree))  # type: ignore[arg-type]
+    ta = lhs.transpose([*lb, *lfree, *lc])
+    tb = rhs.transpose([*rb, *rc, *rfree])
+    nb = len(lb)
+    ga, gb = (len(lfree), len(lc)), (len(rc), len(rfree))
     merge = _merges(ta, (nb, *ga)) and _merges(tb, (nb, *gb))
     return _stacked(ta, nb, ga, acc, merge), _stacked(tb, nb, gb, acc, merge), acc
 

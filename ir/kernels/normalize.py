@@ -24,8 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
-from nxcc.ir.kernels.base import KernelContext, get_kernel, kernel
+from nxcc.ir.attributes import AttrValue, attr_of
+from nxcc.ir.kernels.base import NO_CALLS, KernelContext, get_kernel, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, bound_call, in_order
 from nxcc.ir.kernels.fused import BLOCK
 from nxcc.ir.kernels.plan import plan
@@ -40,14 +40,14 @@ ROW_BLOCK = 8 * BLOCK
 def softmax(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     x, out = args[0], outs[0]
-    axis = int(attrs["dimension"])  # type: ignore[call-overload]
+    axis = attr_of(attrs, "dimension", int)
     row = np.empty(x.shape[:axis] + (1,) + x.shape[axis + 1:], x.dtype)
     with np.errstate(all="ignore"):
         _softmax_steps(x, out, row, axis, ctx)
 
 
 def _softmax_steps(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
-                   ctx: KernelContext | None) -> None:
+                   ctx: KernelContext) -> None:
     """out = softmax(x) along `axis`, with `row` (x's shape, size 1 along `axis`) for the
     row statistics."""
     for call in _softmax_calls(x, out, row, axis, ctx):
@@ -55,7 +55,7 @@ def _softmax_steps(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
 
 
 def _softmax_calls(x: np.ndarray, out: np.ndarray, row: np.ndarray, axis: int,
-                   ctx: KernelContext | None) -> list[Callable[[], object]]:
+                   ctx: KernelContext) -> list[Callable[[], object]]:
     """The numpy calls of `_softmax_steps`, bound to these arrays. (numpy's float32 exp
     has no slow path for masked scores such as -1e4, float32's min or -inf; its float64
     exp, which float32 went through before, is 4x slower on them.)"""
@@ -96,7 +96,7 @@ def prepare_softmax(x: np.ndarray, out: np.ndarray, axis: int) -> Callable[[], N
     calls: list[Callable[[], object]] = []
     for i in range(0, x2.shape[0], rows):
         calls += _softmax_calls(x2[i:i + rows], out2[i:i + rows],
-                                row[:min(rows, x2.shape[0] - i)], 1, None)
+                                row[:min(rows, x2.shape[0] - i)], 1, NO_CALLS)
     return in_order(calls)
 
 
@@ -106,7 +106,7 @@ def softmax_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str
                  ) -> Callable[[], None] | None:
     """Over the last axis of contiguous floats: the kernel's steps block by block of rows,
     planned once (`prepare_softmax`)."""
-    return prepare_softmax(args[0], out, int(attrs["dimension"]))  # type: ignore[call-overload]
+    return prepare_softmax(args[0], out, attr_of(attrs, "dimension", int))
 
 
 def prepare_layer_norm(x: np.ndarray, out: np.ndarray, axis: int, epsilon: float,
@@ -170,9 +170,9 @@ def _rsqrt_float64(row: np.ndarray, wide: np.ndarray) -> None:
 def layer_norm(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     x, out = args[0], outs[0]
-    axis = int(attrs["dimension"])  # type: ignore[call-overload]
+    axis = attr_of(attrs, "dimension", int)
     n = out.dtype.type(x.shape[axis])
-    eps = out.dtype.type(float(attrs["epsilon"]))  # type: ignore[arg-type]
+    eps = out.dtype.type(attr_of(attrs, "epsilon", float))
     row = np.empty(x.shape[:axis] + (1,) + x.shape[axis + 1:], x.dtype)
     with np.errstate(all="ignore"):
         _layer_norm_steps(x, out, row, np.empty_like(out), axis, n, eps,
@@ -185,5 +185,5 @@ def layer_norm_plan(args: Sequence[np.ndarray], out: np.ndarray,
                     constant: Sequence[bool], pool: ScratchPool) -> Callable[[], None] | None:
     """Over the last axis of contiguous floats: the kernel's steps block by block of rows,
     their scratch in the function's pool (`prepare_layer_norm`)."""
-    return prepare_layer_norm(args[0], out, int(attrs["dimension"]),  # type: ignore[call-overload]
-                              float(attrs["epsilon"]), pool)  # type: ignore[arg-type]
+    return prepare_layer_norm(args[0], out, attr_of(attrs, "dimension", int),
+                              attr_of(attrs, "epsilon", float), pool)

@@ -18,7 +18,7 @@ The executor binds each instruction once, at load, to the arrays it reads and wr
 
 The elementwise families' plans are derived from their definitions (`from_defs`), as their
 kernels are; the others are registered beside their kernels with ``@plan(ops.x)``.
-`tests/ir/test_op_coverage.py` checks that every op has its entry.
+`tests/ir/ops/test_op_coverage.py` checks that every op has its entry.
 """
 
 from __future__ import annotations

@@ -20,18 +20,19 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import Symbol
 from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.kernels.common import as_compute, is_float, move_to_end
+from nxcc.ir.opdef import OpDef
 
-_PRED_UFUNCS = {
+_PRED_UFUNCS: dict[OpDef, np.ufunc] = {
     ops.add: np.logical_or, ops.or_: np.logical_or, ops.maximum: np.logical_or,
     ops.multiply: np.logical_and, ops.and_: np.logical_and, ops.minimum: np.logical_and,
     ops.xor: np.logical_xor,
 }
-_INT_UFUNCS = {
+_INT_UFUNCS: dict[OpDef, np.ufunc] = {
     ops.add: np.add, ops.multiply: np.multiply, ops.maximum: np.maximum,
     ops.minimum: np.minimum, ops.and_: np.bitwise_and, ops.or_: np.bitwise_or,
     ops.xor: np.bitwise_xor,
 }
-_FLOAT_UFUNCS = {
+_FLOAT_UFUNCS: dict[OpDef, np.ufunc] = {
     ops.add: np.add, ops.multiply: np.multiply, ops.maximum: np.maximum,
     ops.minimum: np.minimum,
 }

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, Symbol, attr_ints, attr_of
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import NATIVE_NUMBERS, bound_call, store
 from nxcc.ir.kernels.plan import Step, plan
@@ -26,9 +26,9 @@ def reduce(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     """reduce(inputs..., inits...): outs[i] = fold of inputs over `dimensions` from inits."""
     n = len(args) // 2
     inputs, inits = args[:n], args[n:]
-    comp = attrs["computation"]
-    ufunc, values = prepare(ctx, comp, inputs, inits)  # type: ignore[arg-type]
-    results = fold(ctx, comp, ufunc, values, attrs["dimensions"], inits)  # type: ignore
+    comp = attr_of(attrs, "computation", Symbol)
+    ufunc, values = prepare(ctx, comp, inputs, inits)
+    results = fold(ctx, comp, ufunc, values, attr_ints(attrs, "dimensions"), inits)
     for out, r in zip(outs, results, strict=True):
         store(out, r)
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue, Dense
+from nxcc.ir.attributes import AttrValue, Dense, attr_ints, attr_of
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import in_order, pad_array, store
 from nxcc.ir.kernels.plan import Step, kernel_only, plan
@@ -22,7 +22,7 @@ def broadcast_in_dim(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     """Operand dim i goes to out dim broadcast_dimensions[i]; other out dims repeat."""
     x, out = args[0], outs[0]
     shape = [1] * out.ndim
-    for i, d in enumerate(attrs["broadcast_dimensions"]):  # type: ignore[arg-type]
+    for i, d in enumerate(attr_ints(attrs, "broadcast_dimensions")):
         shape[d] = x.shape[i]
     np.copyto(out, x.reshape(shape))
 
@@ -38,7 +38,7 @@ def reshape(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 def transpose(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
               attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Out dim i is operand dim permutation[i]."""
-    np.copyto(outs[0], args[0].transpose(attrs["permutation"]))
+    np.copyto(outs[0], args[0].transpose(attr_ints(attrs, "permutation")))
 
 
 @kernel(ops.slice)
@@ -46,8 +46,8 @@ def slice_(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
            attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Static strided slice [start:limit:stride] on every dim."""
     index = tuple(slice(a, b, s) for a, b, s in zip(
-        attrs["start_indices"], attrs["limit_indices"], attrs["strides"],  # type: ignore
-        strict=True))
+        attr_ints(attrs, "start_indices"), attr_ints(attrs, "limit_indices"),
+        attr_ints(attrs, "strides"), strict=True))
     np.copyto(outs[0], args[0][index])
 
 
@@ -56,22 +56,22 @@ def pad(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
         attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """HLO pad: interior padding, then low/high (negative = cropping)."""
     x, value = args
-    np.copyto(outs[0], pad_array(x, value, attrs["low"], attrs["high"],  # type: ignore
-                                 attrs["interior"]))
+    np.copyto(outs[0], pad_array(x, value, attr_ints(attrs, "low"), attr_ints(attrs, "high"),
+                                 attr_ints(attrs, "interior")))
 
 
 @kernel(ops.concatenate)
 def concatenate(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
                 attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Operands joined along `dimension`."""
-    np.concatenate(list(args), axis=attrs["dimension"], out=outs[0])  # type: ignore
+    np.concatenate(list(args), axis=attr_of(attrs, "dimension", int), out=outs[0])
 
 
 @kernel(ops.reverse)
 def reverse(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Operand reversed along each of `dimensions`."""
-    dims = tuple(attrs["dimensions"])  # type: ignore[arg-type]
+    dims = attr_ints(attrs, "dimensions")
     np.copyto(outs[0], np.flip(args[0], dims) if dims else args[0])
 
 
@@ -80,7 +80,7 @@ def iota(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """0, 1, 2... along `dimension`, repeated along the others."""
     out = outs[0]
-    dim: int = attrs["dimension"]  # type: ignore[assignment]
+    dim = attr_of(attrs, "dimension", int)
     shape = [1] * out.ndim
     shape[dim] = out.shape[dim]
     store(out, np.arange(out.shape[dim], dtype=np.int64).reshape(shape))
@@ -90,7 +90,7 @@ def iota(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 def constant(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
              attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """outs[0] = the `value` attribute."""
-    value: Dense = attrs["value"]  # type: ignore[assignment]
+    value = attr_of(attrs, "value", Dense)
     np.copyto(outs[0], value.array)
 
 
@@ -111,8 +111,8 @@ def pad_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str, At
     its place in out and the value into each border region (regions that do not overlap),
     with no padded array made per execution; else None (the kernel)."""
     x, value = args
-    low, high = list(attrs["low"]), list(attrs["high"])  # type: ignore[call-overload]
-    if any(attrs["interior"]) or min(low + high, default=0) < 0 or not (  # type: ignore[arg-type]
+    low, high = list(attr_ints(attrs, "low")), list(attr_ints(attrs, "high"))
+    if any(attr_ints(attrs, "interior")) or min(low + high, default=0) < 0 or not (
             x.dtype == value.dtype == out.dtype):
         return None
     inner = [slice(lo, n - hi) for lo, hi, n in zip(low, high, out.shape, strict=True)]
@@ -154,7 +154,7 @@ def transpose_plan(args: Sequence[np.ndarray], out: np.ndarray,
     """The copy of the operand's transposed view, the view made once."""
     if not _same_dtype(args, out):
         return None
-    return _copy_step(args[0].transpose(attrs["permutation"]), args[0], out)  # type: ignore[arg-type]
+    return _copy_step(args[0].transpose(attr_ints(attrs, "permutation")), args[0], out)
 
 
 @plan(ops.broadcast_in_dim)
@@ -166,7 +166,7 @@ def broadcast_in_dim_plan(args: Sequence[np.ndarray], out: np.ndarray,
         return None
     x = args[0]
     shape = [1] * out.ndim
-    for i, d in enumerate(attrs["broadcast_dimensions"]):  # type: ignore[arg-type]
+    for i, d in enumerate(attr_ints(attrs, "broadcast_dimensions")):
         shape[d] = x.shape[i]
     return _copy_step(x.reshape(shape), x, out)
 

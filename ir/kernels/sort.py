@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue, Symbol
+from nxcc.ir.attributes import AttrValue, Symbol, attr_of
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import as_compute
 from nxcc.ir.kernels.plan import kernel_only
@@ -99,8 +99,8 @@ def _bitonic_argsort(ctx: KernelContext, comparator: Symbol,
 def sort(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
          attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
     """Sort every operand along `dimension` by the permutation the comparator defines."""
-    dim: int = attrs["dimension"]  # type: ignore[assignment]
-    comparator: Symbol = attrs["comparator"]  # type: ignore[assignment]
+    dim = attr_of(attrs, "dimension", int)
+    comparator = attr_of(attrs, "comparator", Symbol)
     xs = [np.moveaxis(a, dim, -1) for a in args]
     if xs[0].shape[-1] <= 1 or xs[0].size == 0:
         for out, a in zip(outs, args, strict=True):

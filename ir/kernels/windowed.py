@@ -49,7 +49,7 @@ from nxcc.ir.kernels.scratch_pool import ScratchPool
 _OFFSET_LOOP_MAX = 64  # windows up to this many elements are folded offset by offset
 _EXACT_FOLDS = (np.maximum, np.minimum)  # folded one window dimension at a time
 
-_PROBE_PATTERNS = {
+_PROBE_PATTERNS: dict[tuple[bool, ...], str] = {
     (True, False, False): "EQ",
     (False, True, True): "NE",
     (True, False, True): "GE",

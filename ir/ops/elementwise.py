@@ -150,7 +150,7 @@ clamp = define(OpDef("clamp", _clamp, operands=3, elementwise=True, doc="clamp(m
 
 
 def _convert(ts, attrs, module):
-    return [ts[0].with_dtype(attrs["dtype"])]  # type: ignore[arg-type]
+    return [ts[0].with_dtype(attrs["dtype"])]
 
 
 convert = define(
@@ -167,7 +167,7 @@ convert = define(
 
 def _bitcast_convert(ts, attrs, module):
     src = ts[0]
-    dst: DType = attrs["dtype"]  # type: ignore[assignment]
+    dst: DType = attrs["dtype"]
     a, b = src.dtype.itemsize, dst.itemsize
     if a == b:
         return [src.with_dtype(dst)]

@@ -55,7 +55,7 @@ def _row_op(name: str):
         x = ts[0]
         if not x.dtype.is_float or x.rank == 0:
             raise fail(f"{name}: operand {x} must be a float tensor of rank >= 1")
-        if not 0 <= int(attrs["dimension"]) < x.rank:  # type: ignore[call-overload]
+        if not 0 <= int(attrs["dimension"]) < x.rank:
             raise fail(f"{name}: dimension {attrs['dimension']} is not one of {x}")
         return [x]
 

@@ -140,7 +140,7 @@ iota = define(OpDef(
 
 
 def _constant(ts, attrs, module):
-    value: Dense = attrs["value"]  # type: ignore[assignment]
+    value: Dense = attrs["value"]
     return [value.type]
 
 

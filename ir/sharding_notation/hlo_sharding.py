@@ -120,8 +120,11 @@ def _tuple_sharding(cur: Cursor) -> Sharding:
 
 def _sharding_keywords(cur: Cursor) -> Sharding:
     """The keywords of one (non-tuple) sharding up to its '}'."""
-    kind, device, tile_dims, devices = "", None, (), ()
-    replicate_last, last_dims, metadata, extra = False, (), "", []
+    kind, device, metadata, extra = "", None, "", []
+    tile_dims: tuple[int, ...] = ()
+    devices: tuple[int, ...] = ()
+    last_dims: tuple[str, ...] = ()
+    replicate_last = False
     while not cur.eat("}"):
         if cur.at_end():
             raise cur.error("'}' to close the sharding")
@@ -346,8 +349,8 @@ def mesh_replica_groups(sizes: list[int], devices: np.ndarray,
             reshape.extend(local_dims)
             grouped.extend(base + a for a in agg)
     per_group = 1
-    for d, _pre, size in axes:
-        per_group *= size if size is not None else sizes[d]
+    for d, _pre, axis_size in axes:
+        per_group *= axis_size if axis_size is not None else sizes[d]
     rest = [d for d in range(len(reshape)) if d not in grouped]
     arr = devices.reshape(reshape).transpose(rest + grouped).reshape(-1, per_group)
     return tuple(tuple(int(x) for x in row) for row in arr)

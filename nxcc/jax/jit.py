@@ -28,7 +28,7 @@ import nxcc
 try:  # a weakly typed result, as jax.jit returns one (JAX has no public way to make one)
     from jax._src.lax.lax import _convert_element_type as _convert
 except ImportError:  # pragma: no cover - another JAX: results are strongly typed
-    _convert = None  # type: ignore[assignment]
+    _convert = None
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ class Jitted:
     def __init__(self, fn: Callable[..., Any], target: str, lnc: int | None,
                  static_argnums: tuple[int, ...], static_argnames: tuple[str, ...],
                  donate_argnums: tuple[int, ...], donate_argnames: tuple[str, ...],
-                 flags: dict[str, object]) -> None:
+                 flags: dict[str, Any]) -> None:
         self.fn = fn
         self.target = target
         self.lnc = lnc

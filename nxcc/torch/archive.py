@@ -28,6 +28,7 @@ from nxcc.errors import NeffError
 from nxcc.torch.export import Signature, TensorSpec
 from nxcc.torch.structure import StructureError, check
 from nxcc.torch.tensors import DTYPE_NAMED
+from nxcc.version import __version__
 
 FORMAT = "nxcc.torch"
 VERSION = 1
@@ -155,6 +156,4 @@ def _tensors(value: object, key: str) -> tuple[TensorSpec, ...]:
 
 
 def _nxcc_version() -> str:
-    from nxcc.version import __version__
-
     return __version__

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
+from typing import Any
 
 from nxcc.errors import BAD_ARGUMENT, CompileError
 
@@ -31,13 +32,14 @@ class CompilerArgsError(CompileError):
         super().__init__(BAD_ARGUMENT, message)
 
 
-def compiler_flags(compiler_args: str | Sequence[str] | None) -> dict[str, object]:
-    """The flags of `compiler_args` as `nxcc.compile` keywords (see the module docstring)."""
+def compiler_flags(compiler_args: str | Sequence[str] | None) -> dict[str, Any]:
+    """The flags of `compiler_args` as `nxcc.compile` keywords (see the module docstring);
+    values of the types `nxcc.compile` checks each keyword for (hence Any)."""
     if compiler_args is None:
         return {}
     words = shlex.split(compiler_args) if isinstance(compiler_args, str) else \
         [str(w) for w in compiler_args]
-    flags: dict[str, object] = {}
+    flags: dict[str, Any] = {}
     i = 0
     while i < len(words):
         name, values = _flag(words[i])

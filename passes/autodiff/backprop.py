@@ -104,9 +104,3 @@ def _check_type(op: Op, v: Value, g: Value) -> None:
                              f"type {v.type}")
 
 
-def _check_type(op: Op, v: Value, g: Value) -> None:
-    if g.type != v.type:
-        raise AssertionError(f"gradient rule of {op.opcode} gave {g.type} for an operand of "
-                             f"type {v.type}")
-
-

@@ -26,6 +26,10 @@ from nxcc.ir.types import TensorType
 IGNORE_INDEX = -100
 
 
+#: the reducers `reduce_all` takes -> their identity element
+_IDENTITY: dict[OpDef, float] = {ops.add: 0.0, ops.maximum: float("-inf")}
+
+
 class LossError(ValueError):
     """The loss cannot be built on these values."""
 
@@ -37,7 +41,7 @@ def reduce_all(b: Builder, x: Value, reducer: OpDef = ops.add,
     dims = tuple(range(x.type.rank)) if dims is None else dims
     if not dims:
         return x
-    init = {ops.add: 0.0, ops.maximum: float("-inf")}[reducer]
+    init = _IDENTITY[reducer]
     return b.op(ops.reduce, [x, b.splat(init, TensorType(dtype, ()))], {
         "dimensions": dims, "computation": binary_computation(b.module, reducer, dtype)})
 

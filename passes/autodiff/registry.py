@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal, TypeVar, overload
 
 from nxcc.ir.core import Op, Value
 from nxcc.ir.opdef import OpDef
@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from nxcc.passes.autodiff.context import GradContext
 
 GradRule = Callable[["GradContext", Op, Value], Sequence[Value | None]]
+#: the rule of an op registered with `multi_result`: it takes every result's cotangent
+MultiGradRule = Callable[["GradContext", Op, list[Value | None]], Sequence[Value | None]]
+_Rule = TypeVar("_Rule", GradRule, MultiGradRule)
 
 
 @dataclass(frozen=True)
@@ -27,7 +30,7 @@ class Gradient:
     """An op's gradient rule; `multi_result`: the rule takes the list of every result's
     cotangent (None for a result without one) instead of the one result's cotangent."""
 
-    rule: GradRule
+    rule: GradRule | MultiGradRule
     multi_result: bool = False
 
 
@@ -36,12 +39,22 @@ class Gradient:
 RULES: OpTable[Gradient] = OpTable("gradient rule")
 
 
+@overload
+def gradient_rule(*opdefs: OpDef, multi_result: Literal[False] = False
+                  ) -> Callable[[GradRule], GradRule]: ...
+
+
+@overload
+def gradient_rule(*opdefs: OpDef, multi_result: Literal[True]
+                  ) -> Callable[[MultiGradRule], MultiGradRule]: ...
+
+
 def gradient_rule(*opdefs: OpDef, multi_result: bool = False
-                  ) -> Callable[[GradRule], GradRule]:
+                  ) -> Callable[[_Rule], _Rule]:
     """Register the decorated function as the gradient rule of each op of `opdefs`
     (`multi_result`: the rule takes a list of cotangents, one per result)."""
 
-    def register(rule: GradRule) -> GradRule:
+    def register(rule: _Rule) -> _Rule:
         for opdef in opdefs:
             RULES.add(opdef, Gradient(rule, multi_result))
         return rule

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints, attr_of
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import format_program
@@ -61,7 +62,7 @@ def read_through(op: Op | None, shape: tuple[int, ...]) -> tuple[Value, tuple[in
     view of its operand; None otherwise."""
     if op is None or op.opcode != ops.broadcast_in_dim.name or op.result.type.shape != shape:
         return None
-    dims = tuple(op.attrs["broadcast_dimensions"])  # type: ignore[arg-type]
+    dims = attr_ints(op.attrs, "broadcast_dimensions")
     if any(b <= a for a, b in zip(dims, dims[1:], strict=False)):
         return None
     return op.operands[0], dims
@@ -197,7 +198,7 @@ def _fused_op(group: Group, position: dict[int, int]) -> Op:
         if op.opcode == ops.compare.name:
             qualifier = str(op.attrs["direction"])
         elif op.opcode == ops.convert.name:
-            qualifier = op.attrs["dtype"].value  # type: ignore[union-attr]
+            qualifier = attr_of(op.attrs, "dtype", DType).value
         steps.append((op.opcode, qualifier, args))
         index[id(op)] = len(steps) - 1
     program = format_program([d for _, d in group.leaves], steps)

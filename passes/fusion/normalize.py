@@ -14,6 +14,7 @@ chain lose their users and dead code elimination removes them.
 from __future__ import annotations
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import Symbol, attr_ints, attr_of
 from nxcc.ir.core import Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.interpreter import binary_op_of
@@ -45,7 +46,7 @@ def _unbroadcast(v: Value, shape: tuple[int, ...]) -> Value | None:
     b = _owner(v, ops.broadcast_in_dim)
     if b is None or b.result.type.shape != shape:
         return None
-    if tuple(b.attrs["broadcast_dimensions"]) != tuple(range(len(shape))):  # type: ignore
+    if tuple(attr_ints(b.attrs, "broadcast_dimensions")) != tuple(range(len(shape))):
         return None
     return b.operands[0]
 
@@ -56,9 +57,9 @@ def _row_reduce(v: Value, module: Module, combiner: OpDef, init: float) -> tuple
     red = _owner(r.operands[0], ops.reduce) if r is not None else None
     if red is None or len(red.operands) != 2 or _splat(red.operands[1]) != init:
         return None
-    dims = tuple(red.attrs["dimensions"])  # type: ignore[arg-type]
+    dims = attr_ints(red.attrs, "dimensions")
     x = red.operands[0]
-    combined = binary_op_of(module, red.attrs["computation"].name)  # type: ignore[union-attr]
+    combined = binary_op_of(module, attr_of(red.attrs, "computation", Symbol).name)
     if len(dims) != 1 or combined is not combiner:
         return None
     keep = list(x.type.shape)
@@ -70,7 +71,8 @@ def _row_mean(v: Value, module: Module) -> tuple[Value, int] | None:
     """(x, d) when v = divide(rowsum(x), n) with n the length of x's dimension d."""
     div = _owner(v, ops.divide)
     found = _row_reduce(div.operands[0], module, ops.add, 0.0) if div is not None else None
-    if found is None or _splat(div.operands[1]) != float(found[0].type.shape[found[1]]):
+    if div is None or found is None or _splat(div.operands[1]) != float(
+            found[0].type.shape[found[1]]):
         return None
     return found
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import Dense
+from nxcc.ir.attributes import Dense, attr_ints
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Op, Value
 from nxcc.ir.dtypes import DType
@@ -156,7 +156,7 @@ class Resharder:
             x = self.b.op(ops.constant, [], {"value": Dense.splat(
                 v.type.with_shape(local), c.splat_value)})
         elif op.opdef is ops.broadcast_in_dim and dst != whole:
-            bd = list(op.attrs["broadcast_dimensions"])
+            bd = list(attr_ints(op.attrs, "broadcast_dimensions"))
             operand = op.operands[0]
             dims = [j if operand.type.shape[i] == v.type.shape[j] and dst.tiles[j] > 1
                     else None for i, j in enumerate(bd)]

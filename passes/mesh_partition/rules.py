@@ -4,7 +4,7 @@ Every op definition has its rule in `MESH_RULES` (an `OpTable`, registered once,
 ``rule(module, op, dists, n, price) -> Decision``. The elementwise ops' rule is derived from
 their definitions (`elementwise=True` without side effects); the ops in `WHOLE` are
 registered as running on whole values. `KEEPS_PARTIAL` holds the ops a pending sum passes
-through. `tests/ir/test_op_coverage.py` checks that every op has its rule.
+through. `tests/ir/ops/test_op_coverage.py` checks that every op has its rule.
 
 Operands come in non-partial (a pending reduction is all-reduced first). Each rule picks,
 among a few candidate placements of the op's iteration space, the one whose operand
@@ -36,15 +36,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import Symbol, attr_ints, attr_of
 from nxcc.ir.core import Module, Op, Value
-from nxcc.ir.opdef import all_opdefs
+from nxcc.ir.opdef import OpDef, all_opdefs
 from nxcc.ir.ops.collective import ASYNC_OPS
 from nxcc.ir.registry import OpTable
 from nxcc.ir.rewrite import constant_value
 from nxcc.passes.mesh_partition.dist import Dist, combine, project
 
-REDUCER = {ops.add: "sum", ops.maximum: "max", ops.minimum: "min", ops.multiply: "prod",
-           ops.and_: "and", ops.or_: "or"}
+REDUCER: dict[OpDef, str] = {ops.add: "sum", ops.maximum: "max", ops.minimum: "min",
+                             ops.multiply: "prod", ops.and_: "and", ops.or_: "or"}
 IDENTITY = {"sum": 0, "max": -np.inf, "min": np.inf, "prod": 1}
 
 Price = Callable[[Value, Dist], float]
@@ -96,7 +97,7 @@ def own_price(v: Value, dst: Dist, src: Dist) -> float:
     return reshard_cost(src, dst, v.type.nbytes)
 
 
-def _choose(n: int, axes: int, views: list[tuple[Dist, Sequence[int], Value]],
+def _choose(n: int, axes: int, views: Sequence[tuple[Dist, Sequence[int], Value]],
             partial_axes: Sequence[int], result_bytes: int, price: Price) -> Dist:
     """The cheapest space placement (see the module docstring); views are (Dist, axis of
     each dimension, the value)."""
@@ -134,8 +135,8 @@ def elementwise(module: Module, op: Op, dists: list[Dist], n: int, price: Price
 def dot_general(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     a = op.attrs
     lhs, rhs = op.operands
-    lb, rb = list(a.get("lhs_batch_dims", ())), list(a.get("rhs_batch_dims", ()))
-    lc, rc = list(a.get("lhs_contracting_dims", ())), list(a.get("rhs_contracting_dims", ()))
+    lb, rb = attr_ints(a, "lhs_batch_dims"), attr_ints(a, "rhs_batch_dims")
+    lc, rc = attr_ints(a, "lhs_contracting_dims"), attr_ints(a, "rhs_contracting_dims")
     lf = [d for d in range(lhs.type.rank) if d not in lb and d not in lc]
     rf = [d for d in range(rhs.type.rank) if d not in rb and d not in rc]
     nb, nl, nr = len(lb), len(lf), len(rf)
@@ -168,7 +169,7 @@ def dot_general(module: Module, op: Op, dists: list[Dist], n: int, price: Price)
 
 def reduction_kind(module: Module, op: Op) -> str | None:
     """What the reduce's computation is, when it is one binary op of its two parameters."""
-    fn = module.functions.get(op.attrs["computation"].name)  # type: ignore[union-attr]
+    fn = module.functions.get(attr_of(op.attrs, "computation", Symbol).name)
     if fn is None or len(fn.params) != 2 or len(fn.body) != 1:
         return None
     body = fn.body[0]
@@ -192,7 +193,7 @@ def _is_identity(v, kind: str) -> bool:
 def reduce(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     half = len(op.operands) // 2
     xs, inits = op.operands[:half], op.operands[half:]
-    dims = list(op.attrs["dimensions"])
+    dims = list(attr_ints(op.attrs, "dimensions"))
     rank = xs[0].type.rank
     kind = reduction_kind(module, op) if half == 1 else None
     views = [(d, range(rank), v) for v, d in zip(xs, dists[:half], strict=True)]
@@ -234,15 +235,18 @@ def _reshape_groups(a: Sequence[int], b: Sequence[int]) -> list[tuple[list[int],
 
 
 @mesh_rule(ops.reshape)
-def reshape(module: Module, op: Op, dists: list[Dist], n: int, price: Price | None = None
-            ) -> Decision:
+def reshape(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
+    return reshaped(op, dists[0])
+
+
+def reshaped(op: Op, src: Dist) -> Decision:
     """A split input dimension stays split when it is the major dimension of its group and
     its tile count divides the group's major output dimension; otherwise it is gathered,
     and when it is alone in its group the result is split again, by a local slice, along the
     group's first output dimension that divides (`Decision.then`), so the ranks keep
     dividing the work (attention heads out of a fused QKV projection)."""
-    src = orig = dists[0]
-    a, b = op.operands[0].type.shape, tuple(op.attrs["shape"])
+    orig = src
+    a, b = op.operands[0].type.shape, tuple(attr_ints(op.attrs, "shape"))
     tiles = [1] * len(b)
     again = list(tiles)
     gathered_only = []
@@ -271,10 +275,12 @@ def reshape(module: Module, op: Op, dists: list[Dist], n: int, price: Price | No
 
 
 @mesh_rule(ops.transpose)
-def transpose(module: Module, op: Op, dists: list[Dist], n: int, price: Price | None = None
-              ) -> Decision:
-    return Decision([dists[0]], [dists[0].transposed(op.attrs["permutation"])],
-                    dict(op.attrs))
+def transpose(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
+    return transposed(op, dists[0])
+
+
+def transposed(op: Op, src: Dist) -> Decision:
+    return Decision([src], [src.transposed(attr_ints(op.attrs, "permutation"))], dict(op.attrs))
 
 
 @mesh_rule(ops.broadcast_in_dim)
@@ -282,8 +288,8 @@ def broadcast_in_dim(module: Module, op: Op, dists: list[Dist], n: int, price: P
                      ) -> Decision:
     src = dists[0]
     x = op.operands[0]
-    shape = tuple(op.attrs["shape"])
-    bd = list(op.attrs["broadcast_dimensions"])
+    shape = tuple(attr_ints(op.attrs, "shape"))
+    bd = list(attr_ints(op.attrs, "broadcast_dimensions"))
     for i, j in enumerate(bd):
         if src.tiles[i] > 1 and x.type.shape[i] != shape[j]:
             src = src.gathered(i)
@@ -301,8 +307,8 @@ def broadcast_in_dim(module: Module, op: Op, dists: list[Dist], n: int, price: P
 def slice_(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     src = dists[0]
     shape = op.operands[0].type.shape
-    start, limit, stride = (list(op.attrs[k]) for k in ("start_indices", "limit_indices",
-                                                       "strides"))
+    start, limit, stride = (list(attr_ints(op.attrs, k)) for k in ("start_indices",
+                                                                   "limit_indices", "strides"))
     for d in range(len(shape)):
         entire = (start[d], limit[d], stride[d]) == (0, shape[d], 1)
         if src.tiles[d] > 1 and not entire:
@@ -319,7 +325,7 @@ def _transpose_partial(module: Module, op: Op, raw: Sequence[Dist | None], n: in
     """A pending sum transposed as it is."""
     if raw[0] is None or raw[0].partial <= 1:
         return None
-    return transpose(module, op, [raw[0]], n)
+    return transposed(op, raw[0])
 
 
 @KEEPS_PARTIAL.register(ops.reshape)
@@ -328,7 +334,7 @@ def _reshape_partial(module: Module, op: Op, raw: Sequence[Dist | None], n: int
     """A pending sum through a reshape that needs no gather."""
     if raw[0] is None or raw[0].partial <= 1:
         return None
-    dec = reshape(module, op, [raw[0]], n)
+    dec = reshaped(op, raw[0])
     return dec if dec.operands[0] == raw[0] and dec.then is None else None
 
 
@@ -352,7 +358,7 @@ def _scaled_partial(module: Module, op: Op, raw: Sequence[Dist | None], n: int
 @mesh_rule(ops.concatenate)
 def concatenate(module: Module, op: Op, dists: list[Dist], n: int, price: Price) -> Decision:
     """Operands split alike on every dimension but the joined one, which is whole."""
-    dim = op.attrs["dimension"]
+    dim = attr_of(op.attrs, "dimension", int)
     rank = op.results[0].type.rank
     views = [(d.gathered(dim) if d.tiles[dim] > 1 else d, range(rank), v)
              for v, d in zip(op.operands, dists, strict=True) if constant_value(v) is None]

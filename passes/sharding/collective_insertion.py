@@ -145,7 +145,7 @@ class Emitter:
         first = self.annotate(self.b.op(ops.compare, [self.pid(DType.U32),
                                                     self.scalar(0, DType.U32)],
                                         {"direction": "EQ"}), R)
-        other = self.annotate(self.b.splat(_IDENTITY[dst.reduction], x.type), R)  # type: ignore[arg-type]
+        other = self.annotate(self.b.splat(_IDENTITY[dst.reduction], x.type), R)
         return self.annotate(self.b.op(ops.select, [first, x, other]), dst)
 
     # ops
@@ -183,16 +183,16 @@ class Emitter:
             self.new.params.append(q)
             self.define(p, q, s)
         for step in self.plan.ops:
-            op, s = step.op, step.strategy
+            op, strategy = step.op, step.strategy
             if op.opdef is ops.constant:
                 r = self.b.op(ops.constant, [], op.attrs)
                 r.name = op.result.name
                 self.define(op.result, self.annotate(r, R), R)
                 continue
             operands = [self.reshard(v, src, dst) for v, src, dst in
-                        zip(op.operands, step.sources, s.operands, strict=True)]
-            for old, new, want in zip(op.results, self.emit_op(operands, s, op), s.results,
-                                      strict=True):
+                        zip(op.operands, step.sources, strategy.operands, strict=True)]
+            for old, new, want in zip(op.results, self.emit_op(operands, strategy, op),
+                                      strategy.results, strict=True):
                 self.define(old, new, want)
         for r, src, dst in zip(fn.results, self.plan.output_sources, self.plan.outputs,
                                strict=True):

@@ -39,11 +39,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: FLOP/s of one physical core (fp32; trn2: 181 TFLOPS per device / 8 cores).
-PEAK_FLOPS = 22.6e12
-#: HBM bytes/s one physical core reads (trn2: 2.9 TB/s per device / 8 cores).
-HBM_BYTES_PER_S = 362e9
-#: Bytes/s one core moves in a collective within a logical core (shared HBM, synchronised).
+from nxcc.ir.dtypes import DType
+from nxcc.ir.hardware import TRAINIUM2
+
+#: FLOP/s of one physical core (fp32; trn2: 181 TFLOPS per device / 8 cores, `ir.hardware`).
+PEAK_FLOPS = TRAINIUM2.core_tensor_flops(DType.F32)
+#: HBM bytes/s one physical core reads (trn2: 2.9 TB/s per device / 8 cores, `ir.hardware`).
+HBM_BYTES_PER_S = TRAINIUM2.core_hbm_bytes_per_s()
+#: Bytes/s one core moves in a collective within a logical core (shared HBM, synchronised):
+#: a modelling assumption, not a published figure.
 COLLECTIVE_BYTES_PER_S = 100e9
 
 

@@ -198,8 +198,8 @@ def plan_graph(graph: SearchGraph, hints: list[int], record: bool = False) -> Pl
     actual = [have[0] if have else UNKNOWN for have in available]
     for r in graph.fn.results:
         k = graph.number[id(r)]
-        hint = None if hints[k] == UNKNOWN else shardings[hints[k]]
-        dst = output_sharding(shardings[actual[k]], hint)
+        wanted = None if hints[k] == UNKNOWN else shardings[hints[k]]
+        dst = output_sharding(shardings[actual[k]], wanted)
         src, c = _offer(graph, k, graph.intern(dst), available[k])
         plan.outputs.append(dst)
         plan.output_sources.append(shardings[src])

@@ -239,7 +239,8 @@ class ChoiceSearch:
         filled = dict(start.strategies)
         for op in self.anchors:
             s = ran.get(id(op))
-            if id(op) not in filled and any(s is o for o in self.options[id(op)]):
+            if s is not None and id(op) not in filled and any(s is o for o in
+                                                              self.options[id(op)]):
                 filled[id(op)] = s
         full = self.evaluate(filled)
         return full if full.plan.cost.seconds <= start.plan.cost.seconds else start

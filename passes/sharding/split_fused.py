@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.passes.ir_edit import make_op
 
@@ -73,9 +74,10 @@ def slice_users(fn: Function) -> dict[int, list[Op]]:
 
 def _bounds(s: Op) -> list[tuple[int, int]] | None:
     """(start, limit) per dimension of a unit-stride slice, None for a strided one."""
-    if any(step != 1 for step in s.attrs["strides"]):
+    if any(step != 1 for step in attr_ints(s.attrs, "strides")):
         return None
-    return list(zip(s.attrs["start_indices"], s.attrs["limit_indices"], strict=True))
+    return list(zip(attr_ints(s.attrs, "start_indices"), attr_ints(s.attrs, "limit_indices"),
+                    strict=True))
 
 
 def _disjoint(slices: list[Op]) -> bool:
@@ -99,8 +101,9 @@ def _cut_dims(s: Op, shape: tuple[int, ...]) -> list[int]:
 def _rhs_free_result_dims(op: Op) -> dict[int, int]:
     """dot_general's result dimension -> the rhs dimension it comes from, for rhs free dims."""
     lhs, rhs = (v.type for v in op.operands)
-    lb, rb = op.attrs["lhs_batch_dims"], op.attrs["rhs_batch_dims"]
-    lc, rc = op.attrs["lhs_contracting_dims"], op.attrs["rhs_contracting_dims"]
+    lb, rb = attr_ints(op.attrs, "lhs_batch_dims"), attr_ints(op.attrs, "rhs_batch_dims")
+    lc = attr_ints(op.attrs, "lhs_contracting_dims")
+    rc = attr_ints(op.attrs, "rhs_contracting_dims")
     lfree = [d for d in range(lhs.rank) if d not in lb and d not in lc]
     rfree = [d for d in range(rhs.rank) if d not in rb and d not in rc]
     base = len(lb) + len(lfree)

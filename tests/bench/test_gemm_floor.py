@@ -12,8 +12,8 @@ import numpy as np
 
 from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parent.parent.parent
 MLP = REPO / "examples" / "mlp.onnx"
 
 

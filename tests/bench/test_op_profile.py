@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from tests.paths import REPO
 
 
 def test_op_profile_lists_every_kind_of_instruction(tmp_path: Path) -> None:

@@ -8,14 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from tests.paths import REPO
 
 
 def test_table_on_the_tiny_mlp(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "table.py"), "mlp",
                            "--duration", "0.05", "--warmup", "1", "--json", str(out),
-                           "--results", str(tmp_path)],  # not over bench/results/
+                           "--results", str(tmp_path)],  # never over bench/results/
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from tests.paths import REPO
 
 
 def test_train_gpt_on_a_tiny_shape(tmp_path: Path) -> None:

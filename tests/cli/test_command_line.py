@@ -16,8 +16,9 @@ from nxcc.cli.compile_args import split_compile_args
 from nxcc.cli.global_options import move_after_command
 from nxcc.cli.progress import ProgressLine
 from tests.cli_helpers import MODELS, assert_one_line_error, neuronx_cc
+from tests.paths import REPO
 
-DATA = Path(__file__).resolve().parent.parent / "driver" / "data"
+DATA = REPO / "tests/driver/data"
 
 
 def manifest(neff: Path) -> dict:

@@ -15,11 +15,10 @@ from nxcc.cli.compile_cmd import TRAINING_FLAGS, compile_cmd
 from nxcc.driver.cache import layout
 from nxcc.driver.recorded_flags import RECORDED_SWITCHES, RECORDED_WITH_VALUE, RECORDED_WITH_WORDS
 from tests.inprocess import run_cli
+from tests.paths import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 PAGE = REPO / "docs" / "command-line-compatibility.md"
-MODELS = {"XLA": REPO / "tests" / "driver" / "data" / "matmul.hlo.pb",
-          "ONNX": REPO / "tests" / "models" / "mlp_ts17.onnx"}
+MODELS = {"XLA": REPO / "tests/driver/data/matmul.hlo.pb", "ONNX": REPO / "tests/e2e/models/mlp_ts17.onnx"}
 _CODE = re.compile(r"`([^`]+)`")
 
 

@@ -157,15 +157,15 @@ def test_version() -> None:
 @pytest.mark.parametrize(
     ("args", "fragments"),
     [
-        (["compile", "tests/models/mlp_ts17.onnx", "--target", "trn9"], ["NCC_EARG001", "trn9"]),
-        (["compile", "tests/models/mlp_ts17.onnx", "--target", "trn1", "-lnc", "2"],
+        (["compile", "tests/e2e/models/mlp_ts17.onnx", "--target", "trn9"], ["NCC_EARG001", "trn9"]),
+        (["compile", "tests/e2e/models/mlp_ts17.onnx", "--target", "trn1", "-lnc", "2"],
          ["NCC_EARG001", "only supported for --target trn2"]),
         (["compile", "nope.onnx", "--target", "trn1"], ["does not exist"]),
-        (["compile", "tests/models/mlp_dynbatch_ts17.onnx", "--target", "trn1"],
+        (["compile", "tests/e2e/models/mlp_dynbatch_ts17.onnx", "--target", "trn1"],
          ["NCC_EMOD025", "'x'", "--input-shape"]),
-        (["compile", "tests/models/mlp_ts17.onnx", "--target", "trn1", "--input-shape", "x=a"],
+        (["compile", "tests/e2e/models/mlp_ts17.onnx", "--target", "trn1", "--input-shape", "x=a"],
          ["NCC_EARG001", "--input-shape"]),
-        (["compile", "tests/models/mlp_ts17.onnx", "--target", "trn1", "--print-ir-after",
+        (["compile", "tests/e2e/models/mlp_ts17.onnx", "--target", "trn1", "--print-ir-after",
           "nosuchpass"], ["nosuchpass", "no such pass"]),
         (["compile", "README.md", "--target", "trn1"], ["--framework"]),
         (["run", "nope.neff"], ["nope.neff"]),
@@ -182,7 +182,7 @@ def test_user_mistakes_end_in_one_line(args: list[str], fragments: list[str],
 def test_compile_failure_leaves_no_file_and_keeps_an_existing_one(tmp_path: Path) -> None:
     target = tmp_path / "keep.neff"
     target.write_bytes(b"precious")
-    r = neuronx_cc("compile", "tests/models/mlp_dynbatch_ts17.onnx", "--target", "trn1",
+    r = neuronx_cc("compile", "tests/e2e/models/mlp_dynbatch_ts17.onnx", "--target", "trn1",
                    "--output", str(target), "--logfile", str(tmp_path / "log"))
     assert r.returncode != 0
     assert target.read_bytes() == b"precious"
@@ -191,7 +191,7 @@ def test_compile_failure_leaves_no_file_and_keeps_an_existing_one(tmp_path: Path
 
 def test_input_shape_resolves_a_dynamic_batch(tmp_path: Path) -> None:
     out = tmp_path / "dyn.neff"
-    r = neuronx_cc("compile", "tests/models/mlp_dynbatch_ts17.onnx", "--target", "trn1",
+    r = neuronx_cc("compile", "tests/e2e/models/mlp_dynbatch_ts17.onnx", "--target", "trn1",
                    "--input-shape", "x=7,16", "--output", str(out),
                    "--logfile", str(tmp_path / "log"))
     assert r.returncode == 0, r.stderr
@@ -205,7 +205,7 @@ def test_input_shape_resolves_a_dynamic_batch(tmp_path: Path) -> None:
 
 
 def test_print_ir_after_and_debug_timings(tmp_path: Path) -> None:
-    r = neuronx_cc("compile", "tests/models/mlp_ts17.onnx", "--target", "trn1",
+    r = neuronx_cc("compile", "tests/e2e/models/mlp_ts17.onnx", "--target", "trn1",
                    "--output", str(tmp_path / "m.neff"), "--print-ir-after", "fold",
                    "--verbose", "debug", "--logfile", str(tmp_path / "log"))
     assert r.returncode == 0, r.stderr

@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 
 from nxcc.backend.neff import read_neff
+from tests.backend.runtime.neffs import spin_neff
 from tests.cli_helpers import REPO, assert_one_line_error, neuronx_cc
 from tests.inprocess import assert_clean_error, run_cli
-from tests.runtime.neffs import spin_neff
 
 MODEL = REPO / "examples" / "cnn.onnx"
 PREVIOUS = REPO / "examples" / "mlp.onnx"

@@ -1,7 +1,7 @@
 """The hostile files of the hardening issue, rebuilt here, through the command line: each
 ends in one error line with a code and a non-zero status (or runs correctly when it is
 valid), never a traceback, a hang or a MemoryError. (Checkpoints: test_resume_safety.py;
-StableHLO: tests/stablehlo/test_errors.py; runtime limits: tests/driver/.)"""
+StableHLO: tests/compiler/stablehlo/test_errors.py; runtime limits: tests/driver/.)"""
 
 from __future__ import annotations
 
@@ -15,10 +15,10 @@ import onnx
 import pytest
 import yaml
 
+from tests.backend.neff.mutants import EXAMPLES, compile_example
+from tests.driver.train.train_yaml import LLAMA, variant
 from tests.fuzz.npz_hazards import _bzip2_bomb
 from tests.inprocess import assert_clean_error, run_cli
-from tests.neff.mutants import EXAMPLES, compile_example
-from tests.training.train_yaml import LLAMA, variant
 
 LOSS = ["--loss", "cross-entropy", "--loss-input", "y", "--label-input", "labels"]
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from tests.paths import REPO
 
 CHILD = """
 import click

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from tests.cli_helpers import assert_one_line_error, neuronx_cc
-from tests.training.train_yaml import GPT, LLAMA, variant
+from tests.driver.train.train_yaml import GPT, LLAMA, variant
 
 
 def test_dry_run_prints_the_layout(tmp_path: Path) -> None:
@@ -50,8 +50,8 @@ def test_dry_run_json_with_overrides(tmp_path: Path) -> None:
                                "= 6 ranks", "2 x 2 = 4")),
     ({"data__global_batch_size": 7}, ("[NCC_ETRN001] data.global_batch_size:", "7",
                                       "1 x 2 = 2")),
-    ({"model__num_layers": 3}, ("[NCC_ETRN001] model.num_layers:", "num_layers 3",
-                                "pipeline_model_parallel_size 2")),
+    ({"model__num_layers": 1}, ("[NCC_ETRN001] model.num_layers:", "num_layers 1",
+                                "too few for pipeline_model_parallel_size 2")),
     ({"data__train_dir": "/nonexistent/tokens"}, ("[NCC_ETRN001] data.train_dir:",
                                                   "does not exist")),
     ({"trainer__max_steps": "${multiply:2,3}"}, ("[NCC_ETRN001] trainer.max_steps:",

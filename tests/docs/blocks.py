@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent.parent
+from tests.paths import REPO
 
 #: Tags whose blocks are run, and how.
 RUN_TAGS = {"python": "python", "sh": "sh", "bash": "sh", "console": "console"}

@@ -23,7 +23,7 @@ _LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 #: Guide pages other branches are writing, linked from the index before they land (a link
 #: to one is not broken while it is missing). Remove a name once its page is merged.
 PAGES_BEING_WRITTEN = {"python-api.md", "error-codes.md", "pytorch-and-jax.md",
-                       "estimates.md", "hostile-input.md"}
+                       "hostile-input.md"}
 
 
 def _prose(path: Path) -> str:

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from nxcc.driver.cache.store import ERROR, META, NEFF
 from nxcc.version import COMPILER_VERSION
+from tests.backend.neff.mutants import EXAMPLES
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import mutate_bytes, mutate_json, zip_members, zip_of
 from tests.inprocess import run_cli
-from tests.neff.mutants import EXAMPLES
 
 ENTRY_MEMBER = ".entry"
 BAD_HLO = b"""HloModule bad

@@ -24,13 +24,13 @@ from hypothesis import strategies as st
 
 from nxcc.backend.userfiles import UserFileError
 from nxcc.backend.userfiles.npz import NpzArchive
+from tests.backend.neff.mutants import EXAMPLES
 from tests.fuzz.harness import Kind
 from tests.fuzz.kind_data import CONFIG, write_config
 from tests.fuzz.kind_state import _state_change
 from tests.fuzz.mutations import mutate_bytes, mutate_json, zip_members, zip_of
 from tests.fuzz.npz_hazards import npy_hazard, zip_hazard
 from tests.inprocess import run_cli
-from tests.neff.mutants import EXAMPLES
 
 ROOT = "checkpoints"
 SAME_LAYOUT = ("params_tp0_pp0.npz", "optim_dp0_tp0_pp0.npz")
@@ -52,8 +52,8 @@ def seeds(work: Path) -> list[bytes]:
         seed.mkdir()
         config = write_config(seed, steps=2, checkpoints=True)
         result = run_cli("train", str(config), "--quiet", f"trainer.devices={devices}",
-                         f"distributed_strategy.zero1={devices > 1}",
-                         f"data.train_dir={work / 'data'}")
+                         f"++distributed_strategy.zero1={devices > 1}",
+                         f"++data.train_dir={work / 'data'}")
         if result.status != 0:
             raise RuntimeError(f"fuzz seed: training failed: {result.stderr}")
         out.append(zip_of(_tree(seed / "exp" / ROOT)))
@@ -202,7 +202,7 @@ def commands(path: Path, work: Path) -> list[list[str]]:
         if latest.is_file() else None
     (work / "before.json").write_text(json.dumps({"committed": _committed(exp),
                                                   "latest": pointer}))
-    return [["train", str(work / CONFIG), "--quiet", f"data.train_dir={work / 'data'}"]]
+    return [["train", str(work / CONFIG), "--quiet", f"++data.train_dir={work / 'data'}"]]
 
 
 def check(work: Path) -> str | None:

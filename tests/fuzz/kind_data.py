@@ -16,10 +16,10 @@ import numpy as np
 import yaml
 from hypothesis import strategies as st
 
+from tests.backend.neff.mutants import EXAMPLES
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import mutate_bytes
 from tests.fuzz.npz_hazards import npy_hazard, npy_of
-from tests.neff.mutants import EXAMPLES
 
 TRAIN = EXAMPLES / "train"
 CONFIG = "lm.yaml"

@@ -1,4 +1,4 @@
-"""HLO text inputs: seeds from tests/hlo/fixtures/ (JAX dumps, both styles); mutants change
+"""HLO text inputs: seeds from tests/compiler/hlo/fixtures/ (JAX dumps, both styles); mutants change
 numbers (dimensions, constants, indices), element types, shapes (nested tuples), the
 computations an instruction calls (so one calls itself), whole lines, or the bytes; each
 goes through `compile`."""
@@ -10,11 +10,11 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from tests.backend.neff.mutants import REPO
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, DTYPE_NAMES, mutate_bytes, mutate_lines
-from tests.neff.mutants import REPO
 
-FIXTURES = REPO / "tests" / "hlo" / "fixtures"
+FIXTURES = REPO / "tests/compiler/hlo/fixtures"
 NUMBER = re.compile(rb"-?\b\d+\b")
 DTYPE = re.compile(rb"\b(?:f16|bf16|f32|f64|s8|s16|s32|s64|u8|u32|pred)\b")
 SHAPE = re.compile(rb"\b[a-z0-9]+\[[0-9,]*\](?:\{[0-9,]*\})?")

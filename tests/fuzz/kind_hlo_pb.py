@@ -1,4 +1,4 @@
-"""Binary HloModuleProto inputs (.hlo.pb): seeds from tests/hlo/fixtures/proto/ (JAX's
+"""Binary HloModuleProto inputs (.hlo.pb): seeds from tests/compiler/hlo/fixtures/proto/ (JAX's
 serialized modules, lowered and compiled); mutants change the parsed proto where the
 frontend trusts it (instruction, operand, called-computation, root and entry ids;
 computations dropped or duplicated; shapes: dims, element types, tuples nested deep;
@@ -15,11 +15,11 @@ from google.protobuf.message import DecodeError, Message
 from hypothesis import strategies as st
 
 from nxcc.compiler.hlo.proto.schema import message_class
+from tests.backend.neff.mutants import REPO
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_json
-from tests.neff.mutants import REPO
 
-FIXTURES = REPO / "tests" / "hlo" / "fixtures" / "proto"
+FIXTURES = REPO / "tests/compiler/hlo/fixtures/proto"
 OPCODES = ("add", "multiply", "dot", "parameter", "constant", "tuple", "get-tuple-element",
            "while", "call", "conditional", "reduce", "custom-call", "fusion", "broadcast",
            "reshape", "transpose", "all-reduce", "sort", "", "frobnicate", "ADD", "add ")

@@ -13,17 +13,17 @@ from hypothesis import strategies as st
 from nxcc.backend.neff import HEADER_SIZE, NeffError, NeffHeader
 from nxcc.backend.neff.constants import MANIFEST_NAME
 from nxcc.backend.neff.payload import read_payload
+from tests.backend.neff.mutants import compile_example, pack, pack_bytes, unpack
+from tests.backend.neff.real_layout import VARIANTS, write_real_neff
+from tests.backend.runtime.neffs import spin_neff, weights_neff
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import mutate_bytes, mutate_json
-from tests.neff.mutants import compile_example, pack, pack_bytes, unpack
-from tests.neff.real_layout import VARIANTS, write_real_neff
-from tests.runtime.neffs import spin_neff, weights_neff
 
 
 def seeds(work: Path) -> list[bytes]:
     """mlp and cnn from examples/, a `while` loop (spin), a 1 MiB weight, mlp at -lnc 2 on
     trn2 (two programs, a collective); the inputs each one takes are written beside. And the
-    NEFFs in AWS's compiler's layout of `tests.neff.real_layout` (inspected, refused by run)."""
+    NEFFs in AWS's compiler's layout of `tests.backend.neff.real_layout` (inspected, refused by run)."""
     made = [compile_example(work / "mlp.neff", "mlp"), compile_example(work / "cnn.neff", "cnn"),
             spin_neff(work / "spin.neff"), weights_neff(work / "weights.neff")]
     out = []

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
+from tests.backend.neff.mutants import EXAMPLES, compile_example
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, zip_members, zip_of
 from tests.fuzz.npz_hazards import npy_hazard, zip_hazard
-from tests.neff.mutants import EXAMPLES, compile_example
 
 SHAPE = re.compile(rb"'shape': \(([^)]*)\)")
 DESCR = re.compile(rb"'descr': '([^']*)'")

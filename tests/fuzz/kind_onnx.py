@@ -1,4 +1,4 @@
-"""ONNX inputs: seeds from examples/ and tests/models/, and small models with subgraphs,
+"""ONNX inputs: seeds from examples/ and tests/e2e/models/, and small models with subgraphs,
 constants and every element type (`onnx_seeds`); mutants change the model as a protobuf
 message (through its JSON form), retarget its fields (element types, dims, names that make
 cycles or dangle), change any tensor, type, attribute or node anywhere in it, subgraphs
@@ -14,15 +14,15 @@ from google.protobuf import json_format
 from google.protobuf.message import DecodeError
 from hypothesis import strategies as st
 
+from tests.backend.neff.mutants import EXAMPLES, REPO
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_json
 from tests.fuzz.onnx_mutations import ELEM_TYPE, mutate_structured
 from tests.fuzz.onnx_seeds import onnx_seeds
-from tests.neff.mutants import EXAMPLES, REPO
 
 SEED_MODELS = (EXAMPLES / "mlp.onnx", EXAMPLES / "cnn.onnx",
-               REPO / "tests/models/mlp_ts13.onnx", REPO / "tests/models/cnn_ts13.onnx",
-               REPO / "tests/models/mlp_dyn18.onnx")
+               REPO / "tests/e2e/models/mlp_ts13.onnx", REPO / "tests/e2e/models/cnn_ts13.onnx",
+               REPO / "tests/e2e/models/mlp_dyn18.onnx")
 
 
 def seeds(work: Path) -> list[bytes]:

@@ -1,5 +1,5 @@
 """StableHLO text inputs (JAX's default `lower(...).as_text()`): seeds from
-tests/stablehlo/fixtures/ (pretty, generic and located forms); mutants change numbers
+tests/compiler/stablehlo/fixtures/ (pretty, generic and located forms); mutants change numbers
 (dims, constants, result counts `%0:4`, `#N` indices), element types, tensor types (nested
 tuples, absurd ranks), SSA names (so one dangles or is defined twice), callee names (so a
 function calls itself), `dense<...>` literals, brackets, whole lines or the bytes, or make
@@ -20,12 +20,12 @@ from nxcc.compiler.hlo.dtypes import ir_dtype
 from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.hlo.nodes import ArrayShape
 from nxcc.compiler.stablehlo.parser import parse_mlir
+from tests.backend.neff.mutants import REPO
 from tests.fuzz.harness import Kind
 from tests.fuzz.kind_hlo import _pick, _splice
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_lines
-from tests.neff.mutants import REPO
 
-FIXTURES = REPO / "tests" / "stablehlo" / "fixtures"
+FIXTURES = REPO / "tests/compiler/stablehlo/fixtures"
 NUMBER = re.compile(rb"-?\b\d+\b")
 ETYPE = re.compile(rb"\b(?:f16|bf16|f32|f64|i1|i8|i16|i32|i64|ui8|ui32|ui64)\b")
 TENSOR = re.compile(rb"tensor<[^<>]*>")

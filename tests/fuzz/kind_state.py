@@ -12,11 +12,11 @@ from pathlib import Path
 import numpy as np
 from hypothesis import strategies as st
 
+from tests.backend.neff.mutants import EXAMPLES
 from tests.fuzz import kind_npz
 from tests.fuzz.harness import Kind
 from tests.fuzz.mutations import mutate_bytes, zip_members, zip_of
 from tests.inprocess import run_cli
-from tests.neff.mutants import EXAMPLES
 
 STEPS = {"adamw": ["--optimizer", "adamw", "--lr", "1e-2"],
          "sgd": ["--optimizer", "sgd", "--lr", "1e-2", "--mixed-precision", "bf16"]}

@@ -15,10 +15,10 @@ from pathlib import Path
 import yaml
 from hypothesis import strategies as st
 
+from tests.backend.neff.mutants import EXAMPLES
 from tests.fuzz.harness import Kind
 from tests.fuzz.kind_hlo import _pick, _splice
 from tests.fuzz.mutations import BOUNDARY_INTS, mutate_bytes, mutate_json
-from tests.neff.mutants import EXAMPLES
 
 TRAIN = EXAMPLES / "train"
 NUMBER = re.compile(rb"(?<=: )-?\d+(?:\.\d+)?(?:e-?\d+)?\b")

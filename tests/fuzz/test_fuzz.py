@@ -15,9 +15,9 @@ import pytest
 
 from tests.fuzz.harness import FAILING, run_case
 from tests.fuzz.kinds import KINDS
+from tests.paths import REPO
 
 HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
 REGRESSIONS = sorted(p for p in (HERE / "regressions").glob("*/*") if p.is_file())
 
 

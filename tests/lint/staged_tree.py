@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tests.cli_helpers import REPO
 
-LAYERS = ("backend", "cli", "compiler", "driver", "ir", "passes")
+LAYERS = ("backend", "cli", "compiler", "driver", "ir", "nxd", "passes")
 
 
 def stage_package(into: Path) -> Path:

@@ -12,7 +12,7 @@ from pathlib import Path
 from nxcc import errors
 from tests.cli_helpers import REPO
 
-SOURCE_DIRS = ("backend", "cli", "compiler", "driver", "ir", "passes", "nxcc")
+SOURCE_DIRS = ("backend", "cli", "compiler", "driver", "ir", "nxd", "passes", "nxcc")
 CODE = re.compile(r"\b(?:NCC|NRT)_[A-Z][A-Z_]*\d*\b")
 
 

@@ -11,7 +11,7 @@ import pkgutil
 import nxcc
 from nxcc import errors
 
-LAYERS = ("backend", "cli", "compiler", "driver", "ir", "passes")
+LAYERS = ("backend", "cli", "compiler", "driver", "ir", "nxd", "passes")
 
 #: internal exception -> where it becomes an `nxcc.Error` (or why no user can meet it).
 INTERNAL = {
@@ -27,13 +27,16 @@ INTERNAL = {
     "nxcc.backend.userfiles.regular.UserFileError": "each reader's caller: NrtError in "
     "runtime.npz, TrainConfigError or CheckpointError in driver.train, a miss in the cache",
     "nxcc.backend.userfiles.structured._Refused": "UserFileError in load_yaml_text",
-    "nxcc.compiler.decoder.config.DecoderError": "TrainConfigError in driver.train",
     "nxcc.compiler.hlo.proto.literals.LiteralError": "HloError in hlo.proto.to_nodes",
     "nxcc.compiler.hlo.proto.shapes.ShapeError": "HloError in hlo.proto.to_nodes",
     "nxcc.compiler.hlo.proto.text_forms.ProtoFieldError": "HloError in hlo.proto.to_nodes",
     "nxcc.driver.train.ranks.RankFailed": "CompileError(NCC_ETRN003) in driver.train.run",
     "nxcc.driver.train.hf_weights.HFMappingError": "TrainConfigError in hf_checkpoint",
     "nxcc.driver.train.safetensors_io.SafetensorsError": "TrainConfigError in hf_checkpoint",
+    "nxcc.nxd.model.ModelError": "TrainConfigError in driver.train (model_build, module_model)",
+    "nxcc.nxd.models.decoder.config.DecoderError": "TrainConfigError in driver.train",
+    "nxcc.nxd.step.loss.StepError": "CompileError in driver.train.compile_step, TrainConfigError "
+    "in driver.train.onnx_stage",
     "nxcc.ir.fused_program.FusedProgramError": "a VerificationError in ir.ops.fused",
     "nxcc.ir.parser.IRParseError": "the IR text of tests and tools; no user input is IR text",
     "nxcc.ir.sharding_notation.cursor.PieceError": "HloError or NrtError where notation is read",

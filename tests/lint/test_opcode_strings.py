@@ -18,7 +18,7 @@ import ast
 
 from tests.cli_helpers import REPO
 
-LAYERS = ("ir", "passes", "backend", "driver", "cli", "compiler", "nxcc")
+LAYERS = ("ir", "passes", "nxd", "backend", "driver", "cli", "compiler", "nxcc")
 #: the text form's own modules: they turn names into definitions and back
 TEXT_FORM = {"ir/parser.py", "ir/printer.py"}
 

@@ -18,7 +18,7 @@ def test_wheel_has_one_top_level_package(tmp_path: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"nxcc"}
-    for layer in ("compiler", "ir", "passes", "backend", "driver", "cli"):
+    for layer in ("compiler", "ir", "passes", "backend", "driver", "cli", "nxd"):
         assert f"nxcc/{layer}/__init__.py" in names
     assert "nxcc/ir/ir.lark" in names and "nxcc/__main__.py" in names
     assert "nxcc/torch/__init__.py" in names and "nxcc/jax/__init__.py" in names

@@ -15,19 +15,19 @@ from __future__ import annotations
 
 import os
 
-from google.protobuf.message import DecodeError, Message
+from google.protobuf.message import DecodeError
 
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.errors import HloError
 from nxcc.compiler.hlo.nodes import HloModule
-from nxcc.compiler.hlo.proto.schema import message_class
+from nxcc.compiler.hlo.proto.schema import HloMessage, message_class
 from nxcc.compiler.hlo.proto.to_nodes import ProtoSource, module_from_proto
 
 #: protobuf's own limit on a serialized message.
 MAX_BYTES = 2**31 - 1
 
 
-def _try_decode(data: bytes) -> tuple[Message | None, str]:
+def _try_decode(data: bytes) -> tuple[HloMessage | None, str]:
     """(the module in `data`, '') or (None, why not): an HloModuleProto, else the module of
     an HloProto (XLA's dump form)."""
     try:
@@ -47,7 +47,7 @@ def _try_decode(data: bytes) -> tuple[Message | None, str]:
     return module, why
 
 
-def decode(data: bytes, source: str = "<hlo proto>") -> Message:
+def decode(data: bytes, source: str = "<hlo proto>") -> HloMessage:
     """The HloModuleProto serialized in `data` (alone or in an HloProto); HloError
     (NCC_EFRM001) when it is not one."""
     if len(data) > MAX_BYTES:

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from google.protobuf.message import Message
-
 from nxcc.compiler.hlo.attributes import parse_attribute
 from nxcc.compiler.hlo.nodes import Attribute, Shape
 from nxcc.compiler.hlo.proto import enums
 from nxcc.compiler.hlo.proto import text_forms as T
+from nxcc.compiler.hlo.proto.schema import HloMessage
 
 #: Opcodes whose `dimensions` attribute XLA always prints (also when empty).
 DIMENSION_OPS = frozenset({"broadcast", "concatenate", "reverse", "reduce", "transpose",
@@ -47,7 +46,7 @@ class AttrContext:
     cache: dict[tuple[str, str], object] = field(default_factory=dict)
 
 
-def attributes(p: Message, cx: AttrContext) -> dict[str, Attribute]:
+def attributes(p: HloMessage, cx: AttrContext) -> dict[str, Attribute]:
     """The attributes of instruction `p` (PieceError/ValueError from a value's parser and
     ProtoFieldError from an unwritable field propagate)."""
     out: dict[str, Attribute] = {}
@@ -61,7 +60,7 @@ def attributes(p: Message, cx: AttrContext) -> dict[str, Attribute]:
     return out
 
 
-def _emitted(p: Message, cx: AttrContext) -> Iterator[Emitted]:
+def _emitted(p: HloMessage, cx: AttrContext) -> Iterator[Emitted]:
     op = p.opcode
     yield from _shape_attrs(p, op)
     if p.called_computation_ids:
@@ -75,7 +74,7 @@ def _emitted(p: Message, cx: AttrContext) -> Iterator[Emitted]:
     yield from _annotations(p, cx)
 
 
-def _shape_attrs(p: Message, op: str) -> Iterator[Emitted]:
+def _shape_attrs(p: HloMessage, op: str) -> Iterator[Emitted]:
     if op == "iota":
         yield "iota_dimension", str(p.dimensions[0] if p.dimensions else 0), None
     elif op in DIMENSION_OPS or p.dimensions:
@@ -93,7 +92,7 @@ def _shape_attrs(p: Message, op: str) -> Iterator[Emitted]:
         yield "mantissa_bits", str(p.mantissa_bits), None
 
 
-def _called(p: Message, op: str, cx: AttrContext) -> Iterator[Emitted]:
+def _called(p: HloMessage, op: str, cx: AttrContext) -> Iterator[Emitted]:
     names = [cx.computation_name(i) for i in p.called_computation_ids]
     if not names:
         return
@@ -123,7 +122,7 @@ def _names_text(names: list[str]) -> str:
     return "{" + ", ".join(names) + "}"
 
 
-def _linalg(p: Message, op: str) -> Iterator[Emitted]:
+def _linalg(p: HloMessage, op: str) -> Iterator[Emitted]:
     if op in ("convolution", "reduce-window", "select-and-scatter") and p.window.dimensions:
         yield "window", T.window(p.window), None
     if op == "convolution":
@@ -150,7 +149,7 @@ def _linalg(p: Message, op: str) -> Iterator[Emitted]:
             yield "algorithm", alg, None
 
 
-def _indexing(p: Message, op: str) -> Iterator[Emitted]:
+def _indexing(p: HloMessage, op: str) -> Iterator[Emitted]:
     if op == "gather":
         g = p.gather_dimension_numbers
         yield from _dim_numbers((("offset_dims", g.offset_dims, True),
@@ -183,7 +182,7 @@ def _dim_numbers(fields) -> Iterator[Emitted]:
             yield name, T.ints(values), None
 
 
-def _collective(p: Message, op: str) -> Iterator[Emitted]:
+def _collective(p: HloMessage, op: str) -> Iterator[Emitted]:
     if p.channel_id > 0:
         yield "channel_id", str(p.channel_id), None
     if op in GROUPED_OPS:
@@ -204,7 +203,7 @@ def _default_comparison(shapes: list[Shape]) -> str:
     return "SIGNED" if dtype.startswith("s") else "UNSIGNED"
 
 
-def _misc(p: Message, op: str, cx: AttrContext) -> Iterator[Emitted]:
+def _misc(p: HloMessage, op: str, cx: AttrContext) -> Iterator[Emitted]:
     if op == "compare":
         yield "direction", p.comparison_direction, None
         if p.comparison_type and p.comparison_type != _default_comparison(cx.operand_shapes):
@@ -233,7 +232,7 @@ def _misc(p: Message, op: str, cx: AttrContext) -> Iterator[Emitted]:
         yield "is_host_transfer", "true", None
 
 
-def _annotations(p: Message, cx: AttrContext) -> Iterator[Emitted]:
+def _annotations(p: HloMessage, cx: AttrContext) -> Iterator[Emitted]:
     if p.async_execution_thread and p.async_execution_thread != "main":
         yield "async_execution_thread", T.quote(p.async_execution_thread), None
     if p.HasField("sharding"):

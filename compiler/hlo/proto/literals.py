@@ -13,11 +13,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from google.protobuf.message import Message
 
 from nxcc.compiler.hlo.dtypes import IR_TYPES, numpy_dtype_of
 from nxcc.compiler.hlo.nodes import ArrayShape, Shape, TupleShape
 from nxcc.compiler.hlo.proto.enums import PRIMITIVE_TYPES
+from nxcc.compiler.hlo.proto.schema import HloMessage
 
 # element type -> (field, numpy dtype the stored values have)
 _REPEATED = {"pred": ("preds", np.bool_), "s32": ("s32s", np.int32),
@@ -45,7 +45,7 @@ def supported(shape: Shape) -> bool:
     return all(leaf.dtype in IR_TYPES for leaf in shape.leaves())
 
 
-def literal_value(lit: Message, shape: Shape, depth: int = 0) -> np.ndarray | tuple:
+def literal_value(lit: HloMessage, shape: Shape, depth: int = 0) -> np.ndarray | tuple:
     """The value of `lit` for a constant of `shape` (a tuple of values for a tuple)."""
     if isinstance(shape, TupleShape):
         if len(lit.tuple_literals) != len(shape.elements):
@@ -56,7 +56,7 @@ def literal_value(lit: Message, shape: Shape, depth: int = 0) -> np.ndarray | tu
     return _array(lit, shape)
 
 
-def _array(lit: Message, shape: ArrayShape) -> np.ndarray:
+def _array(lit: HloMessage, shape: ArrayShape) -> np.ndarray:
     if lit.HasField("shape") and lit.shape.element_type:
         stored = PRIMITIVE_TYPES.get(lit.shape.element_type)
         if stored != shape.dtype or tuple(lit.shape.dimensions) != shape.dims:
@@ -74,7 +74,7 @@ def _array(lit: Message, shape: ArrayShape) -> np.ndarray:
     return _logical(flat, shape, lit)
 
 
-def _flat(lit: Message, dtype: str) -> np.ndarray:
+def _flat(lit: HloMessage, dtype: str) -> np.ndarray:
     if dtype in _REPEATED:
         field, np_type = _REPEATED[dtype]
         return np.array(getattr(lit, field), dtype=np_type)
@@ -87,7 +87,7 @@ def _flat(lit: Message, dtype: str) -> np.ndarray:
     return np.frombuffer(data, dtype=code).copy()
 
 
-def _logical(flat: np.ndarray, shape: ArrayShape, lit: Message) -> np.ndarray:
+def _logical(flat: np.ndarray, shape: ArrayShape, lit: HloMessage) -> np.ndarray:
     """The values in logical (row-major) order; they are stored in the literal's layout."""
     minor = list(lit.shape.layout.minor_to_major) if lit.HasField("shape") else []
     rank = len(shape.dims)

@@ -26,11 +26,15 @@ or ``map<string,string>``. ``A.B`` declares message B nested in A.
 from __future__ import annotations
 
 from functools import cache
+from typing import Any, TypeAlias
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import Message
 
 PACKAGE = "xla"
+
+#: A message of a class `message_class` builds at run time: its fields (XLA's names, as the
+#: table below declares them) exist only then, so a type checker sees Any.
+HloMessage: TypeAlias = Any
 
 MESSAGES: dict[str, str] = {
     # -- xla/service/hlo.proto ---------------------------------------------------------
@@ -365,6 +369,6 @@ def _pool() -> descriptor_pool.DescriptorPool:
     return pool
 
 
-def message_class(name: str) -> type[Message]:
+def message_class(name: str) -> type[HloMessage]:
     """The message class of `name` (``HloModuleProto``, ``OpSharding``, ...)."""
     return message_factory.GetMessageClass(_pool().FindMessageTypeByName(f"{PACKAGE}.{name}"))

@@ -7,11 +7,10 @@ tiles, element size and memory space (`layout_extra`, e.g. ``T(8,128)(2,1)``).
 
 from __future__ import annotations
 
-from google.protobuf.message import Message
-
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.nodes import ArrayShape, Shape, TupleShape
 from nxcc.compiler.hlo.proto.enums import PRIMITIVE_TYPES, TUPLE
+from nxcc.compiler.hlo.proto.schema import HloMessage
 
 #: Tuples nest at most this deep (the protobuf runtime stops at 100 levels anyway).
 MAX_DEPTH = 64
@@ -25,7 +24,7 @@ class ShapeError(ValueError):
         self.code = code
 
 
-def to_shape(p: Message, depth: int = 0) -> Shape:
+def to_shape(p: HloMessage, depth: int = 0) -> Shape:
     """The tree's shape of ShapeProto `p`; ShapeError when it has none."""
     if depth > MAX_DEPTH:
         raise ShapeError(f"expected a shape, found tuples nested more than {MAX_DEPTH} "
@@ -55,7 +54,7 @@ def to_shape(p: Message, depth: int = 0) -> Shape:
     return ArrayShape(dtype, dims, layout, extra)
 
 
-def _layout_extra(layout: Message) -> str:
+def _layout_extra(layout: HloMessage) -> str:
     text = ""
     if layout.tiles:
         text = "T" + "".join("(" + ",".join(map(str, t.dimensions)) + ")"

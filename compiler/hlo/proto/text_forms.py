@@ -11,9 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from google.protobuf.message import Message
-
 from nxcc.compiler.hlo.proto.enums import SHARDING_TYPES
+from nxcc.compiler.hlo.proto.schema import HloMessage
 
 
 class ProtoFieldError(ValueError):
@@ -51,7 +50,7 @@ def key_values(entries: Mapping[str, str]) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def window(w: Message) -> str:
+def window(w: HloMessage) -> str:
     """`{size=3x3 stride=2x2 pad=1_1x1_1 lhs_dilate=.. rhs_dilate=.. rhs_reversal=..}`,
     each field after size written when it is not its default."""
     dims = list(w.dimensions)
@@ -87,7 +86,7 @@ def _labels(rank: int, named: dict[int, str], spatial: Iterable[int], what: str)
     return "".join(chars)
 
 
-def dim_labels(d: Message) -> str:
+def dim_labels(d: HloMessage) -> str:
     """`b01f_01io->b01f` of ConvolutionDimensionNumbers."""
     n = len(d.input_spatial_dimensions)
     lhs = _labels(n + 2, {d.input_batch_dimension: "b", d.input_feature_dimension: "f"},
@@ -100,7 +99,7 @@ def dim_labels(d: Message) -> str:
     return f"{lhs}_{rhs}->{out}"
 
 
-def slices(dims: Iterable[Message]) -> str:
+def slices(dims: Iterable[HloMessage]) -> str:
     """`{[0:2], [1:5:2]}` (the stride written when it is not 1)."""
     parts = []
     for d in dims:
@@ -110,7 +109,7 @@ def slices(dims: Iterable[Message]) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-def padding(config: Message) -> str:
+def padding(config: HloMessage) -> str:
     """`0_0x1_1_0`: low_high, and _interior when some dimension has interior padding."""
     dims = list(config.dimensions)
     interior = any(d.interior_padding for d in dims)
@@ -126,7 +125,7 @@ def _iota(reshape: Iterable[int], perm: Iterable[int]) -> str:
     return text
 
 
-def sharding(s: Message, depth: int = 0) -> str:
+def sharding(s: HloMessage, depth: int = 0) -> str:
     """OpSharding as `{replicated}`, `{maximal device=0}`, `{devices=[2,1]0,1}` or
     `{devices=[2,4]<=[8] last_tile_dim_replicate}`, tuples as `{{...}, {...}}`."""
     if depth > 64:
@@ -162,7 +161,7 @@ def sharding(s: Message, depth: int = 0) -> str:
     return "{" + body + "}"
 
 
-def replica_groups(instr: Message) -> str:
+def replica_groups(instr: HloMessage) -> str:
     """The instruction's replica groups in the form its proto holds them: the list
     `{{0,1},{2,3}}`, the iota `[2,4]<=[8]` or the mesh `mesh['x'=2,'y'=4] {'y'}`."""
     if instr.HasField("mesh_axes_replica_group_list"):
@@ -176,7 +175,7 @@ def replica_groups(instr: Message) -> str:
     return "{" + ",".join(ints(g.replica_ids) for g in groups) + "}"
 
 
-def _mesh_axes(m: Message) -> str:
+def _mesh_axes(m: HloMessage) -> str:
     axes = list(m.mesh.axes)
     text = "mesh[" + ",".join(f"{quote_axis(a.name)}={a.size}" for a in axes) + "]"
     if m.mesh.device_ids:

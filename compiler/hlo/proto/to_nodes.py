@@ -15,8 +15,6 @@ cycles are found by the lowering, as for text. Errors carry no line: `ProtoSourc
 
 from __future__ import annotations
 
-from google.protobuf.message import Message
-
 from nxcc.compiler.hlo import errors as E
 from nxcc.compiler.hlo.attributes import parse_attribute
 from nxcc.compiler.hlo.errors import HloError, Source
@@ -25,6 +23,7 @@ from nxcc.compiler.hlo.proto import text_forms as T
 from nxcc.compiler.hlo.proto.attrs import AttrContext, attributes
 from nxcc.compiler.hlo.proto.enums import ALIAS_KINDS
 from nxcc.compiler.hlo.proto.literals import LiteralError, literal_value, supported
+from nxcc.compiler.hlo.proto.schema import HloMessage
 from nxcc.compiler.hlo.proto.shapes import ShapeError, shape_text, to_shape
 from nxcc.ir.sharding_notation.cursor import PieceError
 
@@ -39,7 +38,7 @@ class ProtoSource(Source):
 class _Builder:
     """One conversion; `fail` makes the errors."""
 
-    def __init__(self, proto: Message, source: ProtoSource) -> None:
+    def __init__(self, proto: HloMessage, source: ProtoSource) -> None:
         self.proto = proto
         self.src = source
         self.comp_names: dict[int, str] = {}
@@ -95,14 +94,14 @@ class _Builder:
                                     "the module")
         return name
 
-    def shape(self, p: Message) -> Shape:
+    def shape(self, p: HloMessage) -> Shape:
         key = p.SerializeToString()
         shape = self.shapes.get(key)
         if shape is None:
             shape = self.shapes[key] = to_shape(p)
         return shape
 
-    def computation(self, c: Message) -> Computation:
+    def computation(self, c: HloMessage) -> Computation:
         names: dict[int, str] = {}
         shapes: dict[int, Shape] = {}
         for p in c.instructions:
@@ -137,7 +136,7 @@ class _Builder:
                                                        raw, 0)
         return comp
 
-    def instruction(self, p: Message, c: Message, cx: AttrContext, names: dict[int, str],
+    def instruction(self, p: HloMessage, c: HloMessage, cx: AttrContext, names: dict[int, str],
                     shapes: dict[int, Shape]) -> Instruction:
         name = names[p.id]
         try:
@@ -198,7 +197,7 @@ class _Builder:
         return "{(" + params + ")->" + result + "}"
 
 
-def _aliases(alias: Message) -> str:
+def _aliases(alias: HloMessage) -> str:
     """`{ {0}: (0, {}, may-alias), ... }` as the header prints input_output_alias."""
     parts = []
     for e in alias.entries:
@@ -209,6 +208,6 @@ def _aliases(alias: Message) -> str:
     return "{ " + ", ".join(parts) + " }"
 
 
-def module_from_proto(proto: Message, source: str = "<hlo proto>") -> HloModule:
+def module_from_proto(proto: HloMessage, source: str = "<hlo proto>") -> HloModule:
     """The syntax tree of the decoded HloModuleProto `proto`; HloError naming `source`."""
     return _Builder(proto, ProtoSource("", source)).module()

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_of
 from nxcc.ir.core import Op, Value
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
@@ -56,11 +57,11 @@ def _tp_copy(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
 
 @gradient_rule(ops.all_gather)
 def _all_gather(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
-    return [ctx.b.reduce_scatter(g, dimension=op.attrs["dimension"], reduction="sum",
+    return [ctx.b.reduce_scatter(g, dimension=attr_of(op.attrs, "dimension", int), reduction="sum",
                                  **_groups(op))]
 
 
 @gradient_rule(ops.reduce_scatter)
 def _reduce_scatter(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     _sum_only(op)
-    return [ctx.b.all_gather(g, dimension=op.attrs["dimension"], **_groups(op))]
+    return [ctx.b.all_gather(g, dimension=attr_of(op.attrs, "dimension", int), **_groups(op))]

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import Symbol
+from nxcc.ir.attributes import Symbol, attr_of
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
@@ -48,7 +48,7 @@ def static_trip_count(op: Op, cond: Function, body: Function) -> int:
     if test is None or test.opdef is not ops.compare:
         raise ValueError("the loop's condition is not a comparison of a counter")
     lhs, rhs = test.operands
-    direction = test.attrs["direction"]
+    direction = attr_of(test.attrs, "direction", str)
     if direction in ("GT", "GE"):
         lhs, rhs = rhs, lhs
         direction = {"GT": "LT", "GE": "LE"}[direction]
@@ -152,8 +152,8 @@ def _reverse_body(module: Module, body: Function, types: list[TensorType],
 @gradient_rule(ops.while_, multi_result=True)
 def _while(ctx: GradContext, op: Op, cts: list[Value | None]) -> Sequence[Value | None]:
     module = ctx.b.module
-    cond = module.functions[op.attrs["condition"].name]  # type: ignore[union-attr]
-    body = module.functions[op.attrs["body"].name]  # type: ignore[union-attr]
+    cond = module.functions[attr_of(op.attrs, "condition", Symbol).name]
+    body = module.functions[attr_of(op.attrs, "body", Symbol).name]
     trip = static_trip_count(op, cond, body)
     state = op.operands
     carried = [i for i, (p, r) in enumerate(zip(body.params, body.results, strict=True))
@@ -164,7 +164,7 @@ def _while(ctx: GradContext, op: Op, cts: list[Value | None]) -> Sequence[Value 
                 for i, v in enumerate(state)]
     stacks = _record(ctx, op, body, carried, trip)
     invariants = [v for i, v in enumerate(state) if i not in carried]
-    start = [cts[i] if cts[i] is not None else ctx.zeros(state[i].type) for i in floats]
+    start = [cts[i] or ctx.zeros(state[i].type) for i in floats]
     init = [_zero_index(ctx.b), *start, *stacks, *invariants]
     types = [v.type for v in init]
     results = ctx.b.ops("while", init, {

@@ -16,9 +16,10 @@ product `autocast` runs in bf16 is differentiated in bf16 as well.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import AttrValue, attr_ints, attr_ints2, attr_of
 from nxcc.ir.core import Op, Value
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
@@ -34,8 +35,8 @@ def _perm_to(order: Sequence[int]) -> tuple[int, ...]:
 def _dot_general(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     lhs, rhs = op.operands
     a = op.attrs
-    lb, rb, lc, rc = (a["lhs_batch_dims"], a["rhs_batch_dims"], a["lhs_contracting_dims"],
-                      a["rhs_contracting_dims"])
+    lb, rb = attr_ints(a, "lhs_batch_dims"), attr_ints(a, "rhs_batch_dims")
+    lc, rc = attr_ints(a, "lhs_contracting_dims"), attr_ints(a, "rhs_contracting_dims")
     lfree = [d for d in range(lhs.type.rank) if d not in lb and d not in lc]
     rfree = [d for d in range(rhs.type.rank) if d not in rb and d not in rc]
     nb = len(lb)
@@ -82,14 +83,15 @@ def _merge_axis(ctx: GradContext, x: Value, src: int, dst: int) -> Value:
     return ctx.b.reshape(moved, shape)
 
 
-def _specs(a) -> tuple[list[int], list[int], list[int]]:
+def _specs(a: Mapping[str, AttrValue]) -> tuple[list[int], list[int], list[int]]:
     """(lhs, rhs, out) dimension specs as JAX writes them: (batch|out-feature, feature|
     in-feature, spatial...)."""
-    lhs = [a["input_batch_dim"], a["input_feature_dim"], *a["input_spatial_dims"]]
-    rhs = [a["kernel_output_feature_dim"], a["kernel_input_feature_dim"],
-           *a["kernel_spatial_dims"]]
-    out = [a["output_batch_dim"], a["output_feature_dim"], *a["output_spatial_dims"]]
-    return lhs, rhs, out
+    def spec(first: str, second: str, spatial: str) -> list[int]:
+        return [attr_of(a, first, int), attr_of(a, second, int), *attr_ints(a, spatial)]
+
+    return (spec("input_batch_dim", "input_feature_dim", "input_spatial_dims"),
+            spec("kernel_output_feature_dim", "kernel_input_feature_dim", "kernel_spatial_dims"),
+            spec("output_batch_dim", "output_feature_dim", "output_spatial_dims"))
 
 
 def _conv_attrs(lhs: list[int], rhs: list[int], out: list[int], **rest: object) -> dict:
@@ -109,17 +111,18 @@ def _conv_lhs_grad(ctx: GradContext, op: Op, g: Value) -> Value:
     lhs, rhs = op.operands
     a = op.attrs
     lspec, rspec, ospec = _specs(a)
-    groups, batch_groups = a["feature_group_count"], a["batch_group_count"]
+    groups = attr_of(a, "feature_group_count", int)
+    batch_groups = attr_of(a, "batch_group_count", int)
     kernel = rhs
     if groups > 1 or batch_groups > 1:
         kernel = _split_axis(ctx, kernel, rspec[0], max(groups, batch_groups))
         kernel = _merge_axis(ctx, kernel, rspec[0], rspec[1])
     padding = []
     for i in range(len(lspec) - 2):
-        in_size = _dilate(lhs.type.shape[lspec[2 + i]], a["lhs_dilation"][i])
-        k_size = _dilate(kernel.type.shape[rspec[2 + i]], a["rhs_dilation"][i])
-        out_size = _dilate(g.type.shape[ospec[2 + i]], a["window_strides"][i])
-        before = k_size - a["padding"][i][0] - 1
+        in_size = _dilate(lhs.type.shape[lspec[2 + i]], attr_ints(a, "lhs_dilation")[i])
+        k_size = _dilate(kernel.type.shape[rspec[2 + i]], attr_ints(a, "rhs_dilation")[i])
+        out_size = _dilate(g.type.shape[ospec[2 + i]], attr_ints(a, "window_strides")[i])
+        before = k_size - attr_ints2(a, "padding")[i][0] - 1
         padding.append((before, in_size + k_size - 1 - out_size - before))
     b = ctx.b
     reversed_kernel = b.reverse(kernel, dimensions=tuple(rspec[2:]))
@@ -137,13 +140,14 @@ def _conv_rhs_grad(ctx: GradContext, op: Op, g: Value) -> Value:
     lhs, rhs = op.operands
     a = op.attrs
     lspec, rspec, ospec = _specs(a)
-    groups, batch_groups = a["feature_group_count"], a["batch_group_count"]
+    groups = attr_of(a, "feature_group_count", int)
+    batch_groups = attr_of(a, "batch_group_count", int)
     padding = []
     for i in range(len(lspec) - 2):
-        in_size = _dilate(lhs.type.shape[lspec[2 + i]], a["lhs_dilation"][i])
-        k_size = _dilate(rhs.type.shape[rspec[2 + i]], a["rhs_dilation"][i])
-        out_size = _dilate(g.type.shape[ospec[2 + i]], a["window_strides"][i])
-        lo = a["padding"][i][0]
+        in_size = _dilate(lhs.type.shape[lspec[2 + i]], attr_ints(a, "lhs_dilation")[i])
+        k_size = _dilate(rhs.type.shape[rspec[2 + i]], attr_ints(a, "rhs_dilation")[i])
+        out_size = _dilate(g.type.shape[ospec[2 + i]], attr_ints(a, "window_strides")[i])
+        lo = attr_ints2(a, "padding")[i][0]
         padding.append((lo, (out_size - in_size) + (k_size - lo - 1)))
     gw = ctx.b.op(ops.convolution, [lhs, ctx.b.convert(g, lhs.type.dtype)], _conv_attrs(
         _swap(lspec), _swap(ospec), _swap(rspec), window_strides=a["rhs_dilation"],

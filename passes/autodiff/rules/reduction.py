@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import Symbol
+from nxcc.ir.attributes import Symbol, attr_ints, attr_of
 from nxcc.ir.core import Op, Value
 from nxcc.ir.interpreter import binary_op_of
 from nxcc.ir.opdef import OpDef
@@ -14,7 +14,7 @@ from nxcc.passes.autodiff.registry import gradient_rule
 
 
 def reducer_op(ctx: GradContext, op: Op) -> OpDef | None:
-    sym: Symbol = op.attrs["computation"]  # type: ignore[assignment]
+    sym = attr_of(op.attrs, "computation", Symbol)
     return binary_op_of(ctx.b.module, sym.name)
 
 
@@ -26,7 +26,7 @@ def _reduce(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
         raise ValueError("gradient of a variadic reduce is not supported")
     x, init = op.operands
     reducer = reducer_op(ctx, op)
-    dims = op.attrs["dimensions"]
+    dims = attr_ints(op.attrs, "dimensions")
     kept = [d for d in range(x.type.rank) if d not in dims]
     b = ctx.b
     spread = ctx.broadcast(g, x.type.shape, kept)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints, attr_of
 from nxcc.ir.core import Op, Value
 from nxcc.passes.autodiff.context import GradContext
 from nxcc.passes.autodiff.registry import gradient_rule
@@ -15,8 +16,8 @@ from nxcc.passes.autodiff.registry import gradient_rule
 def _broadcast_in_dim(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     """Sum over the new dims and over the operand's size-1 dims that were stretched."""
     x = op.operands[0]
-    dims = op.attrs["broadcast_dimensions"]
-    shape = op.attrs["shape"]
+    dims = attr_ints(op.attrs, "broadcast_dimensions")
+    shape = attr_ints(op.attrs, "shape")
     stretched = [d for i, d in enumerate(dims) if x.type.shape[i] == 1 and shape[d] != 1]
     summed = [d for d in range(len(shape)) if d not in dims or d in stretched]
     return [ctx.b.reshape(ctx.sum(g, summed), x.type.shape)]
@@ -29,7 +30,7 @@ def _reshape(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
 
 @gradient_rule(ops.transpose)
 def _transpose(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
-    perm = op.attrs["permutation"]
+    perm = attr_ints(op.attrs, "permutation")
     inverse = [0] * len(perm)
     for i, p in enumerate(perm):
         inverse[p] = i
@@ -38,14 +39,14 @@ def _transpose(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
 
 @gradient_rule(ops.reverse)
 def _reverse(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
-    return [ctx.b.reverse(g, dimensions=op.attrs["dimensions"])]
+    return [ctx.b.reverse(g, dimensions=attr_ints(op.attrs, "dimensions"))]
 
 
 @gradient_rule(ops.slice)
 def _slice(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     """The cotangent padded with zeros back to where the slice took it from."""
     x = op.operands[0]
-    start, strides = op.attrs["start_indices"], op.attrs["strides"]
+    start, strides = attr_ints(op.attrs, "start_indices"), attr_ints(op.attrs, "strides")
     if g.type.size == 0:
         return [ctx.zeros(x.type)]
     low, high, interior = [], [], []
@@ -65,7 +66,8 @@ def _pad(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
     get zero); the padding value gets the sum over the rest."""
     x, value = op.operands
     b = ctx.b
-    low, high, interior = op.attrs["low"], op.attrs["high"], op.attrs["interior"]
+    low, high = attr_ints(op.attrs, "low"), attr_ints(op.attrs, "high")
+    interior = attr_ints(op.attrs, "interior")
     # undo cropping first: pad the cotangent by what was cropped
     grow_lo = tuple(max(-v, 0) for v in low)
     grow_hi = tuple(max(-v, 0) for v in high)
@@ -87,7 +89,7 @@ def _pad(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
 
 @gradient_rule(ops.concatenate)
 def _concatenate(ctx: GradContext, op: Op, g: Value) -> Sequence[Value | None]:
-    dim = op.attrs["dimension"]
+    dim = attr_of(op.attrs, "dimension", int)
     out: list[Value | None] = []
     offset = 0
     for i, x in enumerate(op.operands):

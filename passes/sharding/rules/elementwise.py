@@ -12,7 +12,15 @@ from __future__ import annotations
 from nxcc.ir import ops
 from nxcc.ir.core import Module, Op
 from nxcc.ir.opdef import all_opdefs
-from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.passes.sharding.rules.strategy import (
+    R,
+    Strategy,
+    partial,
+    replicate,
+    rule,
+    split,
+    splittable,
+)
 
 #: every op whose definition says `elementwise=True` has this rule.
 ELEMENTWISE = tuple(opdef for opdef in all_opdefs() if opdef.elementwise)

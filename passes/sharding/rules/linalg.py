@@ -18,16 +18,26 @@ convolution:
 from __future__ import annotations
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints, attr_of
 from nxcc.ir.core import Module, Op
-from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.passes.sharding.rules.strategy import (
+    R,
+    Strategy,
+    partial,
+    replicate,
+    rule,
+    split,
+    splittable,
+)
 
 
 @rule(ops.dot_general)
 def dot_general(op: Op, n: int, module: Module | None) -> list[Strategy]:
     lhs, rhs = (v.type for v in op.operands)
     res = op.results[0].type
-    lb, rb = op.attrs["lhs_batch_dims"], op.attrs["rhs_batch_dims"]
-    lc, rc = op.attrs["lhs_contracting_dims"], op.attrs["rhs_contracting_dims"]
+    lb, rb = attr_ints(op.attrs, "lhs_batch_dims"), attr_ints(op.attrs, "rhs_batch_dims")
+    lc = attr_ints(op.attrs, "lhs_contracting_dims")
+    rc = attr_ints(op.attrs, "rhs_contracting_dims")
     lfree = [d for d in range(lhs.rank) if d not in lb and d not in lc]
     rfree = [d for d in range(rhs.rank) if d not in rb and d not in rc]
     out = [replicate(op)]
@@ -62,24 +72,28 @@ def convolution(op: Op, n: int, module: Module | None) -> list[Strategy]:
     lhs, rhs = (v.type for v in op.operands)
     res = op.results[0].type
     a = op.attrs
-    groups, batch_groups = a["feature_group_count"], a["batch_group_count"]
+
+    def dim(key: str) -> int:
+        return attr_of(a, key, int)
+
+    groups, batch_groups = dim("feature_group_count"), dim("batch_group_count")
     out = [replicate(op)]
-    if batch_groups == 1 and splittable(lhs.shape[a["input_batch_dim"]], n):
-        out.append(Strategy("batch", "batch", (split(lhs.rank, a["input_batch_dim"], n), R),
-                            (split(res.rank, a["output_batch_dim"], n),)))
-    kout = rhs.shape[a["kernel_output_feature_dim"]]
-    res_split = split(res.rank, a["output_feature_dim"], n)
-    rhs_split = split(rhs.rank, a["kernel_output_feature_dim"], n)
+    if batch_groups == 1 and splittable(lhs.shape[dim("input_batch_dim")], n):
+        out.append(Strategy("batch", "batch", (split(lhs.rank, dim("input_batch_dim"), n), R),
+                            (split(res.rank, dim("output_batch_dim"), n),)))
+    kout = rhs.shape[dim("kernel_output_feature_dim")]
+    res_split = split(res.rank, dim("output_feature_dim"), n)
+    rhs_split = split(rhs.rank, dim("kernel_output_feature_dim"), n)
     if batch_groups == 1 and groups == 1 and splittable(kout, n):
         out.append(Strategy("column", "column", (R, rhs_split), (res_split,)))
     elif batch_groups == 1 and groups > 1 and groups % n == 0:
         out.append(Strategy("column(groups)", "column",
-                            (split(lhs.rank, a["input_feature_dim"], n), rhs_split),
+                            (split(lhs.rank, dim("input_feature_dim"), n), rhs_split),
                             (res_split,), {**a, "feature_group_count": groups // n}))
-    cin = lhs.shape[a["input_feature_dim"]]
+    cin = lhs.shape[dim("input_feature_dim")]
     if batch_groups == 1 and groups == 1 and splittable(cin, n) and not res.dtype.is_pred:
-        out.append(Strategy("row", "row", (split(lhs.rank, a["input_feature_dim"], n),
-                                           split(rhs.rank, a["kernel_input_feature_dim"], n)),
+        out.append(Strategy("row", "row", (split(lhs.rank, dim("input_feature_dim"), n),
+                                           split(rhs.rank, dim("kernel_input_feature_dim"), n)),
                             (partial(res.rank, n),)))
     if res.dtype.is_float:
         out.append(Strategy("partial", "partial", (partial(lhs.rank, n), R),

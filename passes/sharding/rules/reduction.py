@@ -15,13 +15,22 @@ from __future__ import annotations
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import Dense, Symbol
+from nxcc.ir.attributes import Dense, Symbol, attr_ints, attr_of
 from nxcc.ir.core import Module, Op
-from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.ir.opdef import OpDef
+from nxcc.passes.sharding.rules.strategy import (
+    R,
+    Strategy,
+    partial,
+    replicate,
+    rule,
+    split,
+    splittable,
+)
 
 #: binary op of a reducer -> the pending reduction of a partial value it leaves.
-REDUCTION_OF = {ops.add: "sum", ops.multiply: "prod", ops.maximum: "max", ops.minimum: "min",
-                ops.and_: "and", ops.or_: "or"}
+REDUCTION_OF: dict[OpDef, str] = {ops.add: "sum", ops.multiply: "prod", ops.maximum: "max",
+                                  ops.minimum: "min", ops.and_: "and", ops.or_: "or"}
 
 
 def reducer_kind(module: Module | None, sym: Symbol, dtype) -> str | None:
@@ -45,7 +54,7 @@ def is_identity(value: Op | None, kind: str) -> bool:
     """Whether `value` (the op producing an init value) is the constant identity of `kind`."""
     if value is None or value.opdef is not ops.constant:
         return False
-    d: Dense = value.attrs["value"]  # type: ignore[assignment]
+    d = attr_of(value.attrs, "value", Dense)
     if d.type.size != 1:
         return False
     x = d.array.reshape(-1)[0]
@@ -70,7 +79,7 @@ def is_identity(value: Op | None, kind: str) -> bool:
 def reduce(op: Op, n: int, module: Module | None) -> list[Strategy]:
     k = len(op.operands) // 2
     src = op.operands[0].type
-    dims = op.attrs["dimensions"]
+    dims = attr_ints(op.attrs, "dimensions")
     kept = [d for d in range(src.rank) if d not in dims]
     out = [replicate(op)]
     inits = tuple(R for _ in range(k))
@@ -81,7 +90,7 @@ def reduce(op: Op, n: int, module: Module | None) -> list[Strategy]:
                                 tuple(split(r.type.rank, pos, n) for r in op.results)))
     if k != 1:
         return out
-    kind = reducer_kind(module, op.attrs["computation"], op.results[0].type.dtype)
+    kind = reducer_kind(module, attr_of(op.attrs, "computation", Symbol), op.results[0].type.dtype)
     if kind is None or not is_identity(op.operands[1].owner, kind):
         return out
     rank = op.results[0].type.rank

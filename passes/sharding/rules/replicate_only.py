@@ -20,7 +20,7 @@ from __future__ import annotations
 from nxcc.ir import ops
 from nxcc.ir.core import Module, Op
 from nxcc.ir.ops.collective import ASYNC_OPS
-from nxcc.passes.sharding.rules import Strategy, replicate, rule
+from nxcc.passes.sharding.rules.strategy import Strategy, replicate, rule
 
 REPLICATE_ONLY = (ops.gather, ops.scatter, ops.call, ops.while_, ops.conditional,
                   ops.partition_id, ops.replica_id, ops.all_reduce, ops.all_gather,

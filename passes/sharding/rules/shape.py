@@ -21,8 +21,17 @@ from __future__ import annotations
 import math
 
 from nxcc.ir import ops
+from nxcc.ir.attributes import attr_ints
 from nxcc.ir.core import Module, Op
-from nxcc.passes.sharding.rules import R, Strategy, partial, replicate, rule, split, splittable
+from nxcc.passes.sharding.rules.strategy import (
+    R,
+    Strategy,
+    partial,
+    replicate,
+    rule,
+    split,
+    splittable,
+)
 
 
 def _local(shape: tuple[int, ...], d: int, n: int) -> tuple[int, ...]:
@@ -43,7 +52,7 @@ def _passthrough(op: Op, n: int) -> list[Strategy]:
 @rule(ops.broadcast_in_dim)
 def broadcast_in_dim(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
-    dims = op.attrs["broadcast_dimensions"]
+    dims = attr_ints(op.attrs, "broadcast_dimensions")
     out = [replicate(op)]
     for d in range(res.rank):
         if not splittable(res.shape[d], n):
@@ -77,7 +86,7 @@ def reshape(op: Op, n: int, module: Module | None) -> list[Strategy]:
 @rule(ops.transpose)
 def transpose(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
-    perm = op.attrs["permutation"]
+    perm = attr_ints(op.attrs, "permutation")
     out = [replicate(op)]
     for d in range(res.rank):
         if splittable(res.shape[d], n):
@@ -89,7 +98,8 @@ def transpose(op: Op, n: int, module: Module | None) -> list[Strategy]:
 @rule(ops.slice)
 def slice_(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
-    start, limit, strides = (op.attrs[k] for k in ("start_indices", "limit_indices", "strides"))
+    start, limit, strides = (attr_ints(op.attrs, k)
+                             for k in ("start_indices", "limit_indices", "strides"))
     out = [replicate(op)]
     for d in range(res.rank):
         whole = start[d] == 0 and limit[d] == src.shape[d] and strides[d] == 1
@@ -105,7 +115,7 @@ def slice_(op: Op, n: int, module: Module | None) -> list[Strategy]:
 @rule(ops.pad)
 def pad(op: Op, n: int, module: Module | None) -> list[Strategy]:
     res = op.results[0].type
-    lo, hi, interior = (op.attrs[k] for k in ("low", "high", "interior"))
+    lo, hi, interior = (attr_ints(op.attrs, k) for k in ("low", "high", "interior"))
     out = [replicate(op)]
     for d in range(res.rank):
         if lo[d] == hi[d] == interior[d] == 0 and splittable(res.shape[d], n):
@@ -132,7 +142,7 @@ def reverse(op: Op, n: int, module: Module | None) -> list[Strategy]:
     for d in range(res.rank):
         if splittable(res.shape[d], n):
             s = split(res.rank, d, n)
-            emit = "reverse_permute" if d in op.attrs["dimensions"] else None
+            emit = "reverse_permute" if d in attr_ints(op.attrs, "dimensions") else None
             out.append(Strategy(f"split{d}", "split", (s,), (s,), emit=emit))
     return out + _passthrough(op, n)
 
@@ -169,7 +179,7 @@ def bitcast_convert(op: Op, n: int, module: Module | None) -> list[Strategy]:
 @rule(ops.dynamic_slice)
 def dynamic_slice(op: Op, n: int, module: Module | None) -> list[Strategy]:
     src, res = op.operands[0].type, op.results[0].type
-    sizes = op.attrs["slice_sizes"]
+    sizes = attr_ints(op.attrs, "slice_sizes")
     out = [replicate(op)]
     for d in range(res.rank):
         if sizes[d] == src.shape[d] and splittable(src.shape[d], n):

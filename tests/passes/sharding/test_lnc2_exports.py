@@ -12,8 +12,9 @@ from nxcc.backend.neff import read_neff
 from nxcc.backend.runtime.model import LoadedModel
 from nxcc.driver.compile import compile_model
 from nxcc.driver.options import CompileOptions
+from tests.paths import REPO
 
-EXPORTS = sorted((Path(__file__).resolve().parents[2] / "models" / "transformers").glob("*.onnx"))
+EXPORTS = sorted((REPO / "tests/e2e/models/transformers").glob("*.onnx"))
 EXPECTED = np.load(EXPORTS[0].parent / "expected.npz")
 
 

@@ -5,7 +5,7 @@ vocabulary-split head need none), as `inspect-neff --json` shows, and computes w
 onnxruntime computes.
 
 The fixtures (hidden 64, 4 heads, sequence 16, vocabulary 128, batch 2) are made by
-tests/models/make_transformers.py (`gpt64`)."""
+tests/e2e/models/make_transformers.py (`gpt64`)."""
 
 from __future__ import annotations
 

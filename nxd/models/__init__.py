@@ -1,0 +1,1 @@
+"""Models built from the parallel primitives of `nxcc.nxd`: the built-in decoder."""

@@ -1,0 +1,76 @@
+"""Fused ops and reshape views in the executor: the planned program runs them bound to
+their arrays and gives the unfused results."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from nxcc.backend.program.lower import WeightTable, lower_module
+from nxcc.backend.runtime.executor import ProgramExecutor
+from nxcc.passes.fusion.elementwise import FuseElementwise
+from tests.backend.runtime.test_executor import mixed_module, reference
+
+RNG = np.random.default_rng(5)
+
+
+def test_reshapes_of_planned_values_are_views_without_instructions() -> None:
+    program = lower_module(mixed_module(), WeightTable())
+    fn = program["functions"]["main"]
+    assert "reshape" not in [ins["op"] for ins in fn["instructions"]]
+    views = [s for s in fn["slots"] if "view_of" in s]
+    assert [v["shape"] for v in views] == [[2, 6], [4, 3]]
+    # each view sits where its source does
+    for v in views:
+        assert v["offset"] == fn["slots"][v["view_of"]]["offset"]
+
+
+def test_fused_programs_run_bound_and_match_numpy() -> None:
+    module = mixed_module()
+    assert FuseElementwise().run(module)
+    table = WeightTable()
+    program = lower_module(module, table)
+    ops = [ins["op"] for ins in program["functions"]["main"]["instructions"]]
+    assert ops.count("fused_elementwise") == 2, ops
+    ex = ProgramExecutor(program, table.arrays)
+    for _ in range(3):  # the bound plan follows new inputs
+        x = RNG.standard_normal((3, 4)).astype(np.float32)
+        for got, want in zip(ex.run([x]), reference(x), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+SPLAT_PRODUCTS = """\
+module @m {
+  func @main(%x: f32[2,64], %img: f32[1,3,8,8]) -> (f32[2,32], f32[1,4,6,6]) {
+    %w = constant() {value = splat<f32[32,64]: 0.5>} : f32[32,64]
+    %y = dot_general(%x, %w) {lhs_contracting_dims = [1], rhs_contracting_dims = [1]} : f32[2,32]
+    %k = constant() {value = splat<f32[4,3,3,3]: 0.25>} : f32[4,3,3,3]
+    %c = convolution(%img, %k) {window_strides = [1, 1], padding = [[0, 0], [0, 0]], lhs_dilation = [1, 1], rhs_dilation = [1, 1], input_batch_dim = 0, input_feature_dim = 1, input_spatial_dims = [2, 3], kernel_input_feature_dim = 1, kernel_output_feature_dim = 0, kernel_spatial_dims = [2, 3], output_batch_dim = 0, output_feature_dim = 1, output_spatial_dims = [2, 3]} : f32[1,4,6,6]
+    return %y, %c
+  }
+}
+"""
+
+
+def test_splat_weights_of_products_and_convolutions_are_made_dense_once() -> None:
+    """A splat constant is a zero-stride view, which BLAS cannot read: the bound steps
+    read an ordinary array made from it at load, and give the same numbers."""
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    from nxcc.ir.parser import parse_module
+
+    table = WeightTable()
+    program = lower_module(parse_module(SPLAT_PRODUCTS), table)
+    assert [s["kind"] for s in program["functions"]["main"]["slots"]].count("splat") == 2
+    ex = ProgramExecutor(program, table.arrays)
+    for _ in range(2):
+        x = RNG.standard_normal((2, 64)).astype(np.float32)
+        img = RNG.standard_normal((1, 3, 8, 8)).astype(np.float32)
+        y, c = ex.run([x, img])
+        np.testing.assert_allclose(y, np.repeat(x.sum(1, keepdims=True) * 0.5, 32, 1),
+                                   rtol=1e-5, atol=1e-5)
+        windows = sliding_window_view(img[0], (3, 3), axis=(1, 2)).sum(axis=(0, 3, 4))
+        np.testing.assert_allclose(c[0], np.broadcast_to(windows * 0.25, (4, 6, 6)),
+                                   rtol=1e-5, atol=1e-5)
+    steps = ex.functions["main"].bound(ex).steps
+    matmul = next(s for s in steps if getattr(s, "func", None) in (np.matmul, np.dot))
+    assert 0 not in matmul.args[1].strides  # the dense copy, not the splat view
