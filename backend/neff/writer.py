@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import uuid
 from collections.abc import Mapping
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, BinaryIO
 
-from nxcc.backend.neff.atomic import write_chunks
+from nxcc.backend.neff.atomic import atomic_file
 from nxcc.backend.neff.constants import DEFAULT_BUILD_VERSION, FEATURE_VNC, MANIFEST_NAME
-from nxcc.backend.neff.digest import MD5, field_of, new_hasher
+from nxcc.backend.neff.digest import HASH_FIELD_BYTES, MD5, field_of, new_hasher
 from nxcc.backend.neff.header import TPB_PER_NODE_BYTES, NeffHeader
 from nxcc.backend.neff.payload import Contents, build_payload, payload_chunks
 
@@ -47,8 +49,10 @@ def write_neff(
     ``build_payload``).
 
     A compressed payload is serialized in memory first, an uncompressed one is written
-    chunk by chunk from the members' own buffers; the bytes go to a temp file in
-    the target's directory which is fsynced and ``os.replace``d onto ``path``. On
+    chunk by chunk from the members' own buffers, another thread computing their MD5 at
+    the same time (the header goes first as a placeholder of the same size and is
+    rewritten once the hash is known); the bytes go to a temp file in the target's
+    directory which is fsynced and put in place as ``path`` (`atomic.atomic_file`). On
     any exception (KeyboardInterrupt included) the temp file is removed, the
     exception propagates, and a pre-existing file at ``path`` is left untouched.
 
@@ -68,14 +72,10 @@ def write_neff(
         chunks = [build_payload(members, True)]
     else:  # written as it is built: the weights' data is never copied
         chunks = payload_chunks(members)
-    hasher = new_hasher(MD5)
-    for chunk in chunks:
-        hasher.update(chunk)
-    payload_hash = field_of(MD5, hasher)
     bits = FEATURE_VNC if lnc_size > 1 else 0
     header = NeffHeader(
-        hash=payload_hash,
-        uuid=content_uuid(payload_hash, name, num_tpb, lnc_size, bits, build_version),
+        hash=bytes(HASH_FIELD_BYTES),
+        uuid=uuid.UUID(int=0),
         name=name,
         data_size=sum(memoryview(c).nbytes for c in chunks),
         num_tpb=num_tpb,
@@ -85,9 +85,30 @@ def write_neff(
         feature_bits=bits,
         build_version=build_version,
     )
-    header_bytes = header.pack(source=target)
-    _atomic_write(target, (header_bytes, *chunks))
+    placeholder = header.pack(source=target)  # a field the runtime would refuse raises here
+    with atomic_file(target) as out:
+        out.write(placeholder)
+        payload_hash = _write_hashing(out, chunks)
+        header = dataclasses.replace(header, hash=payload_hash, uuid=content_uuid(
+            payload_hash, name, num_tpb, lnc_size, bits, build_version))
+        out.seek(0)
+        out.write(header.pack(source=target))
     return header
+
+
+def _write_hashing(out: BinaryIO, chunks: list[bytes | memoryview]) -> bytes:
+    """Write `chunks` to `out` in order while another thread hashes them (both release the
+    GIL on large buffers, so a payload of weights is read twice at once, not one pass after
+    the other); the payload's MD5 header field."""
+    hasher = new_hasher(MD5)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        hashed = pool.submit(lambda: [hasher.update(chunk) for chunk in chunks])
+        try:
+            for chunk in chunks:
+                out.write(chunk)
+        finally:
+            hashed.result()
+    return field_of(MD5, hasher)
 
 
 def content_uuid(payload_hash: bytes, name: str, num_tpb: int, lnc_size: int,
@@ -98,6 +119,3 @@ def content_uuid(payload_hash: bytes, name: str, num_tpb: int, lnc_size: int,
     return uuid.uuid5(_NEFF_NAMESPACE, text)
 
 
-def _atomic_write(target: str, chunks: tuple[bytes | memoryview, ...]) -> None:
-    """Write ``chunks`` to ``target`` atomically (`atomic.write_chunks`)."""
-    write_chunks(target, chunks)
