@@ -19,6 +19,7 @@ user's machine. Only those child processes run so; nxcc itself never changes the
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import datetime
 import importlib.metadata
@@ -26,6 +27,7 @@ import io
 import json
 import os
 import platform
+import re
 import shlex
 import subprocess
 import sys
@@ -54,6 +56,14 @@ def measurement_environment(keep_blas_variables: bool = False) -> dict[str, str]
     if keep_blas_variables:
         return dict(os.environ)
     return {k: v for k, v in os.environ.items() if k not in BLAS_VARIABLES}
+
+
+def byte_compile(tree: Path) -> None:
+    """Compile the Python modules under `tree` to bytecode (`__pycache__`, as pip's install
+    does), so that a measuring process reads bytecode even where the caller's environment
+    sets PYTHONDONTWRITEBYTECODE: a load time is then the runtime's, not the time of
+    compiling its source. Files that cannot be compiled are left to fail where imported."""
+    compileall.compile_dir(str(tree), quiet=2, rx=re.compile(r"[/\\]\.|[/\\]build[/\\]"))
 
 
 def rerun_without_blas_variables(keep: bool = False) -> None:

@@ -25,8 +25,9 @@ calls) and `nxcc/floor` (nxcc / products); peak resident memory of each process 
 OPENBLAS_NUM_THREADS.
 
 The measuring processes run without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (as a user's
-machine runs; `--keep-blas-env` keeps the caller's values); the table and the BLAS kernel
-the workers' numpy ran are written to bench/results/table.md and table.json (`--results`).
+machine runs; `--keep-blas-env` keeps the caller's values) and read the trees' modules as
+bytecode, compiled first (`result_files.byte_compile`); the table and the BLAS kernel the
+workers' numpy ran are written to bench/results/table.md and table.json (`--results`).
 `--nxcc-tree` measures another source tree of nxcc (e.g. an older commit unpacked with
 `git archive`) with this table's code.
 """
@@ -53,6 +54,7 @@ from make_models import GENERATORS, ensure  # noqa: E402
 from result_files import (  # noqa: E402
     BLAS_VARIABLES,
     add_results_argument,
+    byte_compile,
     measurement_environment,
     recording,
 )
@@ -213,6 +215,8 @@ def print_table(opts: argparse.Namespace, banner: str, header: str,
     global BASE_ENVIRONMENT
     BASE_ENVIRONMENT = measurement_environment(opts.keep_blas_env)
     paths = [(name, model_path(name, opts.models_dir)) for name in opts.models]
+    for tree in {REPO, Path(getattr(opts, "nxcc_tree", REPO)).resolve()}:
+        byte_compile(tree)
     with recording(name, title, opts.results, markdown=True) as rec:
         print(banner)
         print(header, flush=True)
