@@ -74,7 +74,7 @@ class _TransposeIntoDot(RewritePattern):
         changed = False
         for side, (batch_key, contracting_key) in enumerate(_SIDES):
             producer = operands[side].owner
-            if producer is None or producer.opcode != ops.transpose.name:
+            if producer is None or producer.opdef is not ops.transpose:
                 continue
             perm = [int(p) for p in attr_ints(producer.attrs, "permutation")]
             dims = folded_dims(perm, attr_ints(attrs, batch_key), attr_ints(attrs, contracting_key))
@@ -108,7 +108,7 @@ class _ProductTransposed(RewritePattern):
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
         product = op.operands[0].owner
-        if product is None or product.opcode != ops.dot_general.name or \
+        if product is None or product.opdef is not ops.dot_general or \
                 self.uses.of(op.operands[0]) != 1:
             return None
         a = product.attrs
@@ -137,7 +137,7 @@ class _TransposeOfTranspose(RewritePattern):
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
         inner = op.operands[0].owner
-        if inner is None or inner.opcode != ops.transpose.name:
+        if inner is None or inner.opdef is not ops.transpose:
             return None
         p = attr_ints(inner.attrs, "permutation")
         q = attr_ints(op.attrs, "permutation")
@@ -152,13 +152,12 @@ class _TransposeOfTranspose(RewritePattern):
 def _foldable(op: Op) -> bool:
     """Whether `op` may match a pattern: a product reading a transpose, or a transpose of a
     product or of a transpose."""
-    if op.opcode == ops.dot_general.name:
-        return any(v.owner is not None and v.owner.opcode == ops.transpose.name
+    if op.opdef is ops.dot_general:
+        return any(v.owner is not None and v.owner.opdef is ops.transpose
                    for v in op.operands)
-    if op.opcode == ops.transpose.name:
+    if op.opdef is ops.transpose:
         inner = op.operands[0].owner
-        return inner is not None and inner.opcode in (ops.dot_general.name,
-                                                      ops.transpose.name)
+        return inner is not None and inner.opdef in (ops.dot_general, ops.transpose)
     return False
 
 

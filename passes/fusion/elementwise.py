@@ -60,7 +60,7 @@ def _scalar_computation(fn: Function) -> bool:
 def read_through(op: Op | None, shape: tuple[int, ...]) -> tuple[Value, tuple[int, ...]] | None:
     """(operand, dims) when `op` is a broadcast_in_dim to `shape` that a group can read as a
     view of its operand; None otherwise."""
-    if op is None or op.opcode != ops.broadcast_in_dim.name or op.result.type.shape != shape:
+    if op is None or op.opdef is not ops.broadcast_in_dim or op.result.type.shape != shape:
         return None
     dims = attr_ints(op.attrs, "broadcast_dimensions")
     if any(b <= a for a, b in zip(dims, dims[1:], strict=False)):
@@ -165,7 +165,7 @@ def _small_power(op: Op) -> int:
     is computed as products in float64 (x^2 is exact there, x^3 rounded once, as the power
     kernel's float64 pow is) and rounded once to x's type, at a fraction of pow's cost.
     0 otherwise."""
-    if op.opcode != ops.power.name or not op.result.type.dtype.is_float:
+    if op.opdef is not ops.power or not op.result.type.dtype.is_float:
         return 0
     if op.result.type.dtype.itemsize >= 8:
         return 0
@@ -195,9 +195,9 @@ def _fused_op(group: Group, position: dict[int, int]) -> Op:
             continue
         args = [_operand_ref(v, group, index, shape) for v in op.operands]
         qualifier = ""
-        if op.opcode == ops.compare.name:
+        if op.opdef is ops.compare:
             qualifier = str(op.attrs["direction"])
-        elif op.opcode == ops.convert.name:
+        elif op.opdef is ops.convert:
             qualifier = attr_of(op.attrs, "dtype", DType).value
         steps.append((op.opcode, qualifier, args))
         index[id(op)] = len(steps) - 1

@@ -2,7 +2,8 @@
 text name: opcode strings are for printing and parsing.
 
 The check reads the source of every layer and refuses a comparison (``==``, ``!=``, ``in``,
-``not in``) of an op's text name with a string literal or a literal collection of them. An
+``not in``) of an op's text name with a string literal, a definition's name
+(``ops.add.name``) or a literal collection of them. An
 op's text name is an expression named ``opcode`` (``opcode``, ``op.opcode``,
 ``step.opcode``, ``done_opcode``, ``ctx.binary_opcode(...)``) or ``opdef.name``. The frontends
 compare their own instruction names (HLO's ``instr.opcode``, which are not IR ops), so in
@@ -47,9 +48,13 @@ def _is_opcode(node: ast.expr, frontend: bool) -> bool:
 
 
 def _is_literal(node: ast.expr) -> bool:
-    """A string literal, or a tuple/list/set (or frozenset(...)) of them."""
+    """A string literal or a definition's name (``ops.add.name``), or a tuple/list/set (or
+    frozenset(...)) of them."""
     if isinstance(node, ast.Constant):
         return isinstance(node.value, str)
+    if (isinstance(node, ast.Attribute) and node.attr == "name"
+            and isinstance(node.value, ast.Attribute) and _name_of(node.value.value) == "ops"):
+        return True
     if isinstance(node, ast.Call) and _name_of(node) in ("frozenset", "set") and node.args:
         return _is_literal(node.args[0])
     if isinstance(node, ast.Tuple | ast.List | ast.Set):
@@ -94,9 +99,14 @@ def test_the_check_finds_each_form() -> None:
               'd = ctx.binary_opcode(f) != "compare"\n'
               'e = opdef.name == "dot_general"\n'
               'f = op.opdef is ops.add\n'
-              'g = instr.opcode == "parameter"\n')
+              'g = instr.opcode == "parameter"\n'
+              'h = v.owner.opcode != ops.transpose.name\n'
+              'i = op.opcode in (ops.dot_general.name, ops.transpose.name)\n')
     assert [code for _, code in opcode_string_comparisons(source, False)] == [
         "op.opcode == 'add'", "opcode in ('maximum', 'minimum')",
         "'constant' != v.owner.opcode", "ctx.binary_opcode(f) != 'compare'",
-        "opdef.name == 'dot_general'", "instr.opcode == 'parameter'"]
-    assert opcode_string_comparisons(source, True) == [(3, "'constant' != v.owner.opcode")]
+        "opdef.name == 'dot_general'", "instr.opcode == 'parameter'",
+        "v.owner.opcode != ops.transpose.name",
+        "op.opcode in (ops.dot_general.name, ops.transpose.name)"]
+    assert opcode_string_comparisons(source, True) == [
+        (3, "'constant' != v.owner.opcode"), (8, "v.owner.opcode != ops.transpose.name")]
