@@ -101,8 +101,13 @@ def _write_hashing(out: BinaryIO, chunks: list[bytes | memoryview]) -> bytes:
     GIL on large buffers, so a payload of weights is read twice at once, not one pass after
     the other); the payload's MD5 header field."""
     hasher = new_hasher(MD5)
+
+    def hash_all() -> None:
+        for chunk in chunks:
+            hasher.update(chunk)
+
     with ThreadPoolExecutor(max_workers=1) as pool:
-        hashed = pool.submit(lambda: [hasher.update(chunk) for chunk in chunks])
+        hashed = pool.submit(hash_all)
         try:
             for chunk in chunks:
                 out.write(chunk)
