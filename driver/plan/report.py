@@ -99,8 +99,11 @@ def plan_lines(plan: Plan) -> list[str]:
     lines.append(f"step: {plan.step_time_s:.2f} s: {plan.sequences_per_s:.2f} sequences/s, "
                  f"{plan.tokens_per_s:,.0f} tokens/s, MFU {100 * plan.mfu:.1f}%")
     slow = max(plan.stages, key=lambda s: s.forward_s + s.backward_s)
-    lines.append(f"  per micro-batch on stage {slow.stage}: forward {slow.forward_s:.3f} s, "
-                 f"backward {slow.backward_s:.3f} s, of which TP communication "
+    passes = (f"forward {slow.forward_s:.3f} s, backward {slow.backward_s:.3f} s"
+              if slow.backward_s else  # the last stage runs both in one program
+              f"forward+backward {slow.forward_s:.3f} s (one program)")
+    lines.append(f"  per micro-batch on stage {slow.stage}: {passes}, of which TP "
+                 "communication "
                  f"{slow.forward_communication_s + slow.backward_communication_s:.3f} s")
     exposed = max(s.dp_exposed_s for s in plan.stages)
     lines.append(f"  pipeline bubble {plan.bubble_s:.2f} s, DP reduction "
