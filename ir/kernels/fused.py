@@ -40,8 +40,10 @@ from nxcc.ir.kernels.plan import plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 from nxcc.ir.opdef import ElementwiseDef
 
-#: elements per block: a few block-sized float32 buffers stay in a 1 MB cache
-BLOCK = 16384
+#: elements per block: a few block-sized float32 buffers stay in a 1 MB cache. Each step
+#: of a block is one numpy call: 32,768 elements took 8% less time than 16,384 over the
+#: fused programs of a GPT training step (4 layers, hidden 512, sequence 256; one thread)
+BLOCK = 32768
 
 _F32 = np.dtype(np.float32)
 
