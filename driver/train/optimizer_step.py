@@ -9,7 +9,9 @@ parameters, slots and gradient are read once into buffers that stay in cache, th
 program's passes run there, and its results are written straight into the slots and the
 update's output array (a whole-shard program would stream every array through memory once
 per pass and return fresh copies). The chunks are shared by as many threads as the BLAS
-uses, each with executors of its own.
+uses, each with executors of its own. The scalars of the step (bias corrections, step
+sizes: functions of the learning rate and step number only) are computed once per step by
+a program of their own and given to every chunk (`nxd.step.update.split_scalars`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from nxcc.backend.runtime.executor import ProgramExecutor
 from nxcc.backend.runtime.parallel_steps import side_by_side
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train.logical_core import LogicalCoreExecutor
-from nxcc.driver.train.stage_program import compile_function
-from nxcc.nxd.step.update import build_update_module
+from nxcc.driver.train.stage_program import CompiledProgram, compile_function
+from nxcc.nxd.step.update import build_update_module, split_scalars
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
 
 #: elements of the shard updated by one run of the program
@@ -44,8 +46,17 @@ class OptimizerStep:
         # a logical core of several physical cores runs the whole shard, split among them
         self.chunk = n if options.logical_nc_config > 1 else max(1, min(n, CHUNK))
         sizes = {self.chunk, n % self.chunk or self.chunk}
-        programs = {k: compile_function(build_update_module(cfg, k), "update", options)
-                    for k in sizes}
+        modules = {k: build_update_module(cfg, k) for k in sizes}
+        self.scalars: ProgramExecutor | None = None
+        if options.logical_nc_config == 1:  # the step's scalars once, not per chunk
+            split = {k: split_scalars(m) for k, m in modules.items()}
+            scalars = next(iter(split.values()))[0]  # the same for every size
+            if scalars is not None:
+                program = compile_function(scalars, "scalars", options)
+                assert isinstance(program, CompiledProgram)
+                self.scalars = program.executor(None)
+                modules = {k: m for k, (_, m) in split.items()}
+        programs = {k: compile_function(m, "update", options) for k, m in modules.items()}
         chunks = -(-n // self.chunk)
         self.threads = max(1, min(threads or blas_thread_count() or 1, chunks))
         self.executors = [{k: p.executor(None) for k, p in programs.items()}
@@ -80,6 +91,8 @@ class OptimizerStep:
             raise ValueError(f"the update writes f32[{self.n}], not {out.dtype}{list(out.shape)}")
         scalars = [np.array(grad_scale, np.float32), np.array(lr, np.float32),
                    np.array(step, np.int32)]
+        if self.scalars is not None:
+            scalars += self.scalars.run(scalars)
         starts = list(range(0, self.n, self.chunk))
         edges = np.linspace(0, len(starts), self.threads + 1).astype(int)
         work = [functools.partial(self._update, starts[lo:hi], self.executors[t], param, grad,
