@@ -39,17 +39,20 @@ from nxcc.ir.patterns import apply_patterns
 from nxcc.ir.rewrite import constant_value
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.fusion.normalize import FuseLayerNorm, FuseSoftmax
+from nxcc.passes.fusion.pads import SumOfPads
 
 
 @dataclass(frozen=True)
 class FuseElementwise:
-    """Replaces softmax and layer norm chains by their fused row ops (`normalize`), then
-    each group of elementwise ops by one `fused_elementwise` op."""
+    """Replaces softmax and layer norm chains by their fused row ops (`normalize`) and sums
+    of zero-padded pieces by their concatenation (`pads`), then each group of elementwise
+    ops by one `fused_elementwise` op."""
 
     name: ClassVar[str] = "fuse"
 
     def run(self, module: Module) -> bool:
-        changed = apply_patterns(module, [FuseSoftmax(module), FuseLayerNorm(module)])
+        changed = apply_patterns(module, [FuseSoftmax(module), FuseLayerNorm(module),
+                                          SumOfPads(module)])
         if changed:
             DeadCodeElimination().run(module)
         for fn in module.functions.values():
