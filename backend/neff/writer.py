@@ -102,7 +102,11 @@ def _write_hashing(out: BinaryIO, chunks: list[bytes | memoryview]) -> bytes:
     the other); the payload's MD5 header field."""
     hasher = new_hasher(MD5)
     with ThreadPoolExecutor(max_workers=1) as pool:
-        hashed = pool.submit(lambda: [hasher.update(chunk) for chunk in chunks])
+        def hash_all() -> None:
+            for chunk in chunks:
+                hasher.update(chunk)
+
+        hashed = pool.submit(hash_all)
         try:
             for chunk in chunks:
                 out.write(chunk)

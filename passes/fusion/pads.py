@@ -35,10 +35,11 @@ class SumOfPads(RewritePattern):
         counts = self.counts.get(id(fn))
         if counts is None:
             counts = self.counts[id(fn)] = use_counts(fn)
-        pieces = [_piece(v, counts) for v in op.operands]
-        if pieces[0] is None or pieces[1] is None:
+        first, second = (_piece(v, counts) for v in op.operands)
+        if first is None or second is None:
             return None
-        (a, dim_a, low_a, high_a, pad_a), (b, dim_b, low_b, high_b, pad_b) = pieces
+        a, dim_a, low_a, high_a, pad_a = first
+        b, dim_b, low_b, high_b, _ = second
         n = op.result.type.shape[dim_a]
         if dim_a != dim_b:
             return None
