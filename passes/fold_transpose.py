@@ -13,7 +13,9 @@ Two more rewrites remove the transposes a gradient leaves after a product:
 - `transpose(dot_general(x, y))` whose permutation only puts the rhs free dims before the
   lhs free dims (the batch dims first, in order) is `dot_general(y, x)`, when the transpose
   is the product's only user (a weight's gradient: dW = dY^T X computed as (X^T dY)^T);
-- `transpose(transpose(x, p), q)` is one transpose of x (none at all when they cancel).
+- `transpose(transpose(x, p), q)` is one transpose of x (none at all when they cancel);
+- a transpose by the identity permutation (a gradient's product already in its operand's
+  layout) is its operand, not a copy of it.
 
 The products are the same sums in the same order (the contracting dims keep their order).
 Runs on each core's program before `fuse` (`passes/registry.py: CORE_PIPELINE`).
@@ -127,8 +129,15 @@ class _ProductTransposed(RewritePattern):
         return [self.uses.replaced(op.result, swapped)]
 
 
+def _identity(op: Op) -> bool:
+    """A transpose that moves no dimension."""
+    perm = attr_ints(op.attrs, "permutation")
+    return list(perm) == sorted(perm)
+
+
 class _TransposeOfTranspose(RewritePattern):
-    """transpose(transpose(x, p), q) -> transpose(x, p[q]), or x when that is no change."""
+    """transpose(transpose(x, p), q) -> transpose(x, p[q]), or x when that is no change;
+    transpose(x, identity) -> x."""
 
     ops = (ops.transpose,)
 
@@ -136,6 +145,8 @@ class _TransposeOfTranspose(RewritePattern):
         self.uses = uses
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
+        if _identity(op):
+            return [self.uses.replaced(op.result, op.operands[0])]
         inner = op.operands[0].owner
         if inner is None or inner.opdef is not ops.transpose:
             return None
@@ -150,14 +161,15 @@ class _TransposeOfTranspose(RewritePattern):
 
 
 def _foldable(op: Op) -> bool:
-    """Whether `op` may match a pattern: a product reading a transpose, or a transpose of a
-    product or of a transpose."""
+    """Whether `op` may match a pattern: a product reading a transpose, a transpose of a
+    product or of a transpose, an identity transpose."""
     if op.opdef is ops.dot_general:
         return any(v.owner is not None and v.owner.opdef is ops.transpose
                    for v in op.operands)
     if op.opdef is ops.transpose:
         inner = op.operands[0].owner
-        return inner is not None and inner.opdef in (ops.dot_general, ops.transpose)
+        return _identity(op) or (inner is not None
+                                 and inner.opdef in (ops.dot_general, ops.transpose))
     return False
 
 

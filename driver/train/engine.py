@@ -459,7 +459,8 @@ class RankTrainer:
         factor = min(1.0, clip / (norm + 1e-6)) if clip else 1.0
         lr = float(np.float32(self.settings.lr_at(k)))
         with self._span("optimizer update"):
-            new_shard = self.optimizer(self._param_shard(), shard, factor / tokens, lr, k)
+            param = self._param_shard()  # updated in place: no copy of the whole vector
+            new_shard = self.optimizer(param, shard, factor / tokens, lr, k, out=param)
         self.sync.gather_params(self.flat, self._stored(new_shard, k))
         return StepStats(total_loss / tokens, norm, lr, int(tokens),
                          time.perf_counter() - start)

@@ -81,7 +81,8 @@ class GradSync:
     def gather_params(self, flat_params: np.ndarray, shard: np.ndarray) -> None:
         """Write the updated `shard` and the other DP ranks' chunks into `flat_params`."""
         if not self.zero1:
-            flat_params[:] = shard
+            if not _same_array(flat_params, shard):  # else updated in place already
+                flat_params[:] = shard
             return
         futures = [(whole, self.group.start("all_gather", shard[part]))
                    for whole, part in self.layout.bucket_slices(self.d)]
@@ -137,3 +138,9 @@ def norm_contribution(grad_shard: np.ndarray, mask: np.ndarray | None,
     for s in sums.tolist():
         total += s
     return total
+
+
+def _same_array(a: np.ndarray, b: np.ndarray) -> bool:
+    """`a` and `b` are the same elements of the same memory."""
+    return (a.shape == b.shape and a.dtype == b.dtype and a.strides == b.strides
+            and a.ctypes.data == b.ctypes.data)

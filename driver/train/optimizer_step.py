@@ -9,7 +9,9 @@ parameters, slots and gradient are read once into buffers that stay in cache, th
 program's passes run there, and its results are written straight into the slots and the
 update's output array (a whole-shard program would stream every array through memory once
 per pass and return fresh copies). The chunks are shared by as many threads as the BLAS
-uses, each with executors of its own.
+uses, each with executors of its own. The scalars of the step (bias corrections, step
+sizes: functions of the learning rate and step number only) are computed once per step by
+a program of their own and given to every chunk (`nxd.step.update.split_scalars`).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from nxcc.backend.runtime.executor import ProgramExecutor
 from nxcc.backend.runtime.parallel_steps import side_by_side
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train.logical_core import LogicalCoreExecutor
-from nxcc.driver.train.stage_program import compile_function
-from nxcc.nxd.step.update import build_update_module
+from nxcc.driver.train.stage_program import CompiledProgram, compile_function
+from nxcc.nxd.step.update import build_update_module, split_scalars
 from nxcc.passes.autodiff.optimizers import OptimizerConfig
 
 #: elements of the shard updated by one run of the program
@@ -44,8 +46,17 @@ class OptimizerStep:
         # a logical core of several physical cores runs the whole shard, split among them
         self.chunk = n if options.logical_nc_config > 1 else max(1, min(n, CHUNK))
         sizes = {self.chunk, n % self.chunk or self.chunk}
-        programs = {k: compile_function(build_update_module(cfg, k), "update", options)
-                    for k in sizes}
+        modules = {k: build_update_module(cfg, k) for k in sizes}
+        self.scalars: ProgramExecutor | None = None
+        if options.logical_nc_config == 1:  # the step's scalars once, not per chunk
+            split = {k: split_scalars(m) for k, m in modules.items()}
+            scalars = next(iter(split.values()))[0]  # the same for every size
+            if scalars is not None:
+                program = compile_function(scalars, "scalars", options)
+                assert isinstance(program, CompiledProgram)
+                self.scalars = program.executor(None)
+                modules = {k: m for k, (_, m) in split.items()}
+        programs = {k: compile_function(m, "update", options) for k, m in modules.items()}
         chunks = -(-n // self.chunk)
         self.threads = max(1, min(threads or blas_thread_count() or 1, chunks))
         self.executors = [{k: p.executor(None) for k, p in programs.items()}
@@ -56,7 +67,7 @@ class OptimizerStep:
                     executor.threads = 1  # the chunks share the threads, not their ops
         self.state_dtype = np.dtype(np.float32 if state_dtype is None else state_dtype)
         self.slots = [np.zeros(n, self.state_dtype) for _ in cfg.slots]
-        self._out = np.empty(n, np.float32)
+        self._out: np.ndarray | None = None  # made at the first call that needs it
 
     @property
     def state_bytes(self) -> int:
@@ -64,28 +75,41 @@ class OptimizerStep:
         return sum(int(s.nbytes) for s in self.slots)
 
     def __call__(self, param: np.ndarray, grad: np.ndarray, grad_scale: float, lr: float,
-                 step: int) -> np.ndarray:
+                 step: int, out: np.ndarray | None = None) -> np.ndarray:
         """The updated parameters after step `step` (0 for the first); the slots are
-        updated. The array returned is this object's: the next call overwrites it (and
-        may take it as `param`). With several threads, each updates a run of consecutive
-        chunks (the same bits: each element's update is the same numpy calls)."""
+        updated. They are written into `out` and returned: `out` may be `param` itself
+        (each chunk is read before it is written: the parameters are updated in place,
+        with no copy of the whole vector); by default an array of this object's, which
+        the next call overwrites (and may take as `param`). With several threads, each
+        updates a run of consecutive chunks (the same bits: each element's update is the
+        same numpy calls)."""
+        if out is None:
+            if self._out is None:
+                self._out = np.empty(self.n, np.float32)
+            out = self._out
+        if out.shape != (self.n,) or out.dtype != np.float32:
+            raise ValueError(f"the update writes f32[{self.n}], not {out.dtype}{list(out.shape)}")
         scalars = [np.array(grad_scale, np.float32), np.array(lr, np.float32),
                    np.array(step, np.int32)]
+        if self.scalars is not None:
+            scalars += self.scalars.run(scalars)
         starts = list(range(0, self.n, self.chunk))
         edges = np.linspace(0, len(starts), self.threads + 1).astype(int)
         work = [functools.partial(self._update, starts[lo:hi], self.executors[t], param, grad,
-                                  scalars)
+                                  scalars, out)
                 for t, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True))]
         if len(work) == 1:
             work[0]()
         else:
             side_by_side(work, [f"nxcc-update{t}" for t in range(len(work))])
-        return self._out
+        return out
 
     def _update(self, starts: list[int],
                 executors: dict[int, ProgramExecutor | LogicalCoreExecutor],
-                param: np.ndarray, grad: np.ndarray, scalars: list[np.ndarray]) -> None:
-        """The chunks beginning at `starts`, with this thread's `executors`."""
+                param: np.ndarray, grad: np.ndarray, scalars: list[np.ndarray],
+                out: np.ndarray) -> None:
+        """The chunks beginning at `starts`, with this thread's `executors`, the new
+        parameters into `out`."""
         f32 = self.state_dtype == np.float32
         for start in starts:
             stop = min(self.n, start + self.chunk)
@@ -97,6 +121,6 @@ class OptimizerStep:
             new_param, *new_slots = (executor.run(args, copy=False)  # views: copied below
                                      if isinstance(executor, ProgramExecutor)
                                      else executor.run(args))
-            np.copyto(self._out[start:stop], new_param)
+            np.copyto(out[start:stop], new_param)
             for s, new in zip(slots, new_slots, strict=True):
                 np.copyto(s, new, casting="unsafe")  # bf16 state: rounded to nearest

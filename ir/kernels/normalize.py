@@ -27,13 +27,12 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, attr_of
 from nxcc.ir.kernels.base import NO_CALLS, KernelContext, get_kernel, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, bound_call, in_order
-from nxcc.ir.kernels.fused import BLOCK
 from nxcc.ir.kernels.plan import plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 _F32 = np.dtype(np.float32)
 #: elements per block of whole rows in the planned softmax and layer norm (see above)
-ROW_BLOCK = 8 * BLOCK
+ROW_BLOCK = 1 << 17
 
 
 @kernel(ops.softmax)

@@ -12,7 +12,9 @@ counter and the f64 number of this step (1 for the first), which the bias correc
 the gradient first multiplied by `grad_scale`, the learning rate an input (`neuronx-cc
 train` computes it with NxD's schedules). The update is elementwise, so one program over a
 rank's flattened parameters (or its ZeRO-1 shard of them) is the per-parameter update of
-each.
+each. `split_scalars` takes the step's scalars (bias corrections, step sizes) out of it
+into a program of their own, run once per step by a trainer that runs the update chunk by
+chunk.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from nxcc.ir import ops
 from nxcc.ir.builder import Builder
-from nxcc.ir.core import Function, Module, Value
+from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.types import TensorType
 from nxcc.passes.autodiff.mixed_precision import round_to
@@ -85,3 +88,58 @@ def build_update_module(cfg: OptimizerConfig, n: int) -> Module:
     fn.results = [new_param, *new_slots]
     fn.result_names = ["param", *(f"param.{s}" for s in cfg.slots)]
     return module
+
+
+def split_scalars(module: Module) -> tuple[Module | None, Module]:
+    """(scalars, update) from the entry of `module`: the ops that compute a rank-0 value
+    from its rank-0 parameters and constants only (the bias corrections and step sizes of
+    `build_update_module`) moved into a function of their own, `scalars(<the rank-0
+    parameters>) -> (hoisted0, hoisted1...)`, whose results the entry then takes as
+    parameters after its own (None and the module unchanged when there are none; only
+    elementwise ops move, so the new function calls none). A
+    program run over many chunks of one step computes them once per step instead of once
+    per chunk, by the same ops: the same values."""
+    fn = module.functions[module.entry]
+    known = {id(p) for p in fn.params if p.type.rank == 0}
+    constants: dict[int, Op] = {}
+    moved: list[Op] = []
+    kept: list[Op] = []
+    for op in fn.body:
+        if op.opdef is ops.constant and not op.operands and op.results[0].type.rank == 0:
+            constants[id(op.results[0])] = op
+            kept.append(op)
+        elif (op.opdef.elementwise and not op.opdef.side_effects
+              and all(r.type.rank == 0 for r in op.results)
+              and all(id(v) in known or id(v) in constants for v in op.operands)
+              and any(id(v) in known for v in op.operands)):
+            known.update(id(r) for r in op.results)
+            moved.append(op)
+        else:
+            kept.append(op)
+    produced = {id(r): r for op in moved for r in op.results}
+    read = [v for op in kept for v in op.operands] + list(fn.results)
+    crossing = list({id(v): v for v in read if id(v) in produced}.values())
+    if not crossing:
+        return None, module
+    scalar_params = [p for p in fn.params if p.type.rank == 0]
+    inputs = {id(p): Value(p.type, p.name) for p in scalar_params}
+    body: list[Op] = []
+    for op in moved:  # each constant it reads copied in first
+        for v in op.operands:
+            if id(v) in constants and id(v) not in inputs:
+                c = constants[id(v)]
+                copy = Op(c.opdef, [], [v.type], c.attrs, [v.name])
+                inputs[id(v)] = copy.results[0]
+                body.append(copy)
+        op.operands = [inputs.get(id(v), v) for v in op.operands]
+        body.append(op)
+    names = [f"hoisted{i}" for i in range(len(crossing))]
+    scalars = Function("scalars", [inputs[id(p)] for p in scalar_params], body, crossing,
+                       names)
+    hoisted = {id(v): Value(v.type, name) for v, name in zip(crossing, names, strict=True)}
+    for op in kept:
+        op.operands = [hoisted.get(id(v), v) for v in op.operands]
+    fn.params = [*fn.params, *hoisted.values()]
+    fn.body = kept
+    fn.results = [hoisted.get(id(v), v) for v in fn.results]
+    return Module(f"{module.name}.scalars", {"scalars": scalars}, "scalars"), module

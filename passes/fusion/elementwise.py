@@ -6,9 +6,17 @@ the group reads are its operands. A `broadcast_in_dim` that only inserts dimensi
 `broadcast_dimensions` increasing) is read through: its operand becomes the group's operand,
 broadcast at use, and the full-size broadcast is never made. A value used outside the group
 (by another op or as a function result) is computed by the group that produces it and read
-by the others, never computed twice. Ops with side effects are never fused, nor the ops of
-scalar computations (reducers, comparators), which kernels call on arrays of any shape. A
-group of one op without a broadcast to absorb is left as it is.
+by the others, with one exception: a cheap producer (an elementwise op that is not
+transcendental, `cheap`) whose users are all elementwise ops, and which with the cheap
+producers before it reads at most one full-size array (splat constants and read-through
+broadcasts cost nothing), is computed again inside each group that reads it (`_duplicate`):
+the group then reads that one array instead of the producer's value, so no group reads more
+than before, and once every user has done so the producer's own pass over memory is gone
+(a training step's GELU: the forward values its backward reads, x*x, x/2, tanh+1, the
+biased product, are recomputed there from the product and the tanh). Ops with side effects
+are never fused, nor the ops of scalar computations (reducers, comparators), which kernels
+call on arrays of any shape. A group of one op without a broadcast to absorb is left as it
+is.
 
 The kernel (`ir/kernels/fused.py`) evaluates a group block by block in place, with the ops'
 own numerics, so fusion changes no result; the one rewrite is `power(x, 2 or 3)` of floats
@@ -26,21 +34,25 @@ from nxcc.ir.attributes import attr_ints, attr_of
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
 from nxcc.ir.fused_program import format_program
+from nxcc.ir.opdef import ElementwiseDef
 from nxcc.ir.patterns import apply_patterns
 from nxcc.ir.rewrite import constant_value
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.fusion.normalize import FuseLayerNorm, FuseSoftmax
+from nxcc.passes.fusion.pads import SumOfPads
 
 
 @dataclass(frozen=True)
 class FuseElementwise:
-    """Replaces softmax and layer norm chains by their fused row ops (`normalize`), then
-    each group of elementwise ops by one `fused_elementwise` op."""
+    """Replaces softmax and layer norm chains by their fused row ops (`normalize`) and sums
+    of zero-padded pieces by their concatenation (`pads`), then each group of elementwise
+    ops by one `fused_elementwise` op."""
 
     name: ClassVar[str] = "fuse"
 
     def run(self, module: Module) -> bool:
-        changed = apply_patterns(module, [FuseSoftmax(module), FuseLayerNorm(module)])
+        changed = apply_patterns(module, [FuseSoftmax(module), FuseLayerNorm(module),
+                                          SumOfPads(module)])
         if changed:
             DeadCodeElimination().run(module)
         for fn in module.functions.values():
@@ -68,6 +80,10 @@ def read_through(op: Op | None, shape: tuple[int, ...]) -> tuple[Value, tuple[in
     return op.operands[0], dims
 
 
+#: ops copied into a group to compute one value it reads, at most (`_copy_plan`)
+COPY_LIMIT = 8
+
+
 @dataclass
 class Group:
     """The ops of one group (root last once sorted) and its operands with their dims."""
@@ -78,28 +94,50 @@ class Group:
     broadcasts: int = 0
     #: (id of a leaf's value, its dims) -> its index in `leaves`
     leaf_index: dict[tuple[int, tuple[int, ...]], int] = field(default_factory=dict)
+    #: ids of the members that are copies: computed here, and by their own op for others
+    copies: set[int] = field(default_factory=set)
+
+
+@dataclass
+class _Uses:
+    """What the grouping knows of `fn` while it makes groups, latest root first."""
+
+    position: dict[int, int]
+    #: id of a value -> how many operands of the ops left after the groups made so far
+    #: read it (a group's members' reads replaced by one read of each of its leaves)
+    count: dict[int, int]
+    #: id of a value -> the ops of the function that read it
+    users: dict[int, list[Op]]
+    #: ids of the function's results (used outside)
+    outside: set[int]
+    #: ids of the ops that are members (not copies) of a group
+    taken: set[int] = field(default_factory=set)
 
 
 def fuse_function(fn: Function) -> bool:
     """Fuse the groups of `fn` in place; True if any was made."""
-    position = {id(op): i for i, op in enumerate(fn.body)}
-    uses: dict[int, int] = {}  # id of a value -> how many operands read it
+    known = _Uses({id(op): i for i, op in enumerate(fn.body)}, {}, {},
+                  {id(v) for v in fn.results})
     for op in fn.body:
         for v in op.operands:
-            uses[id(v)] = uses.get(id(v), 0) + 1
-    outside = {id(v) for v in fn.results}  # function results: used outside
-    taken: set[int] = set()
+            known.count[id(v)] = known.count.get(id(v), 0) + 1
+            known.users.setdefault(id(v), []).append(op)
     groups: list[Group] = []
     for op in reversed(fn.body):
-        if id(op) in taken or not fusible(op):
+        if id(op) in known.taken or not fusible(op):
             continue
-        group = _grow(op, position, uses, outside, taken)
+        if known.count.get(id(op.result), 0) == 0 and id(op.result) not in known.outside:
+            for v in op.operands:  # dead (its users compute it themselves): reads nothing
+                known.count[id(v)] -= 1
+            continue
+        group = _grow(op, known)
         if len(group.members) + group.broadcasts >= 2:
             groups.append(group)
-            taken.update(group.members)
+            known.taken.update(i for i in group.members if i not in group.copies)
+            _count_reads(group, known)
     if not groups:
         return False
-    _rewrite(fn, groups, position)
+    _rewrite(fn, groups, known.position)
     return True
 
 
@@ -109,11 +147,17 @@ def fusible(op: Op) -> bool:
     return opdef.elementwise and not opdef.side_effects and len(op.results) == 1
 
 
-def _grow(root: Op, position: dict[int, int], uses: dict[int, int], outside: set[int],
-          taken: set[int]) -> Group:
+def cheap(op: Op) -> bool:
+    """A fusible op that is not transcendental (not evaluated as `precise`): a few
+    instructions per element, less than reading an element from memory."""
+    return fusible(op) and not (isinstance(op.opdef, ElementwiseDef) and op.opdef.precise)
+
+
+def _grow(root: Op, known: _Uses) -> Group:
     """The largest group rooted at `root`: producers are visited latest first, so when one
     is reached every user of it inside the group has already joined, and its operand reads
-    from members (counted in `inside`) tell whether all its uses are in the group."""
+    from members (counted in `inside`) tell whether all its uses are in the group. A
+    producer that is not a member is copied in when that pays (`_copy_plan`)."""
     shape = root.result.type.shape
     group = Group(root, {id(root): root})
     heap: list[tuple[int, int, Op]] = []
@@ -127,22 +171,99 @@ def _grow(root: Op, position: dict[int, int], uses: dict[int, int], outside: set
             count = inside.get(id(v))
             inside[id(v)] = 1 if count is None else count + 1
             if count is None and len(p.results) == 1:  # the first read: visit its owner
-                heapq.heappush(heap, (-position[id(p)], id(p), p))
+                heapq.heappush(heap, (-known.position[id(p)], id(p), p))
 
     push(root)
     while heap:
         _, _, p = heapq.heappop(heap)
+        if id(p) in group.members:  # copied in already
+            continue
         value = p.results[0]
-        if (id(p) not in taken and fusible(p)
-                and value.type.shape == shape and id(value) not in outside
-                and inside[id(value)] == uses[id(value)]):
+        if (id(p) not in known.taken and fusible(p)
+                and value.type.shape == shape and id(value) not in known.outside
+                and inside[id(value)] == known.count[id(value)]):
             group.members[id(p)] = p
             push(p)
+            continue
+        plan = _copy_plan(p, group, known, {})
+        if plan is not None and len(plan[1]) <= 1:
+            for op in plan[0]:
+                group.members[id(op)] = op
+                group.copies.add(id(op))
     group.broadcasts = sum(
         1 for op in group.members.values() for v in op.operands
         if (v.owner is None or id(v.owner) not in group.members)
         and read_through(v.owner, shape) is not None)
     return group
+
+
+def _copyable(op: Op, group: Group, known: _Uses) -> bool:
+    """`op` may be computed again inside `group`: cheap, of the group's shape, its value
+    in memory (not a member of another group), and read by elementwise ops only (so that
+    its own op can go once they all compute it)."""
+    value = op.results[0] if len(op.results) == 1 else None
+    return (value is not None and cheap(op) and id(op) not in known.taken
+            and value.type.shape == group.root.result.type.shape
+            and id(value) not in known.outside
+            and all(fusible(u) for u in known.users.get(id(value), [])))
+
+
+def _copy_plan(op: Op, group: Group, known: _Uses,
+               memo: dict[int, tuple[list[Op], dict[int, Value]] | None]
+               ) -> tuple[list[Op], dict[int, Value]] | None:
+    """(the ops to copy into `group` to compute `op` there, the full-size values they
+    read by id), copying each cheap producer whose own reads are no more than one value
+    (reading that value instead of the producer's); None if `op` may not be copied or the
+    plan would copy more than COPY_LIMIT ops."""
+    if id(op) in memo:
+        return memo[id(op)]
+    memo[id(op)] = None  # (a DAG has no cycles: this only bounds the work)
+    if not _copyable(op, group, known):
+        return None
+    shape = group.root.result.type.shape
+    copies, reads = [op], {}
+    for v in op.operands:
+        owner = v.owner
+        if (owner is not None and id(owner) in group.members) or _free(v, shape):
+            continue
+        sub = _copy_plan(owner, group, known, memo) if owner is not None else None
+        if sub is not None and len(sub[1]) <= 1:
+            copies += [c for c in sub[0] if c not in copies]
+            reads.update(sub[1])
+        else:
+            reads[id(v)] = v
+    if len(copies) > COPY_LIMIT:
+        return None
+    memo[id(op)] = copies, reads
+    return memo[id(op)]
+
+
+def _free(v: Value, shape: tuple[int, ...]) -> bool:
+    """Reading `v` in a group of `shape` costs no pass over memory: a splat constant (a
+    broadcast scalar at run time) or a broadcast read through as a view of a smaller
+    array."""
+    d = constant_value(v)
+    if d is not None:
+        return d.is_splat
+    return read_through(v.owner, shape) is not None
+
+
+def _count_reads(group: Group, known: _Uses) -> None:
+    """After `group` is made: its members' reads are gone, one read of each leaf (the
+    fused op's) stays; a copy's own op still reads what it reads."""
+    shape = group.root.result.type.shape
+    leaves: set[int] = set()
+    for op in group.members.values():
+        copy = id(op) in group.copies
+        for v in op.operands:
+            if not copy:
+                known.count[id(v)] -= 1
+            if v.owner is not None and id(v.owner) in group.members:
+                continue
+            through = read_through(v.owner, shape)
+            leaves.add(id(through[0] if through is not None else v))
+    for i in leaves:
+        known.count[i] = known.count.get(i, 0) + 1
 
 
 def _operand_ref(v: Value, group: Group, index: dict[int, int],
@@ -211,7 +332,7 @@ def _fused_op(group: Group, position: dict[int, int]) -> Op:
 def _rewrite(fn: Function, groups: list[Group], position: dict[int, int]) -> None:
     """Put each group's fused op at its root's place; drop the other members."""
     fused = {id(g.root): _fused_op(g, position) for g in groups}
-    dropped = {i for g in groups for i in g.members if i != id(g.root)}
+    dropped = {i for g in groups for i in g.members if i != id(g.root) and i not in g.copies}
     replaced = {id(g.root.result): fused[id(g.root)].result for g in groups}
     body = []
     for op in fn.body:

@@ -209,3 +209,29 @@ def test_a_gradient_transposed_twice_is_one_product() -> None:
         }
         """,
     )
+
+
+def test_an_identity_transpose_is_its_operand() -> None:
+    """A product's gradient already in its operand's layout: no copy of it is made."""
+    check(
+        """\
+        module @m {
+          func @main(%dy: f32[2,3,5], %w: f32[4,5]) -> (f32[2,3,4]) {
+            %g = dot_general(%dy, %w) {lhs_contracting_dims = [2], rhs_contracting_dims = [1]} : f32[2,3,4]
+            %t = transpose(%g) {permutation = [0, 1, 2]} : f32[2,3,4]
+            %n = negate(%t) : f32[2,3,4]
+            return %n
+          }
+        }
+        """,
+        ("fold-transpose",),
+        """\
+        module @m {
+          func @main(%dy: f32[2,3,5], %w: f32[4,5]) -> (f32[2,3,4]) {
+            %g = dot_general(%dy, %w) {lhs_contracting_dims = [2], rhs_contracting_dims = [1]} : f32[2,3,4]
+            %n = negate(%g) : f32[2,3,4]
+            return %n
+          }
+        }
+        """,
+    )

@@ -40,3 +40,24 @@ def test_chunks_give_the_whole_programs_bits(monkeypatch: pytest.MonkeyPatch, na
             np.testing.assert_array_equal(a, b)
     assert not np.array_equal(p_whole, param)
 
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_parameters_updated_in_place_give_the_same_bits(monkeypatch: pytest.MonkeyPatch,
+                                                            threads: int) -> None:
+    """`out=param`: each chunk is read before it is written, so updating the parameters
+    where they are gives what the update into a separate array gives."""
+    cfg = OptimizerConfig(name="adamw", weight_decay=0.01, betas=(0.9, 0.95))
+    monkeypatch.setattr(optimizer_step, "CHUNK", 7)
+    apart = OptimizerStep(cfg, N, OPTIONS, threads=threads)
+    inplace = OptimizerStep(cfg, N, OPTIONS, threads=threads)
+    rng = np.random.default_rng(1)
+    p_apart = rng.standard_normal(N).astype(np.float32)
+    p_inplace = p_apart.copy()
+    for step in range(3):
+        grad = rng.standard_normal(N).astype(np.float32)
+        p_apart = apart(p_apart, grad, 0.5, 1e-2, step).copy()
+        assert inplace(p_inplace, grad, 0.5, 1e-2, step, out=p_inplace) is p_inplace
+        np.testing.assert_array_equal(p_inplace, p_apart)
+    with pytest.raises(ValueError, match="f32\\[30\\]"):
+        inplace(p_inplace, grad, 0.5, 1e-2, 3, out=np.empty(N, np.float64))

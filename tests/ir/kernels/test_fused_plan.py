@@ -5,8 +5,10 @@ non-constant one still follows its slot."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from nxcc.ir import DType
+from nxcc.ir.kernels import fused
 from nxcc.ir.kernels.fused import prepare_fused
 from tests.ir.kernels.fake_ctx import run1
 
@@ -91,3 +93,27 @@ def test_one_value_operands_of_ufunc_steps_are_read_as_0d_views() -> None:
         calls = run.__closure__[0].cell_contents  # type: ignore[index]
         assert any(a.ndim == 0 for c in calls for a in getattr(c, "args", ())
                    if isinstance(a, np.ndarray))
+
+
+def test_a_select_of_a_broadcast_mask_gives_the_kernels_bits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A causal mask (a constant read as a broadcast view) choosing scaled scores or a
+    splat: the select step is planned as the kernel's two copies into the block (the
+    kernel itself is not called), with its values, the scores read afresh on every run."""
+    monkeypatch.setattr(fused, "get_kernel", None)  # planning must not need a kernel
+    rng = np.random.default_rng(4)
+    shape = (3, 2, 128, 128)  # several blocks
+    scores = rng.standard_normal(shape).astype(np.float32)
+    mask = np.tril(np.ones((128, 128), bool))
+    scale = np.broadcast_to(np.float32(0.125), shape)
+    low = np.broadcast_to(np.float32(-1e30), shape)
+    program = {"program": "a0[0,1,2,3] a1[0,1,2,3] a2[2,3] a3[0,1,2,3]; "
+                          "t0 = multiply(a0, a1); t1 = select(a2, t0, a3)"}
+    out = np.full(shape, np.nan, np.float32)
+    run = prepare_fused([scores, scale, mask, low], out, program, [False, True, True, True])
+    for _ in range(2):
+        run()
+        want = run1("select", [np.broadcast_to(mask, shape),
+                               run1("multiply", [scores, scale]), low])
+        np.testing.assert_array_equal(out, want)
+        scores += 1

@@ -286,3 +286,110 @@ def test_a_cube_by_a_constant_becomes_float64_products() -> None:
     want, = IRContext(plain).call("main", [x])
     have, = IRContext(fused).call("main", [x])
     np.testing.assert_array_max_ulp(have, want, maxulp=1)
+
+
+COPIES = """\
+    module @m {{
+      func @main(%x: f32[{s}], %b: f32[{n}], %g: f32[{s}], %z: f32[{s}]) -> (f32[{s}], f32[{s}]) {{
+        %bb = broadcast_in_dim(%b) {{shape = [{sl}], broadcast_dimensions = [{last}]}} : f32[{s}]
+        %h = add(%x, %bb) : f32[{s}]
+        %s = multiply(%h, %h) : f32[{s}]
+        %t = tanh(%s) : f32[{s}]
+        %half = constant() {{value = splat<f32[{s}]: 0.5>}} : f32[{s}]
+        %p = multiply(%h, %half) : f32[{s}]
+        %q = add(%x, %z) : f32[{s}]
+        %y0 = multiply(%p, %t) : f32[{s}]
+        %y = multiply(%y0, %q) : f32[{s}]
+        %d = multiply(%g, %p) : f32[{s}]
+        %e = multiply(%d, %t) : f32[{s}]
+        %f0 = multiply(%e, %s) : f32[{s}]
+        %f = add(%f0, %q) : f32[{s}]
+        return %y, %f
+      }}
+    }}
+    """
+
+
+def _copies(shape: tuple[int, ...]) -> str:
+    return COPIES.format(s=",".join(map(str, shape)), sl=", ".join(map(str, shape)),
+                         n=shape[-1], last=len(shape) - 1)
+
+
+def test_cheap_values_read_by_several_groups_are_computed_in_each() -> None:
+    # %h, %s and %p (a GELU's forward values its backward reads) are computed again in
+    # each group that reads them, from %x and the bias: none of them is written to
+    # memory. The tanh is not cheap: its group writes it and the others read it. %q reads
+    # two arrays: copying it would read more than reading it, so its own op stays.
+    check(
+        _copies((4, 8)),
+        ("fuse",),
+        """\
+        module @m {
+          func @main(%x: f32[4,8], %b: f32[8], %g: f32[4,8], %z: f32[4,8]) -> (f32[4,8], f32[4,8]) {
+            %t = fused_elementwise(%x, %b) {program = "a0[0,1] a1[1]; t0 = add(a0, a1); t1 = multiply(t0, t0); t2 = tanh(t1)", shape = [4, 8]} : f32[4,8]
+            %half = constant() {value = splat<f32[4,8]: 0.5>} : f32[4,8]
+            %q = add(%x, %z) : f32[4,8]
+            %y = fused_elementwise(%x, %b, %half, %t, %q) {program = "a0[0,1] a1[1] a2[0,1] a3[0,1] a4[0,1]; t0 = add(a0, a1); t1 = multiply(t0, a2); t2 = multiply(t1, a3); t3 = multiply(t2, a4)", shape = [4, 8]} : f32[4,8]
+            %f = fused_elementwise(%x, %b, %half, %g, %t, %q) {program = "a0[0,1] a1[1] a2[0,1] a3[0,1] a4[0,1] a5[0,1]; t0 = add(a0, a1); t1 = multiply(t0, t0); t2 = multiply(t0, a2); t3 = multiply(a3, t2); t4 = multiply(t3, a4); t5 = multiply(t4, t1); t6 = add(t5, a5)", shape = [4, 8]} : f32[4,8]
+            return %y, %f
+          }
+        }
+        """,
+    )
+
+
+def test_a_value_also_read_by_another_kind_of_op_is_not_copied() -> None:
+    # the reduce keeps %h in memory whatever the groups do: they read it, as before
+    check(
+        """\
+        module @m {
+          func @main(%x: f32[4,8], %b: f32[8], %g: f32[4,8]) -> (f32[4,8], f32[4,8], f32[]) {
+            %bb = broadcast_in_dim(%b) {shape = [4, 8], broadcast_dimensions = [1]} : f32[4,8]
+            %h = add(%x, %bb) : f32[4,8]
+            %t = tanh(%h) : f32[4,8]
+            %d = multiply(%g, %h) : f32[4,8]
+            %zero = constant() {value = splat<f32[]: 0.0>} : f32[]
+            %r = reduce(%h, %zero) {dimensions = [0, 1], computation = @add_f32} : f32[]
+            return %t, %d, %r
+          }
+          func @add_f32(%p: f32[], %q: f32[]) -> (f32[]) {
+            %0 = add(%p, %q) : f32[]
+            return %0
+          }
+        }
+        """,
+        ("fuse",),
+        """\
+        module @m {
+          func @main(%x: f32[4,8], %b: f32[8], %g: f32[4,8]) -> (f32[4,8], f32[4,8], f32[]) {
+            %h = fused_elementwise(%x, %b) {program = "a0[0,1] a1[1]; t0 = add(a0, a1)", shape = [4, 8]} : f32[4,8]
+            %t = tanh(%h) : f32[4,8]
+            %d = multiply(%g, %h) : f32[4,8]
+            %zero = constant() {value = splat<f32[]: 0.0>} : f32[]
+            %r = reduce(%h, %zero) {dimensions = [0, 1], computation = @add_f32} : f32[]
+            return %t, %d, %r
+          }
+          func @add_f32(%p: f32[], %q: f32[]) -> (f32[]) {
+            %0 = add(%p, %q) : f32[]
+            return %0
+          }
+        }
+        """,
+    )
+
+
+@pytest.mark.parametrize("shape", [(4, 8), (3, 50000)])
+def test_groups_with_copies_compute_exactly_the_unfused_ops(shape: tuple[int, ...]) -> None:
+    text = textwrap.dedent(_copies(shape))
+    plain, fused = parse_module(text), parse_module(text)
+    assert FuseElementwise().run(fused)
+    verify_module(fused)
+    rng = np.random.default_rng(4)
+    args = [rng.standard_normal(shape).astype(np.float32),
+            rng.standard_normal(shape[-1]).astype(np.float32),
+            rng.standard_normal(shape).astype(np.float32),
+            rng.standard_normal(shape).astype(np.float32)]
+    want = IRContext(plain).call("main", args)
+    got = IRContext(fused).call("main", args)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_array_equal(g, w)
