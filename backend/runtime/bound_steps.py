@@ -14,7 +14,8 @@ With `threads` above one, a large elementwise instruction is split into slabs ru
 side on that many threads (`parallel_steps.split_step`), each slab planned as above.
 
 A splat constant (a broadcast scalar, every stride 0) read by an op whose entry says
-`dense_constants` (dot_general, convolution) is made an ordinary array once, at load: BLAS
+`dense_constants` (dot_general, convolution; a fused convolution's operands of the
+convolution) is made an ordinary array once, at load: BLAS
 cannot read it, so numpy would multiply it in its own loop (or the convolution kernel copy
 it) on every execution.
 
@@ -46,7 +47,9 @@ def bind_step(opdef: OpDef, kern: Kernel, args: Sequence[np.ndarray],
     `threads`: how many threads a large elementwise instruction may run on."""
     entry = PLANS.get(opdef)
     if entry is not None and entry.dense_constants:
-        args = [_dense(a) if fixed else a for a, fixed in zip(args, constant, strict=True)]
+        dense = entry.dense(len(args))
+        args = [_dense(a) if fixed and k in dense else a
+                for k, (a, fixed) in enumerate(zip(args, constant, strict=True))]
     if entry is not None and entry.plan is not None and len(outs) == 1:
         if threads > 1:
             split = split_step(opdef, entry.plan, args, outs[0], attrs, ctx, constant,

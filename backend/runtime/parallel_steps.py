@@ -170,7 +170,7 @@ def side_by_side(steps: Sequence[Step], names: Sequence[str]) -> None:
 
 
 #: ops whose kernels hand their work to the BLAS
-_BLAS_OPS = (ops.dot_general, ops.convolution)
+_BLAS_OPS = (ops.dot_general, ops.convolution, ops.fused_convolution)
 
 
 def blas_instructions(instructions: Sequence[tuple]) -> list[int]:

@@ -30,7 +30,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, pad_array, store, windows
-from nxcc.ir.kernels.conv_rows import MAX_WINDOW, method, prepare_conv_rows
+from nxcc.ir.kernels.conv_rows import MAX_WINDOW, Finish, method, prepare_conv_rows
 from nxcc.ir.kernels.linalg import accumulate_dtype
 from nxcc.ir.kernels.plan import Step, plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
@@ -150,10 +150,12 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 
 def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
                         attrs: Mapping[str, AttrValue], constant: Sequence[bool],
-                        pool: ScratchPool | None = None) -> Callable[[], None] | None:
+                        pool: ScratchPool | None = None, finish: Finish | None = None
+                        ) -> Callable[[], None] | None:
     """The convolution on these fixed arrays as a callable, with its buffers and kernel
-    matrices made once (`conv_rows.prepare_conv_rows`), when it takes the row route and
-    needs no conversion; None otherwise (the kernel then runs per call)."""
+    matrices made once (`conv_rows.prepare_conv_rows`, which `finish` is handed to), when
+    it takes the row route and needs no conversion; None otherwise (the kernel then runs
+    per call)."""
     lhs, rhs = args
     a: Mapping = attrs
     acc = accumulate_dtype(lhs.dtype, out.dtype)
@@ -166,7 +168,7 @@ def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
     how = _rows_method(x, w, a, low, high, [d - 1 for d in a["lhs_dilation"]])
     if how is None:
         return None
-    return prepare_conv_rows(x, w, low, high, how, out, constant[1], pool)
+    return prepare_conv_rows(x, w, low, high, how, out, constant[1], pool, finish)
 
 
 def _canonical_operands(lhs: np.ndarray, rhs: np.ndarray,

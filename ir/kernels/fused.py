@@ -149,17 +149,37 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
                   constant: Sequence[bool] | None = None) -> Callable[[], None]:
     """A callable that computes `out` from `args` (fixed arrays) by the op's program.
     `constant[i]`: args[i]'s values never change (None: the plan is used once, so none
-    change while it is used)."""
+    change while it is used). An operand of the result's shape and layout may be `out`
+    itself (an epilogue in place): each block reads its part of it before the last step
+    writes that part."""
     program = parse_program(str(attrs["program"]))
+    views = [operand_view(a, d, out.ndim) for a, d in zip(args, program.operand_dims,
+                                                          strict=True)]
+    fixed = [True] * len(args) if constant is None else list(constant)
+    return _prepare_views(program, views, out, fixed)
+
+
+def prepare_epilogue(first: np.ndarray, args: Sequence[np.ndarray], out: np.ndarray,
+                     attrs: Mapping[str, AttrValue], constant: Sequence[bool],
+                     region: tuple[slice, ...]) -> Callable[[], None]:
+    """A callable computing out[region] by the program of `attrs` with operand a0 read
+    from `first` (shaped as out[region]: a product's tile) and a1, a2... from the parts of
+    `args` that meet the region (`constant` as for `prepare_fused`, of `args`)."""
+    program = parse_program(str(attrs["program"]))
+    views = [first, *(_sub(operand_view(a, d, out.ndim), region)
+                      for a, d in zip(args, program.operand_dims[1:], strict=True))]
+    return _prepare_views(program, views, out[region], [False, *constant])
+
+
+def _prepare_views(program: FusedProgram, views: list[np.ndarray], out: np.ndarray,
+                   fixed: list[bool]) -> Callable[[], None]:
+    """`prepare_fused` on operands already viewed at the result's rank."""
     if out.size == 0:
         return lambda: None
-    rank = out.ndim
-    views = [operand_view(a, d, rank) for a, d in zip(args, program.operand_dims, strict=True)]
-    dtypes = program.step_dtypes([DType.from_numpy(a.dtype) for a in args])
+    dtypes = program.step_dtypes([DType.from_numpy(a.dtype) for a in views])
     reg = _registers(program)
     index_list = list(blocks(out.shape))
     first = _sub(out, index_list[0]).shape
-    fixed = [True] * len(args) if constant is None else list(constant)
     filled = {i: np.full(first, v.flat[0], v.dtype) for i, v in enumerate(views)
               if fixed[i] and _scalar_for_min_max(program, i, v)}
     # one scratch buffer per register and dtype it is used with
