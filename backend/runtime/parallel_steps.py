@@ -5,14 +5,17 @@ use every thread its BLAS has (`OPENBLAS_NUM_THREADS`, or one per CPU). `split_s
 the result of a large instruction into `threads` slabs along one dimension: an elementwise
 one (`fused_elementwise`, an op of one element per element: add, exp, select, convert...),
 a row op (`softmax`, `layer_norm`) or a `reduce` over trailing dimensions between its rows,
-a batch of matrix products between the products. It plans each slab with the op's own plan
+a batch of matrix products between the products (one product between its lhs rows or rhs
+columns), a convolution (with its epilogue, `fused_convolution`) between its images or else
+its output features. It plans each slab with the op's own plan
 on views of its operands and the slab, and returns one step running slab 0 on the calling
 thread and the others on pooled threads (`core_threads`). numpy releases the GIL inside its
 loops, so the slabs run side by side; each element is computed by the same numpy calls as
 unsplit (elementwise results, a row op's rows and a row's reduction do not depend on where
-a block starts; a product's slab is a BLAS call on a slab of its lhs rows, which OpenBLAS
-computes with the same bits as the whole: checked on a transformer's shapes and layouts),
-so the results are the same bits.
+a block starts; a product's slab is a BLAS call on a slab of its lhs rows or rhs columns,
+which OpenBLAS computes with the same bits as the whole: checked on a transformer's shapes
+and layouts, a classifier's row and convolutions' kernel rows), so the results are the
+same bits.
 
 When every matrix product of a function is split (or small), the executor splits its
 other instructions too and runs it with the BLAS at one thread (`limit_process(1,
@@ -21,10 +24,11 @@ them. OpenBLAS's own threads, woken for every call of a batch of small products 
 256x64x256 in a GPT's attention scores) and spinning for a while after each, competed with
 the slabs for the cores: one GPT training step took 3 s that way on a busy 2-core machine,
 8 to 12 with OpenBLAS's two threads. A function with a product that does not split (a
-convolution) splits nothing: the BLAS keeps its threads, as before.
+depthwise convolution of one image) splits nothing: the BLAS keeps its threads, as before.
 
 An instruction is split only when each slab reads or writes at least `MIN_SLAB` elements
-(handing a slab to a waiting thread costs some microseconds) and the dimension split is not
+(handing a slab to a waiting thread costs some microseconds; a convolution counts its
+multiply-adds, `CONV_MACS_PER_ELEMENT` to an element) and the dimension split is not
 one an operand broadcasts along in a way the slab could not follow. The worker threads
 ignore floating-point errors while they run, as the calling thread does for the whole
 program; an exception of a slab is raised on the calling thread once every slab has
@@ -52,6 +56,10 @@ from nxcc.ir.opdef import ElementwiseDef, OpDef
 #: than it saves
 MIN_SLAB = 1 << 16
 
+#: a convolution's multiply-adds that count as one element's work against `MIN_SLAB` (a
+#: 1x1 convolution of SqueezeNet's 13x13 images, 2.6M of them, takes about 50 us)
+CONV_MACS_PER_ELEMENT = 16
+
 #: ops of one result element per operand element (besides the ElementwiseDef family), and
 #: copies of one element each (the operand's dims cut where the result's are)
 _SAME_SHAPE = (ops.compare, ops.select, ops.clamp, ops.convert, ops.copy)
@@ -61,11 +69,13 @@ _ROW_OPS = (ops.softmax, ops.layer_norm)
 
 def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.ndarray,
                attrs: Mapping[str, AttrValue], ctx: KernelContext, constant: Sequence[bool],
-               threads: int) -> Step | None:
+               threads: int, pools: Sequence[ScratchPool] = ()) -> Step | None:
     """The instruction as one step over `threads` slabs run side by side, or None when it
     is not split (another kind of op, too small, a layout the slabs cannot follow, or a
-    slab the op's plan does not take)."""
-    parts = min(threads, max(out.size, *(a.size for a in args)) // MIN_SLAB)
+    slab the op's plan does not take). Slab k takes its scratch from `pools[k]` (shared
+    with slab k of the function's other instructions, which never run at the same time;
+    a pool of its own when not given)."""
+    parts = min(threads, _size(opdef, args, out, attrs) // MIN_SLAB)
     if parts < 2:
         return None
     layout = _layout(opdef, args, out, attrs)
@@ -77,17 +87,30 @@ def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.nda
         return None
     edges = np.linspace(0, out.shape[axis], parts + 1).astype(int)
     steps = []
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+    for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
         sub = [_slab(a, d, axis, lo, hi, out.shape[axis]) for a, d in zip(args, dims,
                                                                         strict=True)]
         if any(s is None for s in sub):
             return None
         index = (slice(None),) * axis + (slice(lo, hi),)
-        step = plan(sub, out[index], attrs, ctx, constant, ScratchPool())  # type: ignore[arg-type]
+        pool = pools[k] if k < len(pools) else ScratchPool()
+        step = plan(sub, out[index], attrs, ctx, constant, pool)  # type: ignore[arg-type]
         if step is None:
             return None
         steps.append(step)
     return functools.partial(side_by_side, steps, [f"nxcc-slab{k}" for k in range(parts)])
+
+
+def _size(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
+          attrs: Mapping[str, AttrValue]) -> int:
+    """The instruction's size in elements for `MIN_SLAB`: its largest array's; for a
+    convolution, its multiply-adds over `CONV_MACS_PER_ELEMENT` when more (its work is
+    its products', not its arrays')."""
+    size = max(out.size, *(a.size for a in args))
+    if opdef in (ops.convolution, ops.fused_convolution) and args[1].size:
+        features = args[1].shape[attr_of(attrs, "kernel_output_feature_dim", int)]
+        size = max(size, out.size * (args[1].size // features) // CONV_MACS_PER_ELEMENT)
+    return size
 
 
 def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
@@ -97,14 +120,19 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     every = list(range(out.ndim))
     if opdef is ops.fused_elementwise:
         return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims], every
-    if opdef is ops.dot_general:  # between the products of a batch, else between lhs rows
+    if opdef is ops.dot_general:  # between the products of a batch, lhs rows, rhs columns
         lb, rb = (list(attr_ints(attrs, k)) for k in ("lhs_batch_dims", "rhs_batch_dims"))
-        lc = list(attr_ints(attrs, "lhs_contracting_dims"))
+        lc, rc = (list(attr_ints(attrs, k)) for k in ("lhs_contracting_dims",
+                                                      "rhs_contracting_dims"))
         lfree = [d for d in range(args[0].ndim) if d not in lb and d not in lc]
+        rfree = [d for d in range(args[1].ndim) if d not in rb and d not in rc]
         lhs = [lb.index(d) if d in lb else len(lb) + lfree.index(d) if d in lfree else -1
                for d in range(args[0].ndim)]
-        rhs = [rb.index(d) if d in rb else -1 for d in range(args[1].ndim)]
-        return [tuple(lhs), tuple(rhs)], list(range(len(lb) + len(lfree)))
+        rhs = [rb.index(d) if d in rb else len(lb) + len(lfree) + rfree.index(d)
+               if d in rfree else -1 for d in range(args[1].ndim)]
+        return [tuple(lhs), tuple(rhs)], every
+    if opdef in (ops.convolution, ops.fused_convolution):
+        return _convolution_layout(opdef, args, attrs)
     if opdef is ops.reduce:  # rows: the reduced dims are the trailing ones
         if len(args) != 2 or args[1].ndim or sorted(attr_ints(attrs, "dimensions")) != list(
                 range(out.ndim, args[0].ndim)):
@@ -125,6 +153,29 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
                 if opdef not in _ROW_OPS or a != attr_of(attrs, "dimension", int)]
         return [tuple(every) if a.shape == out.shape else () for a in args], axes
     return None
+
+
+def _convolution_layout(opdef: OpDef, args: Sequence[np.ndarray],
+                        attrs: Mapping[str, AttrValue]
+                        ) -> tuple[list[tuple[int, ...]], list[int]] | None:
+    """A convolution is cut between its images (lhs batch), else between its output
+    features (kernel output features: with one group only); a fused one's epilogue
+    operands as its program maps them. Its spatial dimensions are never cut (a slab's
+    windows would reach into the next one's rows)."""
+    a = attrs
+    if attr_of(a, "batch_group_count", int) != 1:
+        return None
+    rank = args[0].ndim
+    batch, feature = attr_of(a, "output_batch_dim", int), attr_of(a, "output_feature_dim", int)
+    lhs, rhs = [-1] * rank, [-1] * rank
+    lhs[attr_of(a, "input_batch_dim", int)] = batch
+    axes = [batch]
+    if attr_of(a, "feature_group_count", int) == 1:
+        rhs[attr_of(a, "kernel_output_feature_dim", int)] = feature
+        axes.append(feature)
+    extras = ([tuple(d) for d in parse_program(str(a["program"])).operand_dims[1:]]
+              if opdef is ops.fused_convolution else [])
+    return [tuple(lhs), tuple(rhs), *extras], axes
 
 
 def _slab(arg: np.ndarray, dims: Sequence[int], axis: int, lo: int, hi: int, size: int

@@ -21,6 +21,7 @@ into G chunks likewise; results are concatenated along the output features.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -217,5 +218,6 @@ def convolution_plan(args: Sequence[np.ndarray], out: np.ndarray,
                      attrs: Mapping[str, AttrValue], ctx: KernelContext,
                      constant: Sequence[bool], pool: ScratchPool) -> Step | None:
     """On the row route: kernel matrices made once, the padded image and tile buffers in the
-    function's shared scratch (`prepare_convolution`)."""
-    return prepare_convolution(args, out, attrs, constant, pool)
+    function's shared scratch (`prepare_convolution`); else the kernel on these arrays."""
+    return (prepare_convolution(args, out, attrs, constant, pool)
+            or functools.partial(convolution, list(args), [out], attrs, ctx))

@@ -208,32 +208,102 @@ def test_a_function_whose_products_are_split_runs_the_blas_at_one_thread() -> No
     assert seen == [1] and blas_threads.blas_thread_count() == before
 
 
+CONV_ATTRS = ("window_strides = [1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], "
+              "rhs_dilation = [1, 1], feature_group_count = {groups}, batch_group_count = 1, "
+              "input_batch_dim = 0, input_feature_dim = 1, input_spatial_dims = [2, 3], "
+              "kernel_output_feature_dim = 0, kernel_input_feature_dim = 1, "
+              "kernel_spatial_dims = [2, 3], output_batch_dim = 0, output_feature_dim = 1, "
+              "output_spatial_dims = [2, 3]")
+
 CONV_AND_ADD = f"""\
-module @m {{
-  func @main(%x: f32[1,64,32,32], %w: f32[64,64,3,3], %y: f32[4,{N // 2},3])
-      -> (f32[1,64,32,32], f32[4,{N // 2},3]) {{
-    %c = convolution(%x, %w) {{window_strides = [1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], rhs_dilation = [1, 1], feature_group_count = 1, batch_group_count = 1, input_batch_dim = 0, input_feature_dim = 1, input_spatial_dims = [2, 3], kernel_output_feature_dim = 0, kernel_input_feature_dim = 1, kernel_spatial_dims = [2, 3], output_batch_dim = 0, output_feature_dim = 1, output_spatial_dims = [2, 3]}} : f32[1,64,32,32]
+module @m {{{{
+  func @main(%x: f32[1,64,32,32], %w: f32[64,1,3,3], %y: f32[4,{N // 2},3])
+      -> (f32[1,64,32,32], f32[4,{N // 2},3]) {{{{
+    %c = convolution(%x, %w) {{{{{CONV_ATTRS.format(groups=64)}}}}} : f32[1,64,32,32]
     %e = exp(%y) : f32[4,{N // 2},3]
     return %c, %e
-  }}
-}}
-"""
+  }}}}
+}}}}
+""".format()
 
 
 def test_a_function_with_an_unsplit_convolution_splits_nothing() -> None:
-    """The convolution keeps the BLAS's threads, so the elementwise op is not split."""
+    """A depthwise convolution of one image has nothing to cut (its output features are
+    its groups): it keeps the BLAS's threads, so the elementwise op is not split."""
     program = compile_function(parse_module(CONV_AND_ADD), "main",
                                CompileOptions(target="trn1"))
     executor = ProgramExecutor(program.program, program.weights)
     executor.threads = 2
     rng = np.random.default_rng(7)
     args = [rng.standard_normal(s).astype(np.float32)
-            for s in ((1, 64, 32, 32), (64, 64, 3, 3), (4, N // 2, 3))]
+            for s in ((1, 64, 32, 32), (64, 1, 3, 3), (4, N // 2, 3))]
     got = executor.run(args)
     bound = executor.functions["main"].bound(executor)
     assert not bound.own_threads
     assert not any(parallel_steps.is_split(s) for s in bound.steps)
     np.testing.assert_array_equal(got[1], np.exp(args[2]))
+
+
+def _conv_relu(batch: int, cin: int, cout: int, window: int, stride: int) -> str:
+    """A convolution with bias and ReLU (fused into it when compiled) of `batch` images."""
+    pad = window // 2
+    size = (32 + 2 * pad - window) // stride + 1
+    attrs = CONV_ATTRS.format(groups=1).replace("[1, 1], padding = [[1, 1], [1, 1]]",
+                                                f"[{stride}, {stride}], padding = "
+                                                f"[[{pad}, {pad}], [{pad}, {pad}]]")
+    out = f"f32[{batch},{cout},{size},{size}]"
+    return f"""\
+module @m {{
+  func @main(%x: f32[{batch},{cin},32,32], %w: f32[{cout},{cin},{window},{window}], %b: f32[{cout}])
+      -> ({out}) {{
+    %c = convolution(%x, %w) {{{attrs}}} : {out}
+    %bb = broadcast_in_dim(%b) {{shape = [{batch}, {cout}, {size}, {size}], broadcast_dimensions = [1]}} : {out}
+    %a = add(%c, %bb) : {out}
+    %z = constant() {{value = splat<{out}: 0.0>}} : {out}
+    %r = maximum(%a, %z) : {out}
+    return %r
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("batch, cin, cout, window, stride", [
+    (2, 16, 64, 3, 1),   # between the images; the row route
+    (1, 16, 64, 3, 1),   # between the output features; the row route
+    (1, 64, 16, 3, 1),   # features; shifted products
+    (1, 32, 64, 1, 1),   # features; a 1x1 product on the input itself
+    (3, 3, 128, 3, 2),   # images; strided (im2col)
+    (1, 16, 64, 3, 2),   # features; strided (im2col)
+])
+def test_convolutions_split_between_images_or_features_with_the_same_bits(
+        batch: int, cin: int, cout: int, window: int, stride: int) -> None:
+    rng = np.random.default_rng(8)
+    text = _conv_relu(batch, cin, cout, window, stride)
+    args = [rng.standard_normal(s).astype(np.float32)
+            for s in ((batch, cin, 32, 32), (cout, cin, window, window), (cout,))]
+    one = _run(text, args, 1)[0]
+    np.testing.assert_array_equal(_run(text, args, 2)[0], one)
+    assert (one >= 0).all() and (one > 0).any()
+
+
+CLASSIFIER = """\
+module @m {
+  func @main(%x: f32[1,2048], %w: f32[1000,2048]) -> (f32[1,1000]) {
+    %y = dot_general(%x, %w) {lhs_contracting_dims = [1], rhs_contracting_dims = [1]} : f32[1,1000]
+    return %y
+  }
+}
+"""
+
+
+def test_a_product_of_one_row_splits_between_rhs_columns_with_the_same_bits() -> None:
+    """A classifier at batch 1 (ResNet-50's last layer): nothing to cut but its columns."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 2048)).astype(np.float32)
+    w = rng.standard_normal((1000, 2048)).astype(np.float32)
+    one = _run(CLASSIFIER, [x, w], 1)[0]
+    np.testing.assert_array_equal(_run(CLASSIFIER, [x, w], 2)[0], one)
+    np.testing.assert_allclose(one, x @ w.T, rtol=1e-4, atol=1e-3)
 
 
 def test_a_batch_of_one_splits_along_its_next_batch_dim() -> None:
