@@ -67,7 +67,8 @@ def _single_group_conv(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
                        ) -> np.ndarray:
     """`_grouped_conv` for one group, as out[n] = W (O, C*K) @ cols[n] (C*K, P): no transposed
     result to copy back, and for a 1x1 window at stride 1 the columns are x itself (no im2col
-    copy). `out`, when given, is a contiguous (N, O, *P) array of the result dtype to fill."""
+    copy). `out`, when given, is an (N, O, *P) array of the result dtype to fill, each
+    image's (O, *P) contiguous (`_images_contiguous`)."""
     n = x.ndim - 2
     nb, c = x.shape[:2]
     o = w.shape[0]
@@ -80,7 +81,9 @@ def _single_group_conv(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     cols = view.transpose(order).reshape(nb, c * k, p)
     weights = w.reshape(o, c * k)
     if out is not None:
-        np.matmul(weights, cols, out=out.reshape(nb, o, p))
+        products = out.view()
+        products.shape = (nb, o, p)  # a view, or AttributeError: never a copy written to
+        np.matmul(weights, cols, out=products)
         return out
     return np.matmul(weights, cols).reshape(nb, o, *positions)
 
@@ -138,7 +141,7 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     with np.errstate(all="ignore"):
         if groups == 1 and batch_groups == 1:
             direct = (canonical == list(range(n + 2)) and out.dtype == acc
-                      and out.flags.c_contiguous)
+                      and _images_contiguous(out))
             result = _single_group_conv(x, w, a["window_strides"], a["rhs_dilation"],
                                         out if direct else None)
             if direct:
@@ -160,8 +163,7 @@ def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
     lhs, rhs = args
     a: Mapping = attrs
     acc = accumulate_dtype(lhs.dtype, out.dtype)
-    if not (lhs.dtype == rhs.dtype == out.dtype == acc and out.flags.c_contiguous
-            and _canonical(a)):
+    if not (lhs.dtype == rhs.dtype == out.dtype == acc and _canonical(a)):
         return None
     x, w = _canonical_operands(lhs, rhs, a)
     low = [lo for lo, _ in a["padding"]]
@@ -179,6 +181,17 @@ def _canonical_operands(lhs: np.ndarray, rhs: np.ndarray,
     w = rhs.transpose([a["kernel_output_feature_dim"], a["kernel_input_feature_dim"],
                        *a["kernel_spatial_dims"]])
     return x, w
+
+
+def _images_contiguous(out: np.ndarray) -> bool:
+    """Each image out[n] is C-contiguous (out may be a slice of a larger buffer along its
+    batch or feature dimension: a concatenation's part)."""
+    step = out.itemsize
+    for size, stride in zip(reversed(out.shape[1:]), reversed(out.strides[1:]), strict=True):
+        if size != 1 and stride != step:
+            return False
+        step *= size
+    return True
 
 
 def _canonical(a: Mapping) -> bool:
@@ -213,7 +226,7 @@ def _split_conv(x: np.ndarray, w: np.ndarray, groups: int, batch_groups: int,
     return parts[0] if batch_groups == 1 else np.concatenate(parts, axis=1)  # (N/B, O, *P)
 
 
-@plan(ops.convolution, dense_constants=True)
+@plan(ops.convolution, dense_constants=True, strided_out=True)
 def convolution_plan(args: Sequence[np.ndarray], out: np.ndarray,
                      attrs: Mapping[str, AttrValue], ctx: KernelContext,
                      constant: Sequence[bool], pool: ScratchPool) -> Step | None:

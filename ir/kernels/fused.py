@@ -222,7 +222,7 @@ def fused_elementwise(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
         prepare_fused(args, outs[0], attrs)()
 
 
-@plan(ops.fused_elementwise)
+@plan(ops.fused_elementwise, strided_out=True)
 def fused_elementwise_plan(args: Sequence[np.ndarray], out: np.ndarray,
                            attrs: Mapping[str, AttrValue], ctx: KernelContext,
                            constant: Sequence[bool], pool: ScratchPool

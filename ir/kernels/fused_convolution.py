@@ -36,7 +36,7 @@ def fused_convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
         prepare_fused([outs[0], *args[2:]], outs[0], attrs)()
 
 
-@plan(ops.fused_convolution, dense_constants=(0, 1))
+@plan(ops.fused_convolution, dense_constants=(0, 1), strided_out=True)
 def fused_convolution_plan(args: Sequence[np.ndarray], out: np.ndarray,
                            attrs: Mapping[str, AttrValue], ctx: KernelContext,
                            constant: Sequence[bool], pool: ScratchPool

@@ -16,6 +16,9 @@ The executor binds each instruction once, at load, to the arrays it reads and wr
   epilogue's) is made an ordinary array once, at load, for the plan and the kernel alike
   (BLAS cannot read a zero-stride matrix: numpy would multiply it in its own loop on every
   execution);
+- `strided_out`: the plan and the kernel write an out of any strides (a slice of a larger
+  buffer), so the memory plan may place the op's result in its slice of a concatenation
+  (`backend/program/concat_parts.py`);
 - `kernel_only(...)`: no plan; the kernel is called as it is.
 
 The elementwise families' plans are derived from their definitions (`from_defs`), as their
@@ -51,6 +54,7 @@ class StepPlan:
 
     plan: Plan | None
     dense_constants: bool | tuple[int, ...] = False
+    strided_out: bool = False
 
     def dense(self, operands: int) -> Sequence[int]:
         """The indices of the operands made dense when they are broadcast constants."""
@@ -63,13 +67,13 @@ class StepPlan:
 PLANS: OpTable[StepPlan] = OpTable("step plan", load=load_kernels)
 
 
-def plan(*opdefs: OpDef, dense_constants: bool | tuple[int, ...] = False
-         ) -> Callable[[Plan], Plan]:
+def plan(*opdefs: OpDef, dense_constants: bool | tuple[int, ...] = False,
+         strided_out: bool = False) -> Callable[[Plan], Plan]:
     """Decorator: the decorated function is the plan of each op of `opdefs`."""
 
     def register(fn: Plan) -> Plan:
         for opdef in opdefs:
-            PLANS.add(opdef, StepPlan(fn, dense_constants))
+            PLANS.add(opdef, StepPlan(fn, dense_constants, strided_out))
         return fn
 
     return register
