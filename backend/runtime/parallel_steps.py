@@ -5,6 +5,7 @@ use every thread its BLAS has (`OPENBLAS_NUM_THREADS`, or one per CPU). `split_s
 the result of a large instruction into `threads` slabs along one dimension: an elementwise
 one (`fused_elementwise`, an op of one element per element: add, exp, select, convert...),
 a row op (`softmax`, `layer_norm`) or a `reduce` over trailing dimensions between its rows,
+a pool (`reduce_window`) along a dimension it does not pool,
 a batch of matrix products between the products (one product between its lhs rows or rhs
 columns), a convolution (with its epilogue, `fused_convolution`) between its images or else
 its output features. It plans each slab with the op's own plan
@@ -45,7 +46,7 @@ import numpy as np
 from nxcc.backend.runtime import float_errors
 from nxcc.backend.runtime.core_threads import run_on_threads
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue, attr_ints, attr_of
+from nxcc.ir.attributes import AttrValue, attr_ints, attr_ints2, attr_of
 from nxcc.ir.fused_program import parse_program
 from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.kernels.plan import Plan, Step
@@ -133,6 +134,12 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
         return [tuple(lhs), tuple(rhs)], every
     if opdef in (ops.convolution, ops.fused_convolution):
         return _convolution_layout(opdef, args, attrs)
+    if opdef is ops.reduce_window and len(args) == 2:  # a pool: along what it does not pool
+        plain = [d for d in every if attr_ints(attrs, "window_dimensions")[d] == 1
+                 and attr_ints(attrs, "window_strides")[d] == 1
+                 and attr_ints(attrs, "base_dilations")[d] == 1
+                 and not any(attr_ints2(attrs, "padding")[d])]
+        return [tuple(d if d in plain else -1 for d in every), ()], plain
     if opdef is ops.reduce:  # rows: the reduced dims are the trailing ones
         if len(args) != 2 or args[1].ndim or sorted(attr_ints(attrs, "dimensions")) != list(
                 range(out.ndim, args[0].ndim)):

@@ -340,3 +340,28 @@ def test_transposes_pads_and_broadcasts_split_with_the_same_values() -> None:
     np.testing.assert_array_equal(one[0], x.transpose(1, 0, 2))
     np.testing.assert_array_equal(one[1], np.pad(x, ((0, 0), (0, 0), (2, 0))))
     np.testing.assert_array_equal(one[2], np.broadcast_to(b, x.shape))
+
+
+MAX_POOL = """\
+module @m {
+  func @main(%x: f32[2,64,47,47]) -> (f32[2,64,23,23]) {
+    %init = constant() {value = splat<f32[]: -inf>} : f32[]
+    %p = reduce_window(%x, %init) {window_dimensions = [1, 1, 3, 3], window_strides = [1, 1, 2, 2], base_dilations = [1, 1, 1, 1], window_dilations = [1, 1, 1, 1], padding = [[0, 0], [0, 0], [0, 0], [0, 0]], computation = @max_f32} : f32[2,64,23,23]
+    return %p
+  }
+  func @max_f32(%a: f32[], %b: f32[]) -> (f32[]) {
+    %c = maximum(%a, %b) : f32[]
+    return %c
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("batch", [2, 1])
+def test_a_max_pool_splits_along_a_dimension_it_does_not_pool(batch: int) -> None:
+    text = MAX_POOL.replace("f32[2,", f"f32[{batch},")
+    x = np.random.default_rng(10).standard_normal((batch, 64, 47, 47)).astype(np.float32)
+    one = _run(text, [x], 1)[0]
+    np.testing.assert_array_equal(_run(text, [x], 2)[0], one)
+    want = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    np.testing.assert_array_equal(one, want.max(axis=(4, 5)))
