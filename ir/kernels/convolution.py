@@ -32,6 +32,7 @@ from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, pad_array, store, windows
 from nxcc.ir.kernels.conv_rows import MAX_WINDOW, Finish, method, prepare_conv_rows
+from nxcc.ir.kernels.conv_tiles import prepare_conv_tiles
 from nxcc.ir.kernels.linalg import accumulate_dtype
 from nxcc.ir.kernels.plan import Step, plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
@@ -157,9 +158,10 @@ def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
                         pool: ScratchPool | None = None, finish: Finish | None = None
                         ) -> Callable[[], None] | None:
     """The convolution on these fixed arrays as a callable, with its buffers and kernel
-    matrices made once (`conv_rows.prepare_conv_rows`, which `finish` is handed to), when
-    it takes the row route and needs no conversion; None otherwise (the kernel then runs
-    per call)."""
+    matrices made once, when it is a 2-D float convolution of one group that needs no
+    conversion: on the row route (`conv_rows.prepare_conv_rows`), else by im2col in tiles
+    of output rows (`conv_tiles.prepare_conv_tiles`), each handed `finish`; None otherwise
+    (the kernel then runs per call)."""
     lhs, rhs = args
     a: Mapping = attrs
     acc = accumulate_dtype(lhs.dtype, out.dtype)
@@ -169,9 +171,14 @@ def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
     low = [lo for lo, _ in a["padding"]]
     high = [hi for _, hi in a["padding"]]
     how = _rows_method(x, w, a, low, high, [d - 1 for d in a["lhs_dilation"]])
-    if how is None:
-        return None
-    return prepare_conv_rows(x, w, low, high, how, out, constant[1], pool, finish)
+    if how is not None:
+        return prepare_conv_rows(x, w, low, high, how, out, constant[1], pool, finish)
+    if (x.ndim == 4 and x.dtype in NATIVE_FLOATS and a["feature_group_count"] == 1
+            and a["batch_group_count"] == 1 and all(d == 1 for d in a["lhs_dilation"])
+            and min(*low, *high) >= 0 and x.size > 0 and out.size > 0):
+        return prepare_conv_tiles(x, w, a["window_strides"], low, high, a["rhs_dilation"],
+                                  out, constant[1], pool, finish)
+    return None
 
 
 def _canonical_operands(lhs: np.ndarray, rhs: np.ndarray,

@@ -1,6 +1,6 @@
 """fused_convolution's kernel and plan: the convolution's bits, then the epilogue's, on
-every route (rows, shifted products, im2col, 1x1, groups), with strides, padding and more
-than one image; against the convolution kernel followed by numpy's ufuncs, exactly, and a
+every route (rows, shifted products, im2col tiles, 1x1, groups), in one tile or several,
+with strides, padding and more than one image; against the convolution kernel followed by numpy's ufuncs, exactly, and a
 float64 reference."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import pytest
 
 from nxcc.ir import ops
 from nxcc.ir.kernels import conv_rows as rows
+from nxcc.ir.kernels import conv_tiles as tiles
 from nxcc.ir.kernels.base import NO_CALLS
 from nxcc.ir.kernels.convolution import convolution
 from nxcc.ir.kernels.fused_convolution import fused_convolution, fused_convolution_plan
@@ -57,6 +58,7 @@ def _unfused(args, shape, attrs) -> np.ndarray:
 @pytest.mark.parametrize("case", CASES)
 def test_plan_and_kernel_give_the_unfused_bits(case, tile_bytes, monkeypatch) -> None:
     monkeypatch.setattr(rows, "TILE_BYTES", tile_bytes)
+    monkeypatch.setattr(tiles, "TILE_BYTES", tile_bytes // 4)
     attrs, args, shape = _arrays(*case)
     want = _unfused(args, shape, attrs)
     x, w, *_ = args
