@@ -74,20 +74,26 @@ def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Se
                       how: str, out: np.ndarray, weights_fixed: bool,
                       pool: ScratchPool | None = None, finish: Finish | None = None
                       ) -> Callable[[], None]:
-    """out (N, O, Ho, Wo), contiguous = the stride-1 convolution of x (N, C, H, W) padded
-    by `low`/`high` (>= 0) with w (O, C, kh, kw), all of one float dtype, as a callable on
+    """out (N, O, Ho, Wo) = the stride-1 convolution of x (N, C, H, W) padded by
+    `low`/`high` (>= 0) with w (O, C, kh, kw), all of one float dtype, as a callable on
     these fixed arrays. The output rows are taken in tiles
     whose column and product buffers fit in TILE_BYTES; those buffers and the padded image
     are scratch from `pool` (shared with the function's other steps), their views made on
-    the first call; the kernel matrices are made once (with `weights_fixed` false, copied
-    from w on every call, so they follow its values). `finish`, when given, writes each
+    the first call; the kernel matrices are made once (ROWS: w itself when C-contiguous;
+    copies, with `weights_fixed` false, are made again on every call, so they follow its
+    values). `finish`, when given, writes each
     tile's rows of out from the tile's product (an epilogue read while the product is in
     cache) instead of copying them."""
     nb, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     geometry = _Geometry(c, h, wd, o, kh, kw, low, high, x.dtype.itemsize, how)
     dt = x.dtype
-    if how == ROWS:
+    kernels: list[np.ndarray]
+    sources: list[tuple[np.ndarray, np.ndarray]]
+    if how == ROWS and w.flags.c_contiguous:  # w itself: no second copy of the weights
+        kernels = [w.reshape(o, c * kh * kw)]
+        sources = []
+    elif how == ROWS:
         kernels = [np.empty((o, c * kh * kw), dt)]
         sources = [(kernels[0].reshape(o, c, kh, kw), w)]
     else:

@@ -33,8 +33,8 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
                        finish: Finish | None) -> Callable[[], None]:
     """out (N, O, Ho, Wo) = the convolution of x (N, C, H, W) padded by `low`/`high` (>= 0)
     with w (O, C, kh, kw) at `strides` and kernel `dilation`, all of one float dtype, as a
-    callable on these fixed arrays (the kernel matrix made once; with `weights_fixed`
-    false, copied from w on every call)."""
+    callable on these fixed arrays (the kernel matrix is w itself when C-contiguous, else
+    a copy made once; with `weights_fixed` false, copied from w on every call)."""
     nb, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     ho, wo = out.shape[2:]
@@ -46,8 +46,10 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
               and x[0].flags.c_contiguous)  # the image itself as the columns
     per_row = (o + (0 if direct else k)) * wo * item
     rows = max(1, min(ho, TILE_BYTES // per_row))
-    kernel = np.empty((o, k), dt)
-    source = w.reshape(o, k) if w.flags.c_contiguous else None
+    # the weights themselves when they lie as the kernel matrix (no second copy of a
+    # model's weights), else a copy made now (and on every call unless they are fixed)
+    in_place = w.flags.c_contiguous
+    kernel = w.reshape(o, k) if in_place else np.empty((o, k), dt)
     hp, wp = h + low[0] + high[0], wd + low[1] + high[1]
     specs: list[tuple[tuple[int, ...], np.dtype]] = [((c, hp, wp), dt)] if padded else []
     if not direct:
@@ -57,7 +59,8 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     steps: list[Callable[[], object]] = []
 
     def refresh() -> None:
-        np.copyto(kernel, source if source is not None else w.reshape(o, k))
+        if not in_place:
+            np.copyto(kernel, w.reshape(o, k))
 
     refresh()
 

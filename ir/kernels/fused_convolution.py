@@ -44,7 +44,7 @@ def fused_convolution_plan(args: Sequence[np.ndarray], out: np.ndarray,
     """On the row route, the epilogue applied to each tile on its way to the out; else the
     convolution's kernel, then the epilogue planned once, in place on the out."""
     extras, extras_fixed = list(args[2:]), list(constant[2:])
-    finish = functools.partial(_tile_epilogue, extras, out, attrs, extras_fixed)
+    finish = functools.partial(_tile_epilogue, extras, out, attrs, extras_fixed, {})
     rows = prepare_convolution(args[:2], out, attrs, constant[:2], pool, finish)
     if rows is not None:
         return rows
@@ -53,7 +53,8 @@ def fused_convolution_plan(args: Sequence[np.ndarray], out: np.ndarray,
 
 
 def _tile_epilogue(extras: list[np.ndarray], out: np.ndarray,
-                   attrs: Mapping[str, AttrValue], fixed: list[bool], product: np.ndarray,
-                   region: tuple[slice, ...]) -> Callable[[], None]:
-    """out[region] = the epilogue of a tile's `product` (`conv_rows.Finish`)."""
-    return prepare_epilogue(product, extras, out, attrs, fixed, region)
+                   attrs: Mapping[str, AttrValue], fixed: list[bool], buffers: dict,
+                   product: np.ndarray, region: tuple[slice, ...]) -> Callable[[], None]:
+    """out[region] = the epilogue of a tile's `product` (`conv_rows.Finish`); the tiles,
+    which run one after another, share their block-sized `buffers`."""
+    return prepare_epilogue(product, extras, out, attrs, fixed, region, buffers)
