@@ -8,7 +8,8 @@ a row op (`softmax`, `layer_norm`) or a `reduce` over trailing dimensions betwee
 a pool (`reduce_window`) along a dimension it does not pool,
 a batch of matrix products between the products (one product between its lhs rows or rhs
 columns), a convolution (with its epilogue, `fused_convolution`) between its images or else
-its output features. It plans each slab with the op's own plan
+its output rows (each slab reading the input rows its windows reach) or else its output
+features. It plans each slab with the op's own plan
 on views of its operands and the slab, and returns one step running slab 0 on the calling
 thread and the others on pooled threads (`core_threads`). numpy releases the GIL inside its
 loops, so the slabs run side by side; each element is computed by the same numpy calls as
@@ -39,6 +40,7 @@ finished.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -93,9 +95,12 @@ def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.nda
                                                                         strict=True)]
         if any(s is None for s in sub):
             return None
+        slab_attrs = attrs
+        if opdef in _CONV_OPS and axis == _rows_axis(attrs):  # its input rows, with a halo
+            sub[0], slab_attrs = _input_rows(args[0], args[1], attrs, int(lo), int(hi))
         index = (slice(None),) * axis + (slice(lo, hi),)
         pool = pools[k] if k < len(pools) else ScratchPool()
-        step = plan(sub, out[index], attrs, ctx, constant, pool)  # type: ignore[arg-type]
+        step = plan(sub, out[index], slab_attrs, ctx, constant, pool)  # type: ignore[arg-type]
         if step is None:
             return None
         steps.append(step)
@@ -162,13 +167,17 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     return None
 
 
+_CONV_OPS = (ops.convolution, ops.fused_convolution)
+
+
 def _convolution_layout(opdef: OpDef, args: Sequence[np.ndarray],
                         attrs: Mapping[str, AttrValue]
                         ) -> tuple[list[tuple[int, ...]], list[int]] | None:
-    """A convolution is cut between its images (lhs batch), else between its output
-    features (kernel output features: with one group only); a fused one's epilogue
-    operands as its program maps them. Its spatial dimensions are never cut (a slab's
-    windows would reach into the next one's rows)."""
+    """A convolution is cut between its images (lhs batch); else, with a window larger
+    than one element, between rows of its output (its first spatial dimension: each slab
+    reads the input rows its windows reach, `_input_rows`); else between its output
+    features (kernel output features: with one group only). A fused one's epilogue
+    operands are cut as its program maps them."""
     a = attrs
     if attr_of(a, "batch_group_count", int) != 1:
         return None
@@ -177,12 +186,46 @@ def _convolution_layout(opdef: OpDef, args: Sequence[np.ndarray],
     lhs, rhs = [-1] * rank, [-1] * rank
     lhs[attr_of(a, "input_batch_dim", int)] = batch
     axes = [batch]
+    rows = _rows_axis(a)
+    window = math.prod(args[1].shape[d] for d in attr_ints(a, "kernel_spatial_dims"))
+    if rows is not None and window > 1:
+        axes.append(rows)
     if attr_of(a, "feature_group_count", int) == 1:
         rhs[attr_of(a, "kernel_output_feature_dim", int)] = feature
         axes.append(feature)
     extras = ([tuple(d) for d in parse_program(str(a["program"])).operand_dims[1:]]
               if opdef is ops.fused_convolution else [])
     return [tuple(lhs), tuple(rhs), *extras], axes
+
+
+def _rows_axis(attrs: Mapping[str, AttrValue]) -> int | None:
+    """The result dimension of a convolution's first spatial dimension when its slabs can
+    be cut along it (no base dilation, no negative padding there), else None."""
+    spatial = attr_ints(attrs, "output_spatial_dims")
+    if not spatial or attr_ints(attrs, "lhs_dilation")[0] != 1 or min(
+            attr_ints2(attrs, "padding")[0]) < 0:
+        return None
+    return spatial[0]
+
+
+def _input_rows(lhs: np.ndarray, rhs: np.ndarray, attrs: Mapping[str, AttrValue], y0: int,
+                y1: int) -> tuple[np.ndarray, Mapping[str, AttrValue]]:
+    """The input rows output rows [y0, y1) of a convolution read (along its first spatial
+    dimension), and its attributes with that dimension's padding for them: the rows of
+    the padding the slab's windows reach, the others cut away."""
+    d = attr_ints(attrs, "input_spatial_dims")[0]
+    stride = attr_ints(attrs, "window_strides")[0]
+    dilation = attr_ints(attrs, "rhs_dilation")[0]
+    size = lhs.shape[d]
+    (low, _), *rest = attr_ints2(attrs, "padding")
+    span = (rhs.shape[attr_ints(attrs, "kernel_spatial_dims")[0]] - 1) * dilation + 1
+    first = y0 * stride - low  # the padded input row of the slab's first window, unpadded
+    last = (y1 - 1) * stride - low + span  # one past its last window's last row
+    lo, hi = max(0, first), min(size, last)
+    index = [slice(None)] * lhs.ndim
+    index[d] = slice(lo, max(lo, hi))
+    padding = ((lo - first, last - max(lo, hi)), *rest)
+    return lhs[tuple(index)], {**attrs, "padding": padding}
 
 
 def _slab(arg: np.ndarray, dims: Sequence[int], axis: int, lo: int, hi: int, size: int

@@ -217,9 +217,9 @@ CONV_ATTRS = ("window_strides = [1, 1], padding = [[1, 1], [1, 1]], lhs_dilation
 
 CONV_AND_ADD = f"""\
 module @m {{{{
-  func @main(%x: f32[1,64,32,32], %w: f32[64,1,3,3], %y: f32[4,{N // 2},3])
-      -> (f32[1,64,32,32], f32[4,{N // 2},3]) {{{{
-    %c = convolution(%x, %w) {{{{{CONV_ATTRS.format(groups=64)}}}}} : f32[1,64,32,32]
+  func @main(%x: f32[1,64,64,64], %w: f32[64,1,1,1], %y: f32[4,{N // 2},3])
+      -> (f32[1,64,64,64], f32[4,{N // 2},3]) {{{{
+    %c = convolution(%x, %w) {{{{{CONV_ATTRS.format(groups=64).replace("[[1, 1], [1, 1]]", "[[0, 0], [0, 0]]")}}}}} : f32[1,64,64,64]
     %e = exp(%y) : f32[4,{N // 2},3]
     return %c, %e
   }}}}
@@ -228,15 +228,16 @@ module @m {{{{
 
 
 def test_a_function_with_an_unsplit_convolution_splits_nothing() -> None:
-    """A depthwise convolution of one image has nothing to cut (its output features are
-    its groups): it keeps the BLAS's threads, so the elementwise op is not split."""
+    """A grouped 1x1 convolution of one image has nothing to cut (its output features are
+    its groups, its window one element): it keeps the BLAS's threads, so the elementwise
+    op is not split."""
     program = compile_function(parse_module(CONV_AND_ADD), "main",
                                CompileOptions(target="trn1"))
     executor = ProgramExecutor(program.program, program.weights)
     executor.threads = 2
     rng = np.random.default_rng(7)
     args = [rng.standard_normal(s).astype(np.float32)
-            for s in ((1, 64, 32, 32), (64, 1, 3, 3), (4, N // 2, 3))]
+            for s in ((1, 64, 64, 64), (64, 1, 1, 1), (4, N // 2, 3))]
     got = executor.run(args)
     bound = executor.functions["main"].bound(executor)
     assert not bound.own_threads
@@ -244,20 +245,25 @@ def test_a_function_with_an_unsplit_convolution_splits_nothing() -> None:
     np.testing.assert_array_equal(got[1], np.exp(args[2]))
 
 
-def _conv_relu(batch: int, cin: int, cout: int, window: int, stride: int) -> str:
+def _conv_relu(batch: int, cin: int, cout: int, window: int, stride: int, groups: int = 1,
+               dilation: int = 1, pad: tuple[int, int] | None = None) -> str:
     """A convolution with bias and ReLU (fused into it when compiled) of `batch` images."""
-    pad = window // 2
-    size = (32 + 2 * pad - window) // stride + 1
-    attrs = CONV_ATTRS.format(groups=1).replace("[1, 1], padding = [[1, 1], [1, 1]]",
-                                                f"[{stride}, {stride}], padding = "
-                                                f"[[{pad}, {pad}], [{pad}, {pad}]]")
-    out = f"f32[{batch},{cout},{size},{size}]"
+    low, high = pad or (window // 2, window // 2)
+    span = (window - 1) * dilation + 1
+    rows = (32 + low + high - span) // stride + 1
+    cols = (32 + 2 * (window // 2) - span) // stride + 1
+    attrs = CONV_ATTRS.format(groups=groups).replace(
+        "[1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], rhs_dilation = [1, 1]",
+        f"[{stride}, {stride}], padding = [[{low}, {high}], [{window // 2}, {window // 2}]], "
+        f"lhs_dilation = [1, 1], rhs_dilation = [{dilation}, {dilation}]")
+    size = f"{rows}, {cols}"
+    out = f"f32[{batch},{cout},{rows},{cols}]"
     return f"""\
 module @m {{
-  func @main(%x: f32[{batch},{cin},32,32], %w: f32[{cout},{cin},{window},{window}], %b: f32[{cout}])
+  func @main(%x: f32[{batch},{cin},32,32], %w: f32[{cout},{cin // groups},{window},{window}], %b: f32[{cout}])
       -> ({out}) {{
     %c = convolution(%x, %w) {{{attrs}}} : {out}
-    %bb = broadcast_in_dim(%b) {{shape = [{batch}, {cout}, {size}, {size}], broadcast_dimensions = [1]}} : {out}
+    %bb = broadcast_in_dim(%b) {{shape = [{batch}, {cout}, {size}], broadcast_dimensions = [1]}} : {out}
     %a = add(%c, %bb) : {out}
     %z = constant() {{value = splat<{out}: 0.0>}} : {out}
     %r = maximum(%a, %z) : {out}
@@ -267,20 +273,23 @@ module @m {{
 """
 
 
-@pytest.mark.parametrize("batch, cin, cout, window, stride", [
-    (2, 16, 64, 3, 1),   # between the images; the row route
-    (1, 16, 64, 3, 1),   # between the output features; the row route
-    (1, 64, 16, 3, 1),   # features; shifted products
-    (1, 32, 64, 1, 1),   # features; a 1x1 product on the input itself
-    (3, 3, 128, 3, 2),   # images; strided (im2col)
-    (1, 16, 64, 3, 2),   # features; strided (im2col)
+@pytest.mark.parametrize("batch, cin, cout, window, stride, groups, dilation, pad", [
+    (2, 16, 64, 3, 1, 1, 1, None),     # between the images; the row route
+    (1, 16, 64, 3, 1, 1, 1, None),     # between output rows; the row route
+    (1, 64, 16, 3, 1, 1, 1, None),     # rows; shifted products
+    (1, 32, 64, 1, 1, 1, 1, None),     # between output features; 1x1 on the input itself
+    (3, 3, 128, 3, 2, 1, 1, None),     # images; strided (im2col tiles)
+    (1, 16, 64, 3, 2, 1, 1, None),     # rows; strided (im2col tiles)
+    (1, 16, 64, 5, 1, 1, 2, (3, 0)),   # rows; dilated, padded above only
+    (1, 128, 128, 3, 2, 128, 1, (0, 2)),  # rows; depthwise, strided, padded below only
 ])
-def test_convolutions_split_between_images_or_features_with_the_same_bits(
-        batch: int, cin: int, cout: int, window: int, stride: int) -> None:
+def test_convolutions_split_between_images_rows_or_features_with_the_same_bits(
+        batch: int, cin: int, cout: int, window: int, stride: int, groups: int,
+        dilation: int, pad: tuple[int, int] | None) -> None:
     rng = np.random.default_rng(8)
-    text = _conv_relu(batch, cin, cout, window, stride)
+    text = _conv_relu(batch, cin, cout, window, stride, groups, dilation, pad)
     args = [rng.standard_normal(s).astype(np.float32)
-            for s in ((batch, cin, 32, 32), (cout, cin, window, window), (cout,))]
+            for s in ((batch, cin, 32, 32), (cout, cin // groups, window, window), (cout,))]
     one = _run(text, args, 1)[0]
     np.testing.assert_array_equal(_run(text, args, 2)[0], one)
     assert (one >= 0).all() and (one > 0).any()
