@@ -94,3 +94,66 @@ def test_a_convolution_read_otherwise_keeps_its_own_op(after: str, results: str,
         """
     got = run_passes(text, "fuse", "fuse-epilogue")
     assert "fused_convolution" not in got and "= convolution(" in got, got
+
+
+def test_a_constant_scale_of_constant_weights_is_folded_into_them() -> None:
+    """A batch norm's scale (a splat here) multiplies the weights, once, at compile time;
+    the epilogue keeps the shift and the ReLU."""
+    check(
+        f"""\
+        module @m {{
+          func @main(%x: f32[1,3,8,8]) -> (f32[1,4,8,8]) {{
+            %w = constant() {{value = splat<f32[4,3,3,3]: 0.5>}} : f32[4,3,3,3]
+            %c = convolution(%x, %w) {{{CONV}}} : f32[1,4,8,8]
+            %s = constant() {{value = splat<f32[1,4,8,8]: 3.0>}} : f32[1,4,8,8]
+            %m = multiply(%c, %s) : f32[1,4,8,8]
+            %t = constant() {{value = splat<f32[1,4,8,8]: 0.25>}} : f32[1,4,8,8]
+            %a = add(%m, %t) : f32[1,4,8,8]
+            %z = constant() {{value = splat<f32[1,4,8,8]: 0.0>}} : f32[1,4,8,8]
+            %r = maximum(%a, %z) : f32[1,4,8,8]
+            return %r
+          }}
+        }}
+        """,
+        ("fuse", "fuse-epilogue"),
+        f"""\
+        module @m {{
+          func @main(%x: f32[1,3,8,8]) -> (f32[1,4,8,8]) {{
+            %t = constant() {{value = splat<f32[1,4,8,8]: 0.25>}} : f32[1,4,8,8]
+            %z = constant() {{value = splat<f32[1,4,8,8]: 0.0>}} : f32[1,4,8,8]
+            %w_scaled = constant() {{value = splat<f32[4,3,3,3]: 1.5>}} : f32[4,3,3,3]
+            %r = fused_convolution(%x, %w_scaled, %t, %z) {{{PRINTED}, program = "a0[0,1,2,3] a1[0,1,2,3] a2[0,1,2,3]; t0 = add(a0, a1); t1 = maximum(t0, a2)"}} : f32[1,4,8,8]
+            return %r
+          }}
+        }}
+        """,
+    )
+
+
+PER_CHANNEL = f"""\
+module @m {{
+  func @main(%x: f32[2,3,8,8]) -> (f32[2,4,8,8]) {{
+    %w = constant() {{value = dense<f32[4,3,1,1]: [0.5, -1.0, 0.25, 1.5, 2.0, -0.5, 0.75, 0.125, 1.0, -2.0, 0.5, 0.3]>}} : f32[4,3,1,1]
+    %c = convolution(%x, %w) {{{CONV.replace("[[1, 1], [1, 1]]", "[[0, 0], [0, 0]]")}}} : f32[2,4,8,8]
+    %s = constant() {{value = dense<f32[4]: [0.7, 1.3, -0.2, 2.5]>}} : f32[4]
+    %sb = broadcast_in_dim(%s) {{shape = [2, 4, 8, 8], broadcast_dimensions = [1]}} : f32[2,4,8,8]
+    %m = multiply(%sb, %c) : f32[2,4,8,8]
+    return %m
+  }}
+}}
+"""
+
+
+def test_a_per_feature_scale_alone_leaves_a_convolution_of_scaled_weights() -> None:
+    import numpy as np
+
+    from nxcc.ir.interpreter import IRContext
+    from nxcc.ir.parser import parse_module
+
+    got = run_passes(PER_CHANNEL, "fuse", "fuse-epilogue")
+    assert "multiply" not in got and "fused_convolution" not in got, got
+    assert "%m = convolution(%x, %w_scaled)" in got, got
+    x = np.random.default_rng(3).standard_normal((2, 3, 8, 8)).astype(np.float32)
+    (want,) = IRContext(parse_module(PER_CHANNEL)).call("main", [x])
+    (folded,) = IRContext(parse_module(got)).call("main", [x])
+    np.testing.assert_allclose(folded, want, rtol=1e-6, atol=1e-6)
