@@ -81,7 +81,10 @@ class Product:
 def record_products(neff: Path, inputs: Mapping[str, np.ndarray]) -> list[Product]:
     """The matrix products of one execution of `neff` on `inputs`, in order. numpy's matmul
     and dot are wrapped from before the load (the executor binds some products at load)
-    until after the execution, then put back."""
+    until after the execution, then put back. The executor runs on one thread, so the
+    products are whole, not cut into the slabs a function split between the core's
+    threads gives each of them (`parallel_steps`): they are then timed at the BLAS's
+    thread count."""
     from nxcc.backend.neff import read_neff
     from nxcc.backend.runtime.blas_threads import blas_thread_count
     from nxcc.backend.runtime.model import LoadedModel
@@ -103,6 +106,8 @@ def record_products(neff: Path, inputs: Mapping[str, np.ndarray]) -> list[Produc
     np.matmul, np.dot = recorder(originals[0]), recorder(originals[1])
     try:
         model = LoadedModel(read_neff(neff))
+        for executor in model.executors:
+            executor.threads = 1
         model.execute(dict(inputs))
     finally:
         np.matmul, np.dot = originals

@@ -17,6 +17,7 @@ import collections
 import statistics
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from result_files import add_results_argument, recording  # noqa: E402
 
 from nxcc.backend.neff import read_neff  # noqa: E402
+from nxcc.backend.runtime.blas_threads import limit_process  # noqa: E402
 from nxcc.backend.runtime.model import LoadedModel  # noqa: E402
 
 
@@ -86,7 +88,10 @@ def profile(neff: Path, onnx_model: Path, rounds: int, top: int) -> list[dict]:
     labels = kinds(function)
     per_kind: dict[str, list[float]] = collections.defaultdict(list)
     totals = []
-    with np.errstate(all="ignore"):
+    # as the executor runs it: a function split between the core's threads with the BLAS
+    # at one thread (`parallel_steps`)
+    blas = limit_process(1, even_when_set=True) if bound.own_threads else nullcontext()
+    with np.errstate(all="ignore"), blas:
         for _ in range(rounds):
             spent: dict[str, float] = collections.defaultdict(float)
             for step, label in zip(bound.steps, labels, strict=True):

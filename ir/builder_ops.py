@@ -325,6 +325,27 @@ class BuilderOps:
         """The dynamic_update_slice op."""
         return self.op(ops.dynamic_update_slice, operands, {})
 
+    def fused_convolution(self, *operands: Value, window_strides: Sequence[int],
+            padding: Sequence[Sequence[int]], lhs_dilation: Sequence[int],
+            rhs_dilation: Sequence[int], feature_group_count: int = 1, batch_group_count: int = 1,
+            input_batch_dim: int, input_feature_dim: int, input_spatial_dims: Sequence[int],
+            kernel_input_feature_dim: int, kernel_output_feature_dim: int,
+            kernel_spatial_dims: Sequence[int], output_batch_dim: int, output_feature_dim: int,
+            output_spatial_dims: Sequence[int], result_dtype: DType | str | None = None,
+            program: str) -> Value:
+        """A convolution, then an elementwise program on its result (a0) in place."""
+        return self.op(ops.fused_convolution, operands, {"window_strides": window_strides,
+                "padding": padding, "lhs_dilation": lhs_dilation, "rhs_dilation": rhs_dilation,
+                "feature_group_count": feature_group_count, "batch_group_count": batch_group_count,
+                "input_batch_dim": input_batch_dim, "input_feature_dim": input_feature_dim,
+                "input_spatial_dims": input_spatial_dims,
+                "kernel_input_feature_dim": kernel_input_feature_dim,
+                "kernel_output_feature_dim": kernel_output_feature_dim,
+                "kernel_spatial_dims": kernel_spatial_dims, "output_batch_dim": output_batch_dim,
+                "output_feature_dim": output_feature_dim,
+                "output_spatial_dims": output_spatial_dims, "result_dtype": result_dtype,
+                "program": program})
+
     def fused_elementwise(self, *operands: Value, program: str, shape: Sequence[int]) -> Value:
         """A chain of elementwise ops evaluated in one pass, block by block (ir/fused_program)."""
         return self.op(ops.fused_elementwise, operands, {"program": program, "shape": shape})

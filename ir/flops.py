@@ -42,7 +42,8 @@ def _dot_general(op: Op) -> int:
 
 
 @flops(ops.convolution)
-def _convolution(op: Op) -> int:
+def convolution_flops(op: Op) -> int:
+    """The convolution's products (of a `fused_convolution` too, without its epilogue)."""
     rhs = op.operands[1].type
     window = math.prod(rhs.shape[d] for d in attr_ints(op.attrs, "kernel_spatial_dims"))
     kin = rhs.shape[attr_of(op.attrs, "kernel_input_feature_dim", int)]
@@ -92,10 +93,17 @@ def no_flops(op: Op) -> int:
 
 
 @flops(ops.fused_elementwise)
-def _fused_elementwise(op: Op) -> int:
-    """One FLOP per result element per step that is not a conversion."""
+def program_flops(op: Op) -> int:
+    """One FLOP per result element per step that is not a conversion (a fused op's
+    elementwise program: of a `fused_convolution`, its epilogue)."""
     from_program = parse_program(str(op.attrs["program"])).steps
     return op.result.type.size * sum(s.opdef is not ops.convert for s in from_program)
+
+
+@flops(ops.fused_convolution)
+def _fused_convolution(op: Op) -> int:
+    """The convolution's and its epilogue's."""
+    return convolution_flops(op) + program_flops(op)
 
 
 @flops(ops.softmax, ops.layer_norm)

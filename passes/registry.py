@@ -12,7 +12,8 @@ compiler runs is such a text:
   SPMD program; last in each, `latency-hiding` splits collectives into start/done pairs
   scheduled apart;
 - `CORE_PIPELINE`: run on each core's program (`fold-transpose`: matrix products read
-  transposed operands directly; `fuse`: elementwise fusion), so autodiff, the -O pipeline and
+  transposed operands directly; `fuse`: elementwise fusion; `fuse-epilogue`: a convolution
+  and the elementwise op that alone reads it as one op), so autodiff, the -O pipeline and
   sharding all work on unfused IR.
 """
 
@@ -26,6 +27,7 @@ from nxcc.passes.constant_folding import ConstantFolding
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.fold_transpose import FoldTranspose
 from nxcc.passes.fusion.elementwise import FuseElementwise
+from nxcc.passes.fusion.epilogue import FuseEpilogues
 from nxcc.passes.latency_hiding import LatencyHiding
 from nxcc.passes.mesh_partition.partition import MeshPartition
 from nxcc.passes.pipeline_text import PipelineError, build_pass, parse_pipeline, pass_text
@@ -40,7 +42,7 @@ PASSES: dict[str, type[Pass]] = {
     for cls in (ConstantFolding, DeadCodeElimination, CommonSubexpressionElimination,
                 ShardChoose, ShardPropagate, ShardPartition, AutoCast, SaturateInfinity,
                 LatencyHiding, Differentiate, MeshPartition, FoldTranspose, FuseElementwise,
-                SplitFused)
+                FuseEpilogues, SplitFused)
 }
 
 PIPELINES: dict[int, str] = {
@@ -55,7 +57,7 @@ SHARDING_PIPELINE = ("shard-split-fused,fold,dce,shard-choose{{num_cores={n}}},"
                      "shard-propagate{{num_cores={n}}},shard-partition{{num_cores={n}}},"
                      "cse,latency-hiding")
 
-CORE_PIPELINE = "fold-transpose,fuse"
+CORE_PIPELINE = "fold-transpose,fuse,fuse-epilogue"
 
 
 def pass_class(name: str) -> type[Pass]:

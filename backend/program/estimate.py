@@ -40,7 +40,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import Dense
 from nxcc.ir.core import Module
 from nxcc.ir.dtypes import DType
-from nxcc.ir.flops import op_flops
+from nxcc.ir.flops import convolution_flops, op_flops, program_flops
 from nxcc.ir.hardware import Chip
 from nxcc.ir.rewrite import reachable_functions
 from nxcc.passes.sharding.cost_model import rank_traffic
@@ -119,7 +119,10 @@ def program_work(module: Module) -> Work:
     work = Work()
     entry = module.entry_function
     for op in entry.body:  # a called computation's work is counted by the op calling it
-        if op.opdef in TENSOR_OPS:
+        if op.opdef is ops.fused_convolution:  # the products, then the vector epilogue
+            work.tensor_flops[op.operands[0].type.dtype] += convolution_flops(op)
+            work.vector_flops += program_flops(op)
+        elif op.opdef in TENSOR_OPS:
             work.tensor_flops[op.operands[0].type.dtype] += op_flops(op)
         elif op.opdef is ops.constant:
             value = op.attrs["value"]

@@ -14,7 +14,9 @@ A slot is where a value lives at run time: ``{"kind": "param", "index": i}``,
 (IR name) and "shape". Constant ops become weight or splat slots and no instruction, and so
 does a reshape or slice the memory plan makes a view: a buffer slot at its place in its
 operand's buffer, with ``"view_of": slot`` (written when that slot is) and, unless it is
-C-contiguous, ``"strides": [bytes...]``.
+C-contiguous, ``"strides": [bytes...]``. A concatenation planned in place is no instruction
+either: its operands' slots are its slices (with their strides), written by the ops making
+them or by a `copy` each, and its own slot is ``"view_of"`` the slice written last.
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from nxcc.backend.program.attr_codec import encode_attr, encode_attrs
-from nxcc.backend.program.memory_plan import plan_memory
+from nxcc.backend.program.memory_plan import MemoryPlan, plan_memory
+from nxcc.backend.program.view_layout import view_sources
 from nxcc.ir import ops
 from nxcc.ir.attributes import Dense, attr_of
-from nxcc.ir.core import Function, Module
+from nxcc.ir.core import Function, Module, Op
 from nxcc.ir.interpreter import binary_op_of
 from nxcc.ir.opdef import OpDef
 from nxcc.ir.rewrite import reachable_functions
@@ -83,7 +86,8 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
         add_slot(id(p), typed({"kind": "param", "index": i}, p.type))
     planned = {id(r) for op in fn.body if op.opdef is not ops.constant for r in op.results}
     plan = plan_memory(fn, planned)
-    instructions = []
+    instructions: list[dict] = []
+    written: dict[int, int] = {}  # slot -> the instruction writing it
     for op in fn.body:
         if op.opdef is ops.constant:
             d: Dense = attr_of(op.attrs, "value", Dense)
@@ -100,8 +104,14 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
                 view["strides"] = list(plan.strides[id(op.result)])
             add_slot(id(op.result), typed(view, op.result.type))
             continue
-        outs = [add_slot(id(r), typed({"kind": "buffer", "offset": plan.offsets[id(r)]}, r.type))
-                for r in op.results]
+        if id(op.results[0]) in plan.concats:  # its operands are written in their slices
+            ready = _concat_in_place(op, plan, slots, slot_of, written, instructions)
+            add_slot(id(op.result), typed(_buffer(plan, id(op.result), view_of=ready),
+                                          op.result.type))
+            continue
+        outs = [add_slot(id(r), typed(_buffer(plan, id(r)), r.type)) for r in op.results]
+        for o in outs:
+            written[o] = len(instructions)
         instructions.append({
             "op": op.opcode,
             "args": [slot_of[id(v)] for v in op.operands],
@@ -116,6 +126,42 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
         "binary_opcode": _name(binary_op_of(module, fn.name)),
         "instructions": instructions,
     }
+
+
+def _buffer(plan: MemoryPlan, value: int, **extra: int) -> dict:
+    """A buffer slot for planned value `value` (its strides when not C-contiguous)."""
+    slot: dict = {"kind": "buffer", "offset": plan.offsets[value], **extra}
+    if value in plan.strides:
+        slot["strides"] = list(plan.strides[value])
+    return slot
+
+
+def _concat_in_place(op: Op, plan: MemoryPlan, slots: list[dict], slot_of: dict[int, int],
+                     written: dict[int, int], instructions: list[dict]) -> int:
+    """A `copy` instruction into its slice for each operand of concatenation `op` that no
+    op wrote there (`MemoryPlan.concats`); the slot its value is complete after (the last
+    written of its slices), for its slot's ``view_of``."""
+    for k, offset, strides in plan.concats[id(op.result)]:
+        v = op.operands[k]
+        region = {"kind": "buffer", "offset": offset, "dtype": v.type.dtype.value,
+                  "shape": list(v.type.shape)}
+        if strides is not None:
+            region["strides"] = list(strides)
+        slots.append(region)
+        written[len(slots) - 1] = len(instructions)
+        instructions.append({"op": ops.copy.name, "args": [slot_of[id(v)]],
+                             "outs": [len(slots) - 1], "attrs": {}})
+    copied = [len(slots) - 1 - i for i in range(len(plan.concats[id(op.result)]))]
+    parts = [slot_of[id(v)] for v in op.operands]
+    return max([*parts, *copied], key=lambda slot: _ready(slots, written, slot))
+
+
+def _ready(slots: list[dict], written: dict[int, int], slot: int) -> int:
+    """The index of the instruction after which slot's value is complete (-1: none)."""
+    for s in [slot, *view_sources(slots, slot)]:
+        if s in written:
+            return written[s]
+    return -1
 
 
 def _name(opdef: OpDef | None) -> str | None:

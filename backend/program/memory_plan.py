@@ -16,7 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from nxcc.backend.program.view_layout import Layout, contiguous_strides, reshaped, sliced
+from nxcc.backend.program.concat_parts import ConcatPlan, plan_concats
+from nxcc.backend.program.view_layout import (
+    Layout,
+    contiguous_strides,
+    is_contiguous,
+    reshaped,
+    sliced,
+)
 from nxcc.ir import ops
 from nxcc.ir.attributes import attr_ints
 from nxcc.ir.core import Function, Module, Op, Value
@@ -31,8 +38,14 @@ class MemoryPlan:
     offsets: dict[int, int]
     arena_bytes: int
     views: frozenset[int] = frozenset()
+    """The reshapes and slices that are views (no instruction)."""
     strides: dict[int, tuple[int, ...]] = field(default_factory=dict)
-    """Byte strides of the views that are not C-contiguous, by id."""
+    """Byte strides of the values that are not C-contiguous (views, concatenation parts)."""
+    concats: dict[int, list[tuple[int, int, tuple[int, ...] | None]]] = field(
+        default_factory=dict)
+    """id of a concatenation planned in place (no instruction) -> (operand index, byte
+    offset, byte strides or None when C-contiguous) of each operand copied into its slice;
+    its other operands are written there by the ops making them (`concat_parts`)."""
 
 
 def _align(n: int) -> int:
@@ -68,8 +81,12 @@ class _FreeList:
 
 def plan_memory(fn: Function, planned: set[int]) -> MemoryPlan:
     """Offsets for the values of `fn` whose ids are in `planned` (op results needing a
-    buffer; constants and parameters are not planned)."""
-    root, layout = _views(fn, planned)
+    buffer; constants and parameters are not planned). A buffer holding views is allocated
+    when the first of them, or itself, is defined (a concatenation's parts come first)."""
+    concat = plan_concats(fn, planned)
+    root, layout = dict(concat.root), dict(concat.layout)
+    views = _views(fn, planned, root, layout)
+    sizes = {id(r): r.type.nbytes for op in fn.body for r in op.results}
     last_use: dict[int, int] = {}
     for index, op in enumerate(fn.body):
         for v in op.operands:
@@ -88,22 +105,42 @@ def plan_memory(fn: Function, planned: set[int]) -> MemoryPlan:
     for index, op in enumerate(fn.body):
         for r in op.results:
             if id(r) in root:
+                top = root[id(r)]
+                if top not in offsets:
+                    offsets[top] = heap.allocate(sizes[top])
                 delta, view_strides = layout[id(r)]
-                offsets[id(r)] = offsets[root[id(r)]] + delta
-                if view_strides != contiguous_strides(r.type.shape, r.type.dtype.itemsize):
+                offsets[id(r)] = offsets[top] + delta
+                if not is_contiguous(r.type.shape, view_strides, r.type.dtype.itemsize):
                     strides[id(r)] = view_strides
-            elif id(r) in planned:
+            elif id(r) in planned and id(r) not in offsets:
                 offsets[id(r)] = heap.allocate(r.type.nbytes)
         for v in free_at.get(index, []):
             heap.free(offsets[id(v)])
-    return MemoryPlan(offsets, heap.peak, frozenset(root), strides)
+    return MemoryPlan(offsets, heap.peak, views, strides, _copies(fn, concat, offsets))
 
 
-def _views(fn: Function, planned: set[int]) -> tuple[dict[int, int], dict[int, Layout]]:
-    """(root, layout): for each reshape or slice result that views its planned operand's
-    buffer, the id of the value owning that buffer and the view's place in it."""
-    root: dict[int, int] = {}
-    layout: dict[int, Layout] = {}
+def _copies(fn: Function, concat: ConcatPlan, offsets: dict[int, int]
+            ) -> dict[int, list[tuple[int, int, tuple[int, ...] | None]]]:
+    """`MemoryPlan.concats`: the copied operands' slices at their offsets in the arena."""
+    operands = {id(op.results[0]): op.operands for op in fn.body
+                if op.opdef is ops.concatenate and id(op.results[0]) in concat.copies}
+    found = {}
+    for c, parts in concat.copies.items():
+        base = offsets[concat.root.get(c, c)]
+        rows = []
+        for k, (delta, st) in parts:
+            t = operands[c][k].type
+            rows.append((k, base + delta,
+                         None if is_contiguous(t.shape, st, t.dtype.itemsize) else st))
+        found[c] = rows
+    return found
+
+
+def _views(fn: Function, planned: set[int], root: dict[int, int],
+           layout: dict[int, Layout]) -> frozenset[int]:
+    """The reshape and slice results that view their planned operand's buffer, added to
+    `root` (id of the value owning that buffer) and `layout` (the view's place in it)."""
+    views = set()
     for op in fn.body:
         if op.opdef not in (ops.reshape, ops.slice) or not op.results:
             continue
@@ -114,7 +151,8 @@ def _views(fn: Function, planned: set[int]) -> tuple[dict[int, int], dict[int, L
         if found is not None:
             root[id(result)] = root.get(id(source), id(source))
             layout[id(result)] = found
-    return root, layout
+            views.add(id(result))
+    return frozenset(views)
 
 
 def _view_layout(op: Op, source: Layout | None) -> Layout | None:

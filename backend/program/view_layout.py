@@ -23,6 +23,13 @@ def contiguous_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
+def is_contiguous(shape: Sequence[int], strides: Sequence[int], itemsize: int) -> bool:
+    """Elements at `strides` lie as a C-contiguous array of `shape` has them (a stride
+    along a dimension of size 1 never matters)."""
+    return all(n == 1 or st == c for n, st, c in
+               zip(shape, strides, contiguous_strides(shape, itemsize), strict=True))
+
+
 def sliced(layout: Layout, starts: Sequence[int], steps: Sequence[int]) -> Layout:
     """The layout of x[start::step, ...] (positive steps) for x of `layout`."""
     offset, strides = layout

@@ -14,7 +14,8 @@ With `threads` above one, a large elementwise instruction is split into slabs ru
 side on that many threads (`parallel_steps.split_step`), each slab planned as above.
 
 A splat constant (a broadcast scalar, every stride 0) read by an op whose entry says
-`dense_constants` (dot_general, convolution) is made an ordinary array once, at load: BLAS
+`dense_constants` (dot_general, convolution; a fused convolution's operands of the
+convolution) is made an ordinary array once, at load: BLAS
 cannot read it, so numpy would multiply it in its own loop (or the convolution kernel copy
 it) on every execution.
 
@@ -38,19 +39,22 @@ from nxcc.ir.opdef import OpDef
 
 def bind_step(opdef: OpDef, kern: Kernel, args: Sequence[np.ndarray],
               outs: Sequence[np.ndarray], attrs: Mapping[str, AttrValue], ctx: KernelContext,
-              constant: Sequence[bool], pool: ScratchPool | None = None, threads: int = 1
-              ) -> Step:
+              constant: Sequence[bool], pool: ScratchPool | None = None, threads: int = 1,
+              slab_pools: Sequence[ScratchPool] = ()) -> Step:
     """The instruction as a callable on these fixed arrays. `constant[i]`: args[i] never
     changes (a weight or splat), so what is derived from it may be computed now. `pool`:
     scratch shared with the other steps of the function (they run one at a time).
-    `threads`: how many threads a large elementwise instruction may run on."""
+    `threads`: how many threads a large instruction may run on; `slab_pools`: the scratch
+    of each of its slabs (`parallel_steps.split_step`)."""
     entry = PLANS.get(opdef)
     if entry is not None and entry.dense_constants:
-        args = [_dense(a) if fixed else a for a, fixed in zip(args, constant, strict=True)]
+        dense = entry.dense(len(args))
+        args = [_dense(a) if fixed and k in dense else a
+                for k, (a, fixed) in enumerate(zip(args, constant, strict=True))]
     if entry is not None and entry.plan is not None and len(outs) == 1:
         if threads > 1:
             split = split_step(opdef, entry.plan, args, outs[0], attrs, ctx, constant,
-                               threads)
+                               threads, slab_pools)
             if split is not None:
                 return split
         fast = entry.plan(args, outs[0], attrs, ctx, constant, pool or ScratchPool())

@@ -131,15 +131,18 @@ class _Bound:
         self.results = [arrays[r] for r in fn.results]
         self.read_only = [_read_only(r) for r in self.results]
         pool = ScratchPool()  # the steps run one at a time: they share their scratch
+        threads = threads_for(ctx)
+        # and so do the slabs of split steps, slab k of one with slab k of the others
+        slab_pools = [pool, *(ScratchPool() for _ in range(threads - 1))]
 
         def bind(k: int, threads: int) -> Step:
             kern, ins, outs, attrs, opdef = fn.instructions[k]
             return bind_step(opdef, kern, [arrays[i] for i in ins], [arrays[o] for o in outs],
-                             attrs, ctx, [i in fn.fixed for i in ins], pool, threads)
+                             attrs, ctx, [i in fn.fixed for i in ins], pool, threads,
+                             slab_pools)
 
         # The products first: the core's threads are the executor's only when every one of
         # them splits (parallel_steps); otherwise nothing is split, and the BLAS keeps them.
-        threads = threads_for(ctx)
         steps: dict[int, Step] = {k: bind(k, threads) for k in blas_instructions(fn.instructions)}
         if threads > 1 and not blas_work_split(
                 [(fn.instructions[k][4], [arrays[i] for i in (*fn.instructions[k][1],

@@ -5,14 +5,19 @@ use every thread its BLAS has (`OPENBLAS_NUM_THREADS`, or one per CPU). `split_s
 the result of a large instruction into `threads` slabs along one dimension: an elementwise
 one (`fused_elementwise`, an op of one element per element: add, exp, select, convert...),
 a row op (`softmax`, `layer_norm`) or a `reduce` over trailing dimensions between its rows,
-a batch of matrix products between the products. It plans each slab with the op's own plan
+a pool (`reduce_window`) along a dimension it does not pool,
+a batch of matrix products between the products (one product between its lhs rows or rhs
+columns), a convolution (with its epilogue, `fused_convolution`) between its images or else
+its output rows (each slab reading the input rows its windows reach) or else its output
+features. It plans each slab with the op's own plan
 on views of its operands and the slab, and returns one step running slab 0 on the calling
 thread and the others on pooled threads (`core_threads`). numpy releases the GIL inside its
 loops, so the slabs run side by side; each element is computed by the same numpy calls as
 unsplit (elementwise results, a row op's rows and a row's reduction do not depend on where
-a block starts; a product's slab is a BLAS call on a slab of its lhs rows, which OpenBLAS
-computes with the same bits as the whole: checked on a transformer's shapes and layouts),
-so the results are the same bits.
+a block starts; a product's slab is a BLAS call on a slab of its lhs rows or rhs columns,
+which OpenBLAS computes with the same bits as the whole: checked on a transformer's shapes
+and layouts, a classifier's row and convolutions' kernel rows), so the results are the
+same bits.
 
 When every matrix product of a function is split (or small), the executor splits its
 other instructions too and runs it with the BLAS at one thread (`limit_process(1,
@@ -21,10 +26,11 @@ them. OpenBLAS's own threads, woken for every call of a batch of small products 
 256x64x256 in a GPT's attention scores) and spinning for a while after each, competed with
 the slabs for the cores: one GPT training step took 3 s that way on a busy 2-core machine,
 8 to 12 with OpenBLAS's two threads. A function with a product that does not split (a
-convolution) splits nothing: the BLAS keeps its threads, as before.
+depthwise convolution of one image) splits nothing: the BLAS keeps its threads, as before.
 
 An instruction is split only when each slab reads or writes at least `MIN_SLAB` elements
-(handing a slab to a waiting thread costs some microseconds) and the dimension split is not
+(handing a slab to a waiting thread costs some microseconds; a convolution counts its
+multiply-adds, `CONV_MACS_PER_ELEMENT` to an element) and the dimension split is not
 one an operand broadcasts along in a way the slab could not follow. The worker threads
 ignore floating-point errors while they run, as the calling thread does for the whole
 program; an exception of a slab is raised on the calling thread once every slab has
@@ -34,6 +40,7 @@ finished.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -41,7 +48,7 @@ import numpy as np
 from nxcc.backend.runtime import float_errors
 from nxcc.backend.runtime.core_threads import run_on_threads
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue, attr_ints, attr_of
+from nxcc.ir.attributes import AttrValue, attr_ints, attr_ints2, attr_of
 from nxcc.ir.fused_program import parse_program
 from nxcc.ir.kernels.base import KernelContext
 from nxcc.ir.kernels.plan import Plan, Step
@@ -52,6 +59,10 @@ from nxcc.ir.opdef import ElementwiseDef, OpDef
 #: than it saves
 MIN_SLAB = 1 << 16
 
+#: a convolution's multiply-adds that count as one element's work against `MIN_SLAB` (a
+#: 1x1 convolution of SqueezeNet's 13x13 images, 2.6M of them, takes about 50 us)
+CONV_MACS_PER_ELEMENT = 16
+
 #: ops of one result element per operand element (besides the ElementwiseDef family), and
 #: copies of one element each (the operand's dims cut where the result's are)
 _SAME_SHAPE = (ops.compare, ops.select, ops.clamp, ops.convert, ops.copy)
@@ -61,11 +72,13 @@ _ROW_OPS = (ops.softmax, ops.layer_norm)
 
 def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.ndarray,
                attrs: Mapping[str, AttrValue], ctx: KernelContext, constant: Sequence[bool],
-               threads: int) -> Step | None:
+               threads: int, pools: Sequence[ScratchPool] = ()) -> Step | None:
     """The instruction as one step over `threads` slabs run side by side, or None when it
     is not split (another kind of op, too small, a layout the slabs cannot follow, or a
-    slab the op's plan does not take)."""
-    parts = min(threads, max(out.size, *(a.size for a in args)) // MIN_SLAB)
+    slab the op's plan does not take). Slab k takes its scratch from `pools[k]` (shared
+    with slab k of the function's other instructions, which never run at the same time;
+    a pool of its own when not given)."""
+    parts = min(threads, _size(opdef, args, out, attrs) // MIN_SLAB)
     if parts < 2:
         return None
     layout = _layout(opdef, args, out, attrs)
@@ -77,17 +90,33 @@ def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.nda
         return None
     edges = np.linspace(0, out.shape[axis], parts + 1).astype(int)
     steps = []
-    for lo, hi in zip(edges[:-1], edges[1:], strict=True):
+    for k, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True)):
         sub = [_slab(a, d, axis, lo, hi, out.shape[axis]) for a, d in zip(args, dims,
                                                                         strict=True)]
         if any(s is None for s in sub):
             return None
+        slab_attrs = attrs
+        if opdef in _CONV_OPS and axis == _rows_axis(attrs):  # its input rows, with a halo
+            sub[0], slab_attrs = _input_rows(args[0], args[1], attrs, int(lo), int(hi))
         index = (slice(None),) * axis + (slice(lo, hi),)
-        step = plan(sub, out[index], attrs, ctx, constant, ScratchPool())  # type: ignore[arg-type]
+        pool = pools[k] if k < len(pools) else ScratchPool()
+        step = plan(sub, out[index], slab_attrs, ctx, constant, pool)  # type: ignore[arg-type]
         if step is None:
             return None
         steps.append(step)
     return functools.partial(side_by_side, steps, [f"nxcc-slab{k}" for k in range(parts)])
+
+
+def _size(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
+          attrs: Mapping[str, AttrValue]) -> int:
+    """The instruction's size in elements for `MIN_SLAB`: its largest array's; for a
+    convolution, its multiply-adds over `CONV_MACS_PER_ELEMENT` when more (its work is
+    its products', not its arrays')."""
+    size = max(out.size, *(a.size for a in args))
+    if opdef in (ops.convolution, ops.fused_convolution) and args[1].size:
+        features = args[1].shape[attr_of(attrs, "kernel_output_feature_dim", int)]
+        size = max(size, out.size * (args[1].size // features) // CONV_MACS_PER_ELEMENT)
+    return size
 
 
 def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
@@ -97,14 +126,25 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     every = list(range(out.ndim))
     if opdef is ops.fused_elementwise:
         return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims], every
-    if opdef is ops.dot_general:  # between the products of a batch, else between lhs rows
+    if opdef is ops.dot_general:  # between the products of a batch, lhs rows, rhs columns
         lb, rb = (list(attr_ints(attrs, k)) for k in ("lhs_batch_dims", "rhs_batch_dims"))
-        lc = list(attr_ints(attrs, "lhs_contracting_dims"))
+        lc, rc = (list(attr_ints(attrs, k)) for k in ("lhs_contracting_dims",
+                                                      "rhs_contracting_dims"))
         lfree = [d for d in range(args[0].ndim) if d not in lb and d not in lc]
+        rfree = [d for d in range(args[1].ndim) if d not in rb and d not in rc]
         lhs = [lb.index(d) if d in lb else len(lb) + lfree.index(d) if d in lfree else -1
                for d in range(args[0].ndim)]
-        rhs = [rb.index(d) if d in rb else -1 for d in range(args[1].ndim)]
-        return [tuple(lhs), tuple(rhs)], list(range(len(lb) + len(lfree)))
+        rhs = [rb.index(d) if d in rb else len(lb) + len(lfree) + rfree.index(d)
+               if d in rfree else -1 for d in range(args[1].ndim)]
+        return [tuple(lhs), tuple(rhs)], every
+    if opdef in (ops.convolution, ops.fused_convolution):
+        return _convolution_layout(opdef, args, attrs)
+    if opdef is ops.reduce_window and len(args) == 2:  # a pool: along what it does not pool
+        plain = [d for d in every if attr_ints(attrs, "window_dimensions")[d] == 1
+                 and attr_ints(attrs, "window_strides")[d] == 1
+                 and attr_ints(attrs, "base_dilations")[d] == 1
+                 and not any(attr_ints2(attrs, "padding")[d])]
+        return [tuple(d if d in plain else -1 for d in every), ()], plain
     if opdef is ops.reduce:  # rows: the reduced dims are the trailing ones
         if len(args) != 2 or args[1].ndim or sorted(attr_ints(attrs, "dimensions")) != list(
                 range(out.ndim, args[0].ndim)):
@@ -125,6 +165,67 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
                 if opdef not in _ROW_OPS or a != attr_of(attrs, "dimension", int)]
         return [tuple(every) if a.shape == out.shape else () for a in args], axes
     return None
+
+
+_CONV_OPS = (ops.convolution, ops.fused_convolution)
+
+
+def _convolution_layout(opdef: OpDef, args: Sequence[np.ndarray],
+                        attrs: Mapping[str, AttrValue]
+                        ) -> tuple[list[tuple[int, ...]], list[int]] | None:
+    """A convolution is cut between its images (lhs batch); else, with a window larger
+    than one element, between rows of its output (its first spatial dimension: each slab
+    reads the input rows its windows reach, `_input_rows`); else between its output
+    features (kernel output features: with one group only). A fused one's epilogue
+    operands are cut as its program maps them."""
+    a = attrs
+    if attr_of(a, "batch_group_count", int) != 1:
+        return None
+    rank = args[0].ndim
+    batch, feature = attr_of(a, "output_batch_dim", int), attr_of(a, "output_feature_dim", int)
+    lhs, rhs = [-1] * rank, [-1] * rank
+    lhs[attr_of(a, "input_batch_dim", int)] = batch
+    axes = [batch]
+    rows = _rows_axis(a)
+    window = math.prod(args[1].shape[d] for d in attr_ints(a, "kernel_spatial_dims"))
+    if rows is not None and window > 1:
+        axes.append(rows)
+    if attr_of(a, "feature_group_count", int) == 1:
+        rhs[attr_of(a, "kernel_output_feature_dim", int)] = feature
+        axes.append(feature)
+    extras = ([tuple(d) for d in parse_program(str(a["program"])).operand_dims[1:]]
+              if opdef is ops.fused_convolution else [])
+    return [tuple(lhs), tuple(rhs), *extras], axes
+
+
+def _rows_axis(attrs: Mapping[str, AttrValue]) -> int | None:
+    """The result dimension of a convolution's first spatial dimension when its slabs can
+    be cut along it (no base dilation, no negative padding there), else None."""
+    spatial = attr_ints(attrs, "output_spatial_dims")
+    if not spatial or attr_ints(attrs, "lhs_dilation")[0] != 1 or min(
+            attr_ints2(attrs, "padding")[0]) < 0:
+        return None
+    return spatial[0]
+
+
+def _input_rows(lhs: np.ndarray, rhs: np.ndarray, attrs: Mapping[str, AttrValue], y0: int,
+                y1: int) -> tuple[np.ndarray, Mapping[str, AttrValue]]:
+    """The input rows output rows [y0, y1) of a convolution read (along its first spatial
+    dimension), and its attributes with that dimension's padding for them: the rows of
+    the padding the slab's windows reach, the others cut away."""
+    d = attr_ints(attrs, "input_spatial_dims")[0]
+    stride = attr_ints(attrs, "window_strides")[0]
+    dilation = attr_ints(attrs, "rhs_dilation")[0]
+    size = lhs.shape[d]
+    (low, _), *rest = attr_ints2(attrs, "padding")
+    span = (rhs.shape[attr_ints(attrs, "kernel_spatial_dims")[0]] - 1) * dilation + 1
+    first = y0 * stride - low  # the padded input row of the slab's first window, unpadded
+    last = (y1 - 1) * stride - low + span  # one past its last window's last row
+    lo, hi = max(0, first), min(size, last)
+    index = [slice(None)] * lhs.ndim
+    index[d] = slice(lo, max(lo, hi))
+    padding = ((lo - first, last - max(lo, hi)), *rest)
+    return lhs[tuple(index)], {**attrs, "padding": padding}
 
 
 def _slab(arg: np.ndarray, dims: Sequence[int], axis: int, lo: int, hi: int, size: int
@@ -170,7 +271,7 @@ def side_by_side(steps: Sequence[Step], names: Sequence[str]) -> None:
 
 
 #: ops whose kernels hand their work to the BLAS
-_BLAS_OPS = (ops.dot_general, ops.convolution)
+_BLAS_OPS = (ops.dot_general, ops.convolution, ops.fused_convolution)
 
 
 def blas_instructions(instructions: Sequence[tuple]) -> list[int]:

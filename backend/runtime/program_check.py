@@ -156,13 +156,14 @@ def _slot_type(fn: str, i: int, slot: dict, arena: int,
 
 
 def _check_strides(where: str, slot: dict, t: TensorType, arena: int) -> None:
-    """A strided view: one stride (bytes, >= 0) per dimension of a view of another slot,
-    every element it reaches inside the arena."""
+    """A strided buffer (a view of another slot, or a slice of a concatenation written in
+    place): one stride (bytes, >= 0) per dimension, every element it reaches inside the
+    arena."""
     strides = slot["strides"]
-    if ("view_of" not in slot or not isinstance(strides, list) or len(strides) != t.rank
+    if (not isinstance(strides, list) or len(strides) != t.rank
             or not all(isinstance(st, int) and not isinstance(st, bool) and st >= 0
                        for st in strides)):
-        raise ProgramProblem(SCHEMA, f"{where}: 'strides' must be a view's byte strides, one "
+        raise ProgramProblem(SCHEMA, f"{where}: 'strides' must be byte strides, one "
                              f"int >= 0 per dimension of {t}, got {strides!r}")
     if t.size == 0:
         return

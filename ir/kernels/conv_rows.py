@@ -29,7 +29,9 @@ always computes the same bits.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -59,21 +61,39 @@ def method(c: int, o: int) -> str | None:
 TILE_BYTES = 4 << 20
 
 
+class Finish(Protocol):
+    """How a tile's product reaches the out: ``finish(product, region)`` is a step writing
+    out[region] (one image's rows: (n:n+1, :, y0:y1, :)) from `product`, a view shaped as
+    out[region]; an elementwise epilogue applied on the way (`fused.prepare_epilogue`)."""
+
+    def __call__(self, product: np.ndarray, region: tuple[slice, ...]) -> Callable[[], object]:
+        ...
+
+
 def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[int],
                       how: str, out: np.ndarray, weights_fixed: bool,
-                      pool: ScratchPool | None = None) -> Callable[[], None]:
-    """out (N, O, Ho, Wo), contiguous = the stride-1 convolution of x (N, C, H, W) padded
-    by `low`/`high` (>= 0) with w (O, C, kh, kw), all of one float dtype, as a callable on
+                      pool: ScratchPool | None = None, finish: Finish | None = None
+                      ) -> Callable[[], None]:
+    """out (N, O, Ho, Wo) = the stride-1 convolution of x (N, C, H, W) padded by
+    `low`/`high` (>= 0) with w (O, C, kh, kw), all of one float dtype, as a callable on
     these fixed arrays. The output rows are taken in tiles
     whose column and product buffers fit in TILE_BYTES; those buffers and the padded image
     are scratch from `pool` (shared with the function's other steps), their views made on
-    the first call; the kernel matrices are made once (with `weights_fixed` false, copied
-    from w on every call, so they follow its values)."""
+    the first call; the kernel matrices are made once (ROWS: w itself when C-contiguous;
+    copies, with `weights_fixed` false, are made again on every call, so they follow its
+    values). `finish`, when given, writes each
+    tile's rows of out from the tile's product (an epilogue read while the product is in
+    cache) instead of copying them."""
     nb, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     geometry = _Geometry(c, h, wd, o, kh, kw, low, high, x.dtype.itemsize, how)
     dt = x.dtype
-    if how == ROWS:
+    kernels: list[np.ndarray]
+    sources: list[tuple[np.ndarray, np.ndarray]]
+    if how == ROWS and w.flags.c_contiguous:  # w itself: no second copy of the weights
+        kernels = [w.reshape(o, c * kh * kw)]
+        sources = []
+    elif how == ROWS:
         kernels = [np.empty((o, c * kh * kw), dt)]
         sources = [(kernels[0].reshape(o, c, kh, kw), w)]
     else:
@@ -94,7 +114,7 @@ def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Se
         if not views:
             arrays = reservation.arrays()
             image.append(_Image(geometry, arrays[0]))
-            views.extend(geometry.views(arrays, out, kernels))
+            views.extend(geometry.views(arrays, out, kernels, finish))
         if not weights_fixed:
             refresh()
         for n in range(nb):
@@ -125,11 +145,11 @@ class _Geometry:
         second = (self.c * self.kh * self.kw * span,) if self.how == ROWS else (self.o * span,)
         return [(flat, dtype), (second, dtype), ((self.o * span,), dtype)]
 
-    def views(self, arrays: list[np.ndarray], out: np.ndarray,
-              kernels: list[np.ndarray]) -> list[_TileViews]:
+    def views(self, arrays: list[np.ndarray], out: np.ndarray, kernels: list[np.ndarray],
+              finish: Finish | None) -> list[_TileViews]:
         flat, second, product = arrays
         return [_TileViews(self, flat, second, product, out, kernels, y0,
-                           min(self.rows, self.ho - y0))
+                           min(self.rows, self.ho - y0), finish)
                 for y0 in range(0, self.ho, self.rows)]
 
 
@@ -156,12 +176,19 @@ class _TileViews:
 
     def __init__(self, g: _Geometry, flat: np.ndarray, second: np.ndarray,
                  product: np.ndarray, out: np.ndarray, kernels: list[np.ndarray],
-                 y0: int, r: int) -> None:
+                 y0: int, r: int, finish: Finish | None) -> None:
         c, hp, wp, item = g.c, g.hp, g.wp, g.item
         span = r * wp
         self.wide = product[:g.o * span].reshape(g.o, span)
-        self.crops = [(out[n, :, y0:y0 + r], self.wide.reshape(g.o, r, wp)[:, :, :g.wo])
-                      for n in range(out.shape[0])]
+        crop = self.wide.reshape(g.o, r, wp)[:, :, :g.wo]
+        self.finishers: list[Callable[[], object]]
+        if finish is None:
+            self.finishers = [functools.partial(np.copyto, out[n, :, y0:y0 + r], crop)
+                              for n in range(out.shape[0])]
+        else:
+            self.finishers = [finish(crop[None], (slice(n, n + 1), slice(None),
+                                                  slice(y0, y0 + r), slice(None)))
+                              for n in range(out.shape[0])]
         start = y0 * wp
         # the last element any X_ij of this tile reads is within flat (see the module doc)
         assert start + (c - 1) * hp * wp + (g.kh - 1) * wp + g.kw - 1 + span <= flat.size
@@ -181,7 +208,7 @@ class _TileViews:
 
     def compute(self, n: int) -> None:
         self.compute_product()
-        np.copyto(*self.crops[n])
+        self.finishers[n]()
 
     def _rows(self) -> None:
         np.copyto(self.columns, self.source)

@@ -21,6 +21,7 @@ into G chunks likewise; results are concatenated along the output features.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -30,7 +31,8 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, pad_array, store, windows
-from nxcc.ir.kernels.conv_rows import MAX_WINDOW, method, prepare_conv_rows
+from nxcc.ir.kernels.conv_rows import MAX_WINDOW, Finish, method, prepare_conv_rows
+from nxcc.ir.kernels.conv_tiles import prepare_conv_tiles
 from nxcc.ir.kernels.linalg import accumulate_dtype
 from nxcc.ir.kernels.plan import Step, plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
@@ -66,7 +68,8 @@ def _single_group_conv(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
                        ) -> np.ndarray:
     """`_grouped_conv` for one group, as out[n] = W (O, C*K) @ cols[n] (C*K, P): no transposed
     result to copy back, and for a 1x1 window at stride 1 the columns are x itself (no im2col
-    copy). `out`, when given, is a contiguous (N, O, *P) array of the result dtype to fill."""
+    copy). `out`, when given, is an (N, O, *P) array of the result dtype to fill, each
+    image's (O, *P) contiguous (`_images_contiguous`)."""
     n = x.ndim - 2
     nb, c = x.shape[:2]
     o = w.shape[0]
@@ -79,7 +82,9 @@ def _single_group_conv(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     cols = view.transpose(order).reshape(nb, c * k, p)
     weights = w.reshape(o, c * k)
     if out is not None:
-        np.matmul(weights, cols, out=out.reshape(nb, o, p))
+        products = out.view()
+        products.shape = (nb, o, p)  # a view, or AttributeError: never a copy written to
+        np.matmul(weights, cols, out=products)
         return out
     return np.matmul(weights, cols).reshape(nb, o, *positions)
 
@@ -137,7 +142,7 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
     with np.errstate(all="ignore"):
         if groups == 1 and batch_groups == 1:
             direct = (canonical == list(range(n + 2)) and out.dtype == acc
-                      and out.flags.c_contiguous)
+                      and _images_contiguous(out))
             result = _single_group_conv(x, w, a["window_strides"], a["rhs_dilation"],
                                         out if direct else None)
             if direct:
@@ -150,23 +155,30 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 
 def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
                         attrs: Mapping[str, AttrValue], constant: Sequence[bool],
-                        pool: ScratchPool | None = None) -> Callable[[], None] | None:
+                        pool: ScratchPool | None = None, finish: Finish | None = None
+                        ) -> Callable[[], None] | None:
     """The convolution on these fixed arrays as a callable, with its buffers and kernel
-    matrices made once (`conv_rows.prepare_conv_rows`), when it takes the row route and
-    needs no conversion; None otherwise (the kernel then runs per call)."""
+    matrices made once, when it is a 2-D float convolution of one group that needs no
+    conversion: on the row route (`conv_rows.prepare_conv_rows`), else by im2col in tiles
+    of output rows (`conv_tiles.prepare_conv_tiles`), each handed `finish`; None otherwise
+    (the kernel then runs per call)."""
     lhs, rhs = args
     a: Mapping = attrs
     acc = accumulate_dtype(lhs.dtype, out.dtype)
-    if not (lhs.dtype == rhs.dtype == out.dtype == acc and out.flags.c_contiguous
-            and _canonical(a)):
+    if not (lhs.dtype == rhs.dtype == out.dtype == acc and _canonical(a)):
         return None
     x, w = _canonical_operands(lhs, rhs, a)
     low = [lo for lo, _ in a["padding"]]
     high = [hi for _, hi in a["padding"]]
     how = _rows_method(x, w, a, low, high, [d - 1 for d in a["lhs_dilation"]])
-    if how is None:
-        return None
-    return prepare_conv_rows(x, w, low, high, how, out, constant[1], pool)
+    if how is not None:
+        return prepare_conv_rows(x, w, low, high, how, out, constant[1], pool, finish)
+    if (x.ndim == 4 and x.dtype in NATIVE_FLOATS and a["feature_group_count"] == 1
+            and a["batch_group_count"] == 1 and all(d == 1 for d in a["lhs_dilation"])
+            and min(*low, *high) >= 0 and x.size > 0 and out.size > 0):
+        return prepare_conv_tiles(x, w, a["window_strides"], low, high, a["rhs_dilation"],
+                                  out, constant[1], pool, finish)
+    return None
 
 
 def _canonical_operands(lhs: np.ndarray, rhs: np.ndarray,
@@ -176,6 +188,17 @@ def _canonical_operands(lhs: np.ndarray, rhs: np.ndarray,
     w = rhs.transpose([a["kernel_output_feature_dim"], a["kernel_input_feature_dim"],
                        *a["kernel_spatial_dims"]])
     return x, w
+
+
+def _images_contiguous(out: np.ndarray) -> bool:
+    """Each image out[n] is C-contiguous (out may be a slice of a larger buffer along its
+    batch or feature dimension: a concatenation's part)."""
+    step = out.itemsize
+    for size, stride in zip(reversed(out.shape[1:]), reversed(out.strides[1:]), strict=True):
+        if size != 1 and stride != step:
+            return False
+        step *= size
+    return True
 
 
 def _canonical(a: Mapping) -> bool:
@@ -210,10 +233,11 @@ def _split_conv(x: np.ndarray, w: np.ndarray, groups: int, batch_groups: int,
     return parts[0] if batch_groups == 1 else np.concatenate(parts, axis=1)  # (N/B, O, *P)
 
 
-@plan(ops.convolution, dense_constants=True)
+@plan(ops.convolution, dense_constants=True, strided_out=True)
 def convolution_plan(args: Sequence[np.ndarray], out: np.ndarray,
                      attrs: Mapping[str, AttrValue], ctx: KernelContext,
                      constant: Sequence[bool], pool: ScratchPool) -> Step | None:
     """On the row route: kernel matrices made once, the padded image and tile buffers in the
-    function's shared scratch (`prepare_convolution`)."""
-    return prepare_convolution(args, out, attrs, constant, pool)
+    function's shared scratch (`prepare_convolution`); else the kernel on these arrays."""
+    return (prepare_convolution(args, out, attrs, constant, pool)
+            or functools.partial(convolution, list(args), [out], attrs, ctx))

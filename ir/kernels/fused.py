@@ -159,24 +159,57 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
                   constant: Sequence[bool] | None = None) -> Callable[[], None]:
     """A callable that computes `out` from `args` (fixed arrays) by the op's program.
     `constant[i]`: args[i]'s values never change (None: the plan is used once, so none
-    change while it is used)."""
+    change while it is used). An operand of the result's shape and layout may be `out`
+    itself (an epilogue in place): each block reads its part of it before the last step
+    writes that part."""
     program = parse_program(str(attrs["program"]))
+    views = [operand_view(a, d, out.ndim) for a, d in zip(args, program.operand_dims,
+                                                          strict=True)]
+    fixed = [True] * len(args) if constant is None else list(constant)
+    return _prepare_views(program, views, out, fixed)
+
+
+def prepare_epilogue(first: np.ndarray, args: Sequence[np.ndarray], out: np.ndarray,
+                     attrs: Mapping[str, AttrValue], constant: Sequence[bool],
+                     region: tuple[slice, ...], buffers: dict | None = None
+                     ) -> Callable[[], None]:
+    """A callable computing out[region] by the program of `attrs` with operand a0 read
+    from `first` (shaped as out[region]: a product's tile) and a1, a2... from the parts of
+    `args` that meet the region (`constant` as for `prepare_fused`, of `args`). `buffers`:
+    the block-sized arrays it needs, shared with the other regions' callables of the same
+    dict (which must run one at a time: a convolution's tiles)."""
+    program = parse_program(str(attrs["program"]))
+    views = [first, *(_sub(operand_view(a, d, out.ndim), region)
+                      for a, d in zip(args, program.operand_dims[1:], strict=True))]
+    return _prepare_views(program, views, out[region], [False, *constant], buffers)
+
+
+def _prepare_views(program: FusedProgram, views: list[np.ndarray], out: np.ndarray,
+                   fixed: list[bool], buffers: dict | None = None) -> Callable[[], None]:
+    """`prepare_fused` on operands already viewed at the result's rank; its block-sized
+    arrays taken from (and added to) `buffers` when given."""
+    shared: dict = {} if buffers is None else buffers
     if out.size == 0:
         return lambda: None
-    rank = out.ndim
-    views = [operand_view(a, d, rank) for a, d in zip(args, program.operand_dims, strict=True)]
-    dtypes = program.step_dtypes([DType.from_numpy(a.dtype) for a in args])
+    dtypes = program.step_dtypes([DType.from_numpy(a.dtype) for a in views])
     reg = _registers(program)
     index_list = list(blocks(out.shape))
     first = _sub(out, index_list[0]).shape
-    fixed = [True] * len(args) if constant is None else list(constant)
-    filled = {i: np.full(first, v.flat[0], v.dtype) for i, v in enumerate(views)
-              if fixed[i] and _scalar_for_min_max(program, i, v)}
+    filled = {}
+    for i, v in enumerate(views):
+        if fixed[i] and _scalar_for_min_max(program, i, v):
+            full = ("filled", i, first)
+            if full not in shared:
+                shared[full] = np.full(first, v.flat[0], v.dtype)
+            filled[i] = shared[full]
     # one scratch buffer per register and dtype it is used with
     scratch: dict[tuple[int, DType], np.ndarray] = {}
     for j, r in enumerate(reg):
         if r >= 0 and (r, dtypes[j]) not in scratch:
-            scratch[(r, dtypes[j])] = np.empty(first, dtypes[j].numpy)
+            key = ("scratch", r, dtypes[j], first)
+            if key not in shared:
+                shared[key] = np.empty(first, dtypes[j].numpy)
+            scratch[(r, dtypes[j])] = shared[key]
     calls: list[Callable[[], object]] = []
     for index in index_list:
         where = _scratch_index(index, out.shape)
@@ -212,7 +245,7 @@ def fused_elementwise(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
         prepare_fused(args, outs[0], attrs)()
 
 
-@plan(ops.fused_elementwise)
+@plan(ops.fused_elementwise, strided_out=True)
 def fused_elementwise_plan(args: Sequence[np.ndarray], out: np.ndarray,
                            attrs: Mapping[str, AttrValue], ctx: KernelContext,
                            constant: Sequence[bool], pool: ScratchPool

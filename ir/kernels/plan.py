@@ -12,8 +12,13 @@ The executor binds each instruction once, at load, to the arrays it reads and wr
   may be computed now; `pool` is scratch shared with the function's other steps, which run
   one at a time;
 - `dense_constants`: a broadcast constant (a splat, every stride 0) among the op's operands
-  is made an ordinary array once, at load, for the plan and the kernel alike (BLAS cannot
-  read a zero-stride matrix: numpy would multiply it in its own loop on every execution);
+  (True: any of them; a tuple: those of these indices, a product's, not an elementwise
+  epilogue's) is made an ordinary array once, at load, for the plan and the kernel alike
+  (BLAS cannot read a zero-stride matrix: numpy would multiply it in its own loop on every
+  execution);
+- `strided_out`: the plan and the kernel write an out of any strides (a slice of a larger
+  buffer), so the memory plan may place the op's result in its slice of a concatenation
+  (`backend/program/concat_parts.py`);
 - `kernel_only(...)`: no plan; the kernel is called as it is.
 
 The elementwise families' plans are derived from their definitions (`from_defs`), as their
@@ -48,19 +53,27 @@ class StepPlan:
     broadcast constant operands are made dense at load."""
 
     plan: Plan | None
-    dense_constants: bool = False
+    dense_constants: bool | tuple[int, ...] = False
+    strided_out: bool = False
+
+    def dense(self, operands: int) -> Sequence[int]:
+        """The indices of the operands made dense when they are broadcast constants."""
+        if self.dense_constants is True:
+            return range(operands)
+        return self.dense_constants or ()
 
 
 #: op definition -> its `StepPlan`; lookups also take the op's text name.
 PLANS: OpTable[StepPlan] = OpTable("step plan", load=load_kernels)
 
 
-def plan(*opdefs: OpDef, dense_constants: bool = False) -> Callable[[Plan], Plan]:
+def plan(*opdefs: OpDef, dense_constants: bool | tuple[int, ...] = False,
+         strided_out: bool = False) -> Callable[[Plan], Plan]:
     """Decorator: the decorated function is the plan of each op of `opdefs`."""
 
     def register(fn: Plan) -> Plan:
         for opdef in opdefs:
-            PLANS.add(opdef, StepPlan(fn, dense_constants))
+            PLANS.add(opdef, StepPlan(fn, dense_constants, strided_out))
         return fn
 
     return register

@@ -11,6 +11,7 @@ from nxcc.ir.kernels import (  # noqa: F401
     elementwise,
     from_defs,
     fused,
+    fused_convolution,
     gather,
     indexing,
     linalg,

@@ -171,7 +171,7 @@ def broadcast_in_dim_plan(args: Sequence[np.ndarray], out: np.ndarray,
     return _copy_step(x.reshape(shape), x, out)
 
 
-@plan(ops.copy)
+@plan(ops.copy, strided_out=True)
 def copy_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str, AttrValue],
               ctx: KernelContext, constant: Sequence[bool], pool: ScratchPool
               ) -> Step | None:

@@ -88,6 +88,7 @@ from nxcc.ir.ops.elementwise import (
     xor,
 )
 from nxcc.ir.ops.fused import (
+    fused_convolution,
     fused_elementwise,
     layer_norm,
     softmax,
@@ -165,6 +166,7 @@ __all__ = [
     "exp",
     "expm1",
     "floor",
+    "fused_convolution",
     "fused_elementwise",
     "gather",
     "iota",

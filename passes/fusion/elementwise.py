@@ -56,14 +56,14 @@ class FuseElementwise:
         if changed:
             DeadCodeElimination().run(module)
         for fn in module.functions.values():
-            if not _scalar_computation(fn):
+            if not scalar_computation(fn):
                 changed |= fuse_function(fn)
         if changed:
             DeadCodeElimination().run(module)
         return changed
 
 
-def _scalar_computation(fn: Function) -> bool:
+def scalar_computation(fn: Function) -> bool:
     """A function of scalars only (a reducer, a comparator): kernels apply it elementwise
     to whole arrays of other shapes, which a fused op's fixed shape would not allow."""
     return all(v.type.rank == 0 for v in (*fn.params, *fn.results))
@@ -296,7 +296,8 @@ def _small_power(op: Op) -> int:
     return int(float(d.splat_value))
 
 
-def _fused_op(group: Group, position: dict[int, int]) -> Op:
+def fused_op(group: Group, position: dict[int, int]) -> Op:
+    """The `fused_elementwise` op computing `group` (placed nowhere)."""
     members = sorted(group.members.values(), key=lambda op: position[id(op)])
     shape = group.root.result.type.shape
     index: dict[int, int] = {}
@@ -331,7 +332,7 @@ def _fused_op(group: Group, position: dict[int, int]) -> Op:
 
 def _rewrite(fn: Function, groups: list[Group], position: dict[int, int]) -> None:
     """Put each group's fused op at its root's place; drop the other members."""
-    fused = {id(g.root): _fused_op(g, position) for g in groups}
+    fused = {id(g.root): fused_op(g, position) for g in groups}
     dropped = {i for g in groups for i in g.members if i != id(g.root) and i not in g.copies}
     replaced = {id(g.root.result): fused[id(g.root)].result for g in groups}
     body = []

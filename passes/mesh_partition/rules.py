@@ -382,8 +382,8 @@ WHOLE = (ops.call, ops.while_, ops.conditional, ops.optimization_barrier, ops.pa
          *ASYNC_OPS, ops.tp_copy, ops.bitcast_convert, ops.dynamic_slice,
          ops.dynamic_update_slice, ops.gather, ops.scatter, ops.random_bits,
          ops.reduce_window, ops.select_and_scatter, ops.sort, ops.pad, ops.reverse,
-         ops.iota, ops.constant, ops.convolution, ops.fused_elementwise, ops.softmax,
-         ops.layer_norm)
+         ops.iota, ops.constant, ops.convolution, ops.fused_elementwise,
+         ops.fused_convolution, ops.softmax, ops.layer_norm)
 mesh_rule(*WHOLE)(whole)
 mesh_rule(*(d for d in all_opdefs() if d.elementwise and not d.side_effects))(elementwise)
 

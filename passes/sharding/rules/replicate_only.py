@@ -11,8 +11,8 @@ the whole result. Correct for any op, and the documented choice for:
 - the collectives already in a program (all_reduce, all_gather, reduce_scatter,
   all_to_all, collective_permute) and point-to-point transfers (send, recv and their done
   halves): they keep their own replica groups and pairs;
-- fused_elementwise, softmax, layer_norm: made by the fusion pass after partitioning, on
-  each core's own shapes.
+- fused_elementwise, fused_convolution, softmax, layer_norm: made by the fusion pass after
+  partitioning, on each core's own shapes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ REPLICATE_ONLY = (ops.gather, ops.scatter, ops.call, ops.while_, ops.conditional
                   ops.reduce_scatter, ops.all_to_all, ops.collective_permute, ops.send,
                   ops.send_done, ops.recv, ops.recv_done, *ASYNC_OPS, ops.random_bits,
                   ops.tp_copy, ops.optimization_barrier, ops.fused_elementwise,
-                  ops.softmax, ops.layer_norm)
+                  ops.fused_convolution, ops.softmax, ops.layer_norm)
 
 
 @rule(*REPLICATE_ONLY)

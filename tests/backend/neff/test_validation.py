@@ -76,8 +76,8 @@ PROGRAM_CASES: dict[str, tuple[Callable[[dict], object], tuple[str, ...]]] = {
     "buffer past arena": (lambda p: next(s for s in fn(p)["slots"] if s["kind"] == "buffer"
                                          ).update(offset=1 << 20),
                           ("[NRT_ENEFF004]", "past the")),
-    "strides without view_of": (lambda p: _buffer(p).update(strides=[4, 4]),
-                                ("[NRT_ENEFF002]", "'strides' must be a view's")),
+    "strides of another rank": (lambda p: _buffer(p).update(strides=[4, 4, 4, 4, 4]),
+                                ("[NRT_ENEFF002]", "'strides' must be byte strides")),
     "negative stride": (lambda p: _buffer(p).update(view_of=0, strides=[-4, 4]),
                         ("[NRT_ENEFF002]", "strides[0]")),
     "strided view past arena": (lambda p: _buffer(p).update(view_of=0, strides=[1 << 20, 4]),

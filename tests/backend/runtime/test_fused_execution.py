@@ -74,3 +74,45 @@ def test_splat_weights_of_products_and_convolutions_are_made_dense_once() -> Non
     steps = ex.functions["main"].bound(ex).steps
     matmul = next(s for s in steps if getattr(s, "func", None) in (np.matmul, np.dot))
     assert 0 not in matmul.args[1].strides  # the dense copy, not the splat view
+
+
+SPLAT_CONV_RELU = """\
+module @m {
+  func @main(%img: f32[2,3,8,8], %b: f32[4]) -> (f32[2,4,6,6]) {
+    %k = constant() {value = splat<f32[4,3,3,3]: 0.25>} : f32[4,3,3,3]
+    %c = convolution(%img, %k) {window_strides = [1, 1], padding = [[0, 0], [0, 0]], lhs_dilation = [1, 1], rhs_dilation = [1, 1], input_batch_dim = 0, input_feature_dim = 1, input_spatial_dims = [2, 3], kernel_input_feature_dim = 1, kernel_output_feature_dim = 0, kernel_spatial_dims = [2, 3], output_batch_dim = 0, output_feature_dim = 1, output_spatial_dims = [2, 3]} : f32[2,4,6,6]
+    %bb = broadcast_in_dim(%b) {shape = [2, 4, 6, 6], broadcast_dimensions = [1]} : f32[2,4,6,6]
+    %a = add(%c, %bb) : f32[2,4,6,6]
+    %z = constant() {value = splat<f32[2,4,6,6]: 0.0>} : f32[2,4,6,6]
+    %r = maximum(%a, %z) : f32[2,4,6,6]
+    return %r
+  }
+}
+"""
+
+
+def test_a_fused_convolution_runs_bound_and_gives_the_unfused_bits() -> None:
+    """Its splat weight is made dense at load, its epilogue's operands are not (ReLU's
+    splat zero would become a full-size array); the results are the unfused program's."""
+    from nxcc.ir import ops
+    from nxcc.ir.kernels.plan import PLANS
+    from nxcc.ir.parser import parse_module
+    from nxcc.passes.fusion.epilogue import FuseEpilogues
+
+    assert list(PLANS[ops.fused_convolution].dense(4)) == [0, 1]
+    plain_table, fused_table = WeightTable(), WeightTable()
+    plain = lower_module(parse_module(SPLAT_CONV_RELU), plain_table)
+    module = parse_module(SPLAT_CONV_RELU)
+    assert FuseElementwise().run(module) and FuseEpilogues().run(module)
+    fused = lower_module(module, fused_table)
+    assert [i["op"] for i in fused["functions"]["main"]["instructions"]] == [
+        "fused_convolution"]
+    ex_plain = ProgramExecutor(plain, plain_table.arrays)
+    ex_fused = ProgramExecutor(fused, fused_table.arrays)
+    for _ in range(2):
+        img = RNG.standard_normal((2, 3, 8, 8)).astype(np.float32)
+        b = RNG.standard_normal(4).astype(np.float32)
+        (want,) = ex_plain.run([img, b])
+        (got,) = ex_fused.run([img, b])
+        np.testing.assert_array_equal(got, want)
+        assert (got >= 0).all() and (got > 0).any()

@@ -208,32 +208,111 @@ def test_a_function_whose_products_are_split_runs_the_blas_at_one_thread() -> No
     assert seen == [1] and blas_threads.blas_thread_count() == before
 
 
+CONV_ATTRS = ("window_strides = [1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], "
+              "rhs_dilation = [1, 1], feature_group_count = {groups}, batch_group_count = 1, "
+              "input_batch_dim = 0, input_feature_dim = 1, input_spatial_dims = [2, 3], "
+              "kernel_output_feature_dim = 0, kernel_input_feature_dim = 1, "
+              "kernel_spatial_dims = [2, 3], output_batch_dim = 0, output_feature_dim = 1, "
+              "output_spatial_dims = [2, 3]")
+
 CONV_AND_ADD = f"""\
-module @m {{
-  func @main(%x: f32[1,64,32,32], %w: f32[64,64,3,3], %y: f32[4,{N // 2},3])
-      -> (f32[1,64,32,32], f32[4,{N // 2},3]) {{
-    %c = convolution(%x, %w) {{window_strides = [1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], rhs_dilation = [1, 1], feature_group_count = 1, batch_group_count = 1, input_batch_dim = 0, input_feature_dim = 1, input_spatial_dims = [2, 3], kernel_output_feature_dim = 0, kernel_input_feature_dim = 1, kernel_spatial_dims = [2, 3], output_batch_dim = 0, output_feature_dim = 1, output_spatial_dims = [2, 3]}} : f32[1,64,32,32]
+module @m {{{{
+  func @main(%x: f32[1,64,64,64], %w: f32[64,1,1,1], %y: f32[4,{N // 2},3])
+      -> (f32[1,64,64,64], f32[4,{N // 2},3]) {{{{
+    %c = convolution(%x, %w) {{{{{CONV_ATTRS.format(groups=64).replace("[[1, 1], [1, 1]]", "[[0, 0], [0, 0]]")}}}}} : f32[1,64,64,64]
     %e = exp(%y) : f32[4,{N // 2},3]
     return %c, %e
-  }}
-}}
-"""
+  }}}}
+}}}}
+""".format()
 
 
 def test_a_function_with_an_unsplit_convolution_splits_nothing() -> None:
-    """The convolution keeps the BLAS's threads, so the elementwise op is not split."""
+    """A grouped 1x1 convolution of one image has nothing to cut (its output features are
+    its groups, its window one element): it keeps the BLAS's threads, so the elementwise
+    op is not split."""
     program = compile_function(parse_module(CONV_AND_ADD), "main",
                                CompileOptions(target="trn1"))
     executor = ProgramExecutor(program.program, program.weights)
     executor.threads = 2
     rng = np.random.default_rng(7)
     args = [rng.standard_normal(s).astype(np.float32)
-            for s in ((1, 64, 32, 32), (64, 64, 3, 3), (4, N // 2, 3))]
+            for s in ((1, 64, 64, 64), (64, 1, 1, 1), (4, N // 2, 3))]
     got = executor.run(args)
     bound = executor.functions["main"].bound(executor)
     assert not bound.own_threads
     assert not any(parallel_steps.is_split(s) for s in bound.steps)
     np.testing.assert_array_equal(got[1], np.exp(args[2]))
+
+
+def _conv_relu(batch: int, cin: int, cout: int, window: int, stride: int, groups: int = 1,
+               dilation: int = 1, pad: tuple[int, int] | None = None) -> str:
+    """A convolution with bias and ReLU (fused into it when compiled) of `batch` images."""
+    low, high = pad or (window // 2, window // 2)
+    span = (window - 1) * dilation + 1
+    rows = (32 + low + high - span) // stride + 1
+    cols = (32 + 2 * (window // 2) - span) // stride + 1
+    attrs = CONV_ATTRS.format(groups=groups).replace(
+        "[1, 1], padding = [[1, 1], [1, 1]], lhs_dilation = [1, 1], rhs_dilation = [1, 1]",
+        f"[{stride}, {stride}], padding = [[{low}, {high}], [{window // 2}, {window // 2}]], "
+        f"lhs_dilation = [1, 1], rhs_dilation = [{dilation}, {dilation}]")
+    size = f"{rows}, {cols}"
+    out = f"f32[{batch},{cout},{rows},{cols}]"
+    return f"""\
+module @m {{
+  func @main(%x: f32[{batch},{cin},32,32], %w: f32[{cout},{cin // groups},{window},{window}], %b: f32[{cout}])
+      -> ({out}) {{
+    %c = convolution(%x, %w) {{{attrs}}} : {out}
+    %bb = broadcast_in_dim(%b) {{shape = [{batch}, {cout}, {size}], broadcast_dimensions = [1]}} : {out}
+    %a = add(%c, %bb) : {out}
+    %z = constant() {{value = splat<{out}: 0.0>}} : {out}
+    %r = maximum(%a, %z) : {out}
+    return %r
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("batch, cin, cout, window, stride, groups, dilation, pad", [
+    (2, 16, 64, 3, 1, 1, 1, None),     # between the images; the row route
+    (1, 16, 64, 3, 1, 1, 1, None),     # between output rows; the row route
+    (1, 64, 16, 3, 1, 1, 1, None),     # rows; shifted products
+    (1, 32, 64, 1, 1, 1, 1, None),     # between output features; 1x1 on the input itself
+    (3, 3, 128, 3, 2, 1, 1, None),     # images; strided (im2col tiles)
+    (1, 16, 64, 3, 2, 1, 1, None),     # rows; strided (im2col tiles)
+    (1, 16, 64, 5, 1, 1, 2, (3, 0)),   # rows; dilated, padded above only
+    (1, 128, 128, 3, 2, 128, 1, (0, 2)),  # rows; depthwise, strided, padded below only
+])
+def test_convolutions_split_between_images_rows_or_features_with_the_same_bits(
+        batch: int, cin: int, cout: int, window: int, stride: int, groups: int,
+        dilation: int, pad: tuple[int, int] | None) -> None:
+    rng = np.random.default_rng(8)
+    text = _conv_relu(batch, cin, cout, window, stride, groups, dilation, pad)
+    args = [rng.standard_normal(s).astype(np.float32)
+            for s in ((batch, cin, 32, 32), (cout, cin // groups, window, window), (cout,))]
+    one = _run(text, args, 1)[0]
+    np.testing.assert_array_equal(_run(text, args, 2)[0], one)
+    assert (one >= 0).all() and (one > 0).any()
+
+
+CLASSIFIER = """\
+module @m {
+  func @main(%x: f32[1,2048], %w: f32[1000,2048]) -> (f32[1,1000]) {
+    %y = dot_general(%x, %w) {lhs_contracting_dims = [1], rhs_contracting_dims = [1]} : f32[1,1000]
+    return %y
+  }
+}
+"""
+
+
+def test_a_product_of_one_row_splits_between_rhs_columns_with_the_same_bits() -> None:
+    """A classifier at batch 1 (ResNet-50's last layer): nothing to cut but its columns."""
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 2048)).astype(np.float32)
+    w = rng.standard_normal((1000, 2048)).astype(np.float32)
+    one = _run(CLASSIFIER, [x, w], 1)[0]
+    np.testing.assert_array_equal(_run(CLASSIFIER, [x, w], 2)[0], one)
+    np.testing.assert_allclose(one, x @ w.T, rtol=1e-4, atol=1e-3)
 
 
 def test_a_batch_of_one_splits_along_its_next_batch_dim() -> None:
@@ -270,3 +349,28 @@ def test_transposes_pads_and_broadcasts_split_with_the_same_values() -> None:
     np.testing.assert_array_equal(one[0], x.transpose(1, 0, 2))
     np.testing.assert_array_equal(one[1], np.pad(x, ((0, 0), (0, 0), (2, 0))))
     np.testing.assert_array_equal(one[2], np.broadcast_to(b, x.shape))
+
+
+MAX_POOL = """\
+module @m {
+  func @main(%x: f32[2,64,47,47]) -> (f32[2,64,23,23]) {
+    %init = constant() {value = splat<f32[]: -inf>} : f32[]
+    %p = reduce_window(%x, %init) {window_dimensions = [1, 1, 3, 3], window_strides = [1, 1, 2, 2], base_dilations = [1, 1, 1, 1], window_dilations = [1, 1, 1, 1], padding = [[0, 0], [0, 0], [0, 0], [0, 0]], computation = @max_f32} : f32[2,64,23,23]
+    return %p
+  }
+  func @max_f32(%a: f32[], %b: f32[]) -> (f32[]) {
+    %c = maximum(%a, %b) : f32[]
+    return %c
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("batch", [2, 1])
+def test_a_max_pool_splits_along_a_dimension_it_does_not_pool(batch: int) -> None:
+    text = MAX_POOL.replace("f32[2,", f"f32[{batch},")
+    x = np.random.default_rng(10).standard_normal((batch, 64, 47, 47)).astype(np.float32)
+    one = _run(text, [x], 1)[0]
+    np.testing.assert_array_equal(_run(text, [x], 2)[0], one)
+    want = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    np.testing.assert_array_equal(one, want.max(axis=(4, 5)))

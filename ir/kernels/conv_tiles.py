@@ -1,0 +1,140 @@
+"""2-D convolutions of one group by im2col, planned once and taken in tiles of output rows.
+
+The kernel's im2col route (`convolution._single_group_conv`) makes its views, its padded
+image and its column matrix on every call, and multiplies all output positions at once, so
+an epilogue then reads the whole result back from memory. Planned here for fixed arrays:
+the padded image (when padded) and each tile's column matrix are scratch of the function
+(`scratch_pool`), every view is made on the first call, and the output rows are taken in
+tiles whose column and product buffers fit in TILE_BYTES (1 MiB, well inside a core's L2),
+each tile's product (O, rows x Wo) written straight into its rows of the out, or through
+the epilogue (`conv_rows.Finish`) while it is in cache. A 1x1 window at stride 1 without
+padding multiplies the image itself (no copy). Each tile's product is the BLAS call the
+kernel makes on those columns, so the values are the kernel's.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from nxcc.ir.kernels.common import windows
+from nxcc.ir.kernels.conv_rows import Finish
+from nxcc.ir.kernels.scratch_pool import ScratchPool
+
+#: bytes of a tile's column and product buffers
+TILE_BYTES = 1 << 20
+
+
+def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
+                       low: Sequence[int], high: Sequence[int], dilation: Sequence[int],
+                       out: np.ndarray, weights_fixed: bool, pool: ScratchPool | None,
+                       finish: Finish | None) -> Callable[[], None]:
+    """out (N, O, Ho, Wo) = the convolution of x (N, C, H, W) padded by `low`/`high` (>= 0)
+    with w (O, C, kh, kw) at `strides` and kernel `dilation`, all of one float dtype, as a
+    callable on these fixed arrays (the kernel matrix is w itself when C-contiguous, else
+    a copy made once; with `weights_fixed` false, copied from w on every call)."""
+    nb, c, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    ho, wo = out.shape[2:]
+    k = c * kh * kw
+    dt = x.dtype
+    item = dt.itemsize
+    padded = any(low) or any(high)
+    direct = (kh == kw == 1 and not padded and tuple(strides) == (1, 1)
+              and x[0].flags.c_contiguous)  # the image itself as the columns
+    per_row = (o + (0 if direct else k)) * wo * item
+    rows = max(1, min(ho, TILE_BYTES // per_row))
+    # the weights themselves when they lie as the kernel matrix (no second copy of a
+    # model's weights), else a copy made now (and on every call unless they are fixed)
+    in_place = w.flags.c_contiguous
+    kernel = w.reshape(o, k) if in_place else np.empty((o, k), dt)
+    hp, wp = h + low[0] + high[0], wd + low[1] + high[1]
+    specs: list[tuple[tuple[int, ...], np.dtype]] = [((c, hp, wp), dt)] if padded else []
+    if not direct:
+        specs.append(((k * rows * wo,), dt))
+    specs.append(((o * rows * wo,), dt))
+    reservation = (pool or ScratchPool()).reserve(specs)
+    steps: list[Callable[[], object]] = []
+
+    def refresh() -> None:
+        if not in_place:
+            np.copyto(kernel, w.reshape(o, k))
+
+    refresh()
+
+    def build() -> None:
+        arrays = reservation.arrays()
+        image = arrays.pop(0) if padded else None
+        product = arrays.pop()
+        columns = None if direct else arrays.pop()
+        for n in range(nb):
+            if image is not None:
+                inner = image[:, low[0]:low[0] + h, low[1]:low[1] + wd]
+                steps.extend(_zero_borders(image, low, h, wd))
+                steps.append(functools.partial(np.copyto, inner, x[n]))
+                base = image
+            else:
+                base = x[n]
+            view = windows(base, (1, kh, kw), (1, *strides), (1, *dilation))[:, :ho, :wo, 0]
+            cols = view.transpose(0, 3, 4, 1, 2)  # (C, kh, kw, Ho, Wo): no copy yet
+            for y0 in range(0, ho, rows):
+                r = min(rows, ho - y0)
+                steps.extend(_tile(n, y0, r, cols, columns, product, kernel, out, finish,
+                                   direct, x))
+
+    def run() -> None:
+        if not steps:
+            build()
+        if not weights_fixed:
+            refresh()
+        for step in steps:
+            step()
+
+    return run
+
+
+def _zero_borders(image: np.ndarray, low: Sequence[int], h: int, wd: int
+                  ) -> list[Callable[[], object]]:
+    """Zero the padded image's borders (the buffer is shared scratch)."""
+    parts = (image[:, :low[0]], image[:, low[0] + h:], image[:, low[0]:low[0] + h, :low[1]],
+             image[:, low[0]:low[0] + h, low[1] + wd:])
+    return [functools.partial(b.fill, 0) for b in parts if b.size]
+
+
+def _tile(n: int, y0: int, r: int, cols: np.ndarray, columns: np.ndarray | None,
+          product: np.ndarray, kernel: np.ndarray, out: np.ndarray, finish: Finish | None,
+          direct: bool, x: np.ndarray) -> list[Callable[[], object]]:
+    """The steps of output rows [y0, y0 + r) of image n."""
+    o, k = kernel.shape
+    wo = out.shape[3]
+    span = r * wo
+    if direct:
+        matrix = x[n].reshape(k, -1)[:, y0 * wo:y0 * wo + span]
+        steps: list[Callable[[], object]] = []
+    else:
+        assert columns is not None
+        matrix = columns[:k * span].reshape(k, span)
+        target = matrix.reshape(cols.shape[:3] + (r, wo))
+        steps = [functools.partial(np.copyto, target, cols[:, :, :, y0:y0 + r])]
+    region = (slice(n, n + 1), slice(None), slice(y0, y0 + r), slice(None))
+    rows_out = out[n, :, y0:y0 + r]
+    into = rows_out.reshape(o, span) if finish is None and _merges(rows_out) else None
+    if into is not None:
+        steps.append(functools.partial(np.matmul, kernel, matrix, out=into))
+        return steps
+    tile = product[:o * span].reshape(o, span)
+    steps.append(functools.partial(np.matmul, kernel, matrix, out=tile))
+    tile4 = tile.reshape(1, o, r, wo)
+    steps.append(finish(tile4, region) if finish is not None
+                 else functools.partial(np.copyto, out[region], tile4))
+    return steps
+
+
+def _merges(rows: np.ndarray) -> bool:
+    """rows (O, r, Wo) reads as an (O, r * Wo) matrix in place (each channel's rows
+    contiguous), which BLAS can write."""
+    _, r, wo = rows.shape
+    item = rows.itemsize
+    return rows.strides[2] == item and (r == 1 or rows.strides[1] == wo * item)

@@ -1,0 +1,60 @@
+"""The kernel of `fused_convolution`: the convolution, then its epilogue in place.
+
+The convolution writes its result into the out (`convolution.py`), and the epilogue program
+(a0 the convolution's result, a1... the operands after the first two) is evaluated on it in
+place, block by block (`fused.prepare_fused`): no buffer of its own for the product, no
+separate pass reading one array and writing another. On the row route (`conv_rows`) the
+epilogue goes further: each tile's rows go from the tile's product buffer, still in cache,
+through the epilogue into the out (`fused.prepare_epilogue`), in place of the copy that
+route makes anyway. The epilogue's steps are the ones `fused_elementwise` would run, on the
+same values, so the result is the bits of the convolution followed by that op.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from nxcc.ir import ops
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels.base import KernelContext, kernel
+from nxcc.ir.kernels.common import in_order
+from nxcc.ir.kernels.convolution import convolution, prepare_convolution
+from nxcc.ir.kernels.fused import prepare_epilogue, prepare_fused
+from nxcc.ir.kernels.plan import plan
+from nxcc.ir.kernels.scratch_pool import ScratchPool
+
+
+@kernel(ops.fused_convolution)
+def fused_convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
+                      attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
+    """outs[0] = the program on the convolution of args[0] and args[1] and on args[2:]."""
+    convolution(args[:2], outs, attrs, ctx)
+    with np.errstate(all="ignore"):
+        prepare_fused([outs[0], *args[2:]], outs[0], attrs)()
+
+
+@plan(ops.fused_convolution, dense_constants=(0, 1), strided_out=True)
+def fused_convolution_plan(args: Sequence[np.ndarray], out: np.ndarray,
+                           attrs: Mapping[str, AttrValue], ctx: KernelContext,
+                           constant: Sequence[bool], pool: ScratchPool
+                           ) -> Callable[[], None]:
+    """On the row route, the epilogue applied to each tile on its way to the out; else the
+    convolution's kernel, then the epilogue planned once, in place on the out."""
+    extras, extras_fixed = list(args[2:]), list(constant[2:])
+    finish = functools.partial(_tile_epilogue, extras, out, attrs, extras_fixed, {})
+    rows = prepare_convolution(args[:2], out, attrs, constant[:2], pool, finish)
+    if rows is not None:
+        return rows
+    return in_order([functools.partial(convolution, list(args[:2]), [out], attrs, ctx),
+                     prepare_fused([out, *extras], out, attrs, [False, *extras_fixed])])
+
+
+def _tile_epilogue(extras: list[np.ndarray], out: np.ndarray,
+                   attrs: Mapping[str, AttrValue], fixed: list[bool], buffers: dict,
+                   product: np.ndarray, region: tuple[slice, ...]) -> Callable[[], None]:
+    """out[region] = the epilogue of a tile's `product` (`conv_rows.Finish`); the tiles,
+    which run one after another, share their block-sized `buffers`."""
+    return prepare_epilogue(product, extras, out, attrs, fixed, region, buffers)
