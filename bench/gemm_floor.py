@@ -8,12 +8,8 @@ MODEL as in `bench/table.py` (default: all of its models). For each model, each 
 process of its own with the same BLAS thread count as the table: compile for trn1 at -O2;
 load the NEFF with `numpy.matmul` and `numpy.dot` wrapped so that one execution records
 every matrix product the kernels hand to BLAS (its operands and output, as the kernels lay
-them out: im2col columns, transposed views, batched attention products; which thread made
-the call, when, and with how many BLAS threads); then time those products alone on the
-recorded arrays, `--rounds` times (the median), replayed as they ran: one after the other,
-except the calls that ran at the same time (the slabs of a product the runtime split between
-threads), which run at the same time again, one thread each, every call with the BLAS
-thread count it had; then
+them out: im2col columns, transposed views, batched attention products); then time those
+products alone, back to back on the recorded arrays, `--rounds` times (the median); then
 onnxruntime's CPU provider on the whole model, as the table does. Columns: the products'
 GFLOP, their milliseconds and GFLOP/s with numpy's BLAS, onnxruntime's milliseconds for the
 whole model and the GFLOP/s that would be if it did nothing else, and `floor`: products
@@ -26,14 +22,11 @@ the measuring processes run without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unles
 from __future__ import annotations
 
 import argparse
-import contextlib
 import math
 import statistics
 import sys
-import threading
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,18 +41,13 @@ sys.path.insert(0, str(REPO / "bench"))
 @dataclass(frozen=True)
 class Product:
     """One recorded BLAS call: `call(a, b, *args, **kwargs)` (`out`, if any, among args or
-    kwargs: the kernels bind it positionally); the thread that made it, when it started and
-    ended (perf_counter seconds) and the BLAS thread count it ran with (None: unknown)."""
+    kwargs: the kernels bind it positionally)."""
 
     call: Callable[..., Any]
     a: np.ndarray
     b: np.ndarray
     args: tuple[Any, ...]
     kwargs: Mapping[str, Any]
-    thread: int = 0
-    start: float = 0.0
-    end: float = 0.0
-    blas_threads: int | None = None
 
     @property
     def flops(self) -> int:
@@ -86,7 +74,6 @@ def record_products(neff: Path, inputs: Mapping[str, np.ndarray]) -> list[Produc
     threads gives each of them (`parallel_steps`): they are then timed at the BLAS's
     thread count."""
     from nxcc.backend.neff import read_neff
-    from nxcc.backend.runtime.blas_threads import blas_thread_count
     from nxcc.backend.runtime.model import LoadedModel
 
     products: list[Product] = []
@@ -94,13 +81,8 @@ def record_products(neff: Path, inputs: Mapping[str, np.ndarray]) -> list[Produc
 
     def recorder(call: Callable[..., Any]) -> Callable[..., Any]:
         def recorded(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
-            threads = blas_thread_count()
-            start = time.perf_counter()
-            result = call(a, b, *args, **kwargs)
-            products.append(Product(call, np.asarray(a), np.asarray(b), args, dict(kwargs),
-                                    threading.get_ident(), start, time.perf_counter(),
-                                    threads))
-            return result
+            products.append(Product(call, np.asarray(a), np.asarray(b), args, dict(kwargs)))
+            return call(a, b, *args, **kwargs)
         return recorded
 
     np.matmul, np.dot = recorder(originals[0]), recorder(originals[1])
@@ -114,59 +96,16 @@ def record_products(neff: Path, inputs: Mapping[str, np.ndarray]) -> list[Produc
     return products
 
 
-def waves(products: list[Product]) -> list[list[list[Product]]]:
-    """The products as they ran: in order of their start, a wave per run of calls whose
-    times overlap (a split product's slabs, made by several threads at once), each wave the
-    calls of each of its threads in order."""
-    grouped: list[list[Product]] = []
-    end = -math.inf
-    for p in sorted(products, key=lambda p: p.start):
-        if grouped and p.start < end:
-            grouped[-1].append(p)
-        else:
-            grouped.append([p])
-        end = max(end, p.end) if len(grouped[-1]) > 1 else p.end
-    out = []
-    for wave in grouped:
-        by_thread: dict[int, list[Product]] = {}
-        for p in wave:
-            by_thread.setdefault(p.thread, []).append(p)
-        out.append(list(by_thread.values()))
-    return out
-
-
 def time_products(products: list[Product], rounds: int) -> float:
-    """Median seconds of replaying every product once as it ran (`waves`): a wave of one
-    thread's calls in this thread, a wave of several threads' calls on as many pool threads
-    at once; each wave with the smallest BLAS thread count its calls had."""
-    from nxcc.backend.runtime.blas_threads import limit_process
-
-    plan = waves(products)
-    width = max((len(w) for w in plan), default=1)
-
-    def run_all(calls: list[Product]) -> None:
-        for p in calls:
-            p.run()
-
-    def replay(pool: ThreadPoolExecutor) -> None:
-        for wave in plan:
-            counts = [p.blas_threads for calls in wave for p in calls if p.blas_threads]
-            limit = (limit_process(min(counts), even_when_set=True) if counts
-                     else contextlib.nullcontext())
-            with limit:
-                if len(wave) == 1:
-                    run_all(wave[0])
-                else:
-                    for done in [pool.submit(run_all, calls) for calls in wave]:
-                        done.result()
-
+    """Median seconds of running every product once, in order."""
+    for p in products:
+        p.run()
     times = []
-    with ThreadPoolExecutor(max_workers=width) as pool:
-        replay(pool)
-        for _ in range(max(1, rounds)):
-            start = time.perf_counter()
-            replay(pool)
-            times.append(time.perf_counter() - start)
+    for _ in range(max(1, rounds)):
+        start = time.perf_counter()
+        for p in products:
+            p.run()
+        times.append(time.perf_counter() - start)
     return statistics.median(times)
 
 

@@ -72,20 +72,3 @@ def test_the_table_on_the_tiny_mlp(tmp_path: Path) -> None:
     assert lines[3].startswith("| mlp | 2 | ") and lines[3].endswith(f"| {row['floor']:.2f}x |")
     record = json.loads((tmp_path / "gemm_floor.json").read_text())
     assert record["rows"] == [row] and record["environment"]["blas"]["source"]
-
-
-def test_calls_that_ran_at_once_replay_at_once() -> None:
-    """Overlapping calls (a split product's slabs, from two threads) form one wave, the
-    calls of each thread in order; calls one after the other are waves of their own."""
-    floor = _gemm_floor()
-    a = np.empty((2, 2), np.float32)
-
-    def call(thread: int, start: float, end: float):
-        return floor.Product(np.matmul, a, a, (), {}, thread, start, end, 1)
-
-    first, slab0, slab1, slab0b, last = (call(1, 0.0, 1.0), call(1, 2.0, 3.0),
-                                         call(2, 2.5, 4.0), call(1, 3.5, 3.8),
-                                         call(1, 4.5, 5.0))
-    assert floor.waves([last, slab1, first, slab0b, slab0]) == [
-        [[first]], [[slab0, slab0b], [slab1]], [[last]]]
-    assert floor.time_products([first, slab0, slab1, slab0b, last], rounds=1) > 0
