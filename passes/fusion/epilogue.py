@@ -28,6 +28,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import Dense, attr_of
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.fused_program import format_program, parse_program
+from nxcc.ir.rewrite import constant_value, use_counts
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.fusion.elementwise import Group, fused_op, fusible, scalar_computation
 
@@ -50,11 +51,7 @@ class FuseEpilogues:
 
 def fuse_epilogues(fn: Function) -> bool:
     """Fuse each convolution of `fn` with its epilogue, in place; True if any was."""
-    uses: dict[int, int] = {}
-    for op in fn.body:
-        for v in op.operands:
-            uses[id(v)] = uses.get(id(v), 0) + 1
-    returned = {id(v) for v in fn.results}
+    uses = use_counts(fn)  # a returned value counts a use: never read only by an epilogue
     position = {id(op): i for i, op in enumerate(fn.body)}
     replaced: dict[int, list[Op]] = {}  # id of an epilogue -> the ops replacing it
     dropped: set[int] = set()  # ids of the convolutions fused
@@ -63,7 +60,7 @@ def fuse_epilogues(fn: Function) -> bool:
             continue
         epilogue = op if op.opdef is ops.fused_elementwise else fused_op(
             Group(op, {id(op): op}), position)
-        k = _product_operand(epilogue, uses, returned)
+        k = _product_operand(epilogue, uses)
         if k is None or id(epilogue.operands[k].owner) in dropped:
             continue
         conv = epilogue.operands[k].owner
@@ -86,7 +83,7 @@ def fuse_epilogues(fn: Function) -> bool:
     return True
 
 
-def _product_operand(epilogue: Op, uses: dict[int, int], returned: set[int]) -> int | None:
+def _product_operand(epilogue: Op, uses: dict[int, int]) -> int | None:
     """The index of the epilogue's operand that is a convolution's result read only there,
     whole, of the epilogue's element type; None if there is none."""
     dims = parse_program(str(epilogue.attrs["program"])).operand_dims
@@ -94,7 +91,7 @@ def _product_operand(epilogue: Op, uses: dict[int, int], returned: set[int]) -> 
     for k, v in enumerate(epilogue.operands):
         owner = v.owner
         if (owner is not None and owner.opdef is ops.convolution and uses.get(id(v)) == 1
-                and id(v) not in returned and v.type == result
+                and v.type == result
                 and dims[k] == tuple(range(result.rank))):
             return k
     return None
@@ -148,8 +145,8 @@ def _fold_scale(conv: Op, steps: Steps, dims: list[tuple[int, ...]],
     other = [i for is_op, i in args if is_op and i != 0]
     if sorted(args) != sorted([(True, 0), *((True, i) for i in other)]) or len(other) != 1:
         return None
-    scale_value = _constant(extras[other[0] - 1])
-    weights = _constant(conv.operands[1])
+    scale_value = constant_value(extras[other[0] - 1])
+    weights = constant_value(conv.operands[1])
     if scale_value is None or weights is None or not weights.type.dtype.is_float:
         return None
     feature = attr_of(conv.attrs, "output_feature_dim", int)
@@ -172,15 +169,6 @@ def _fold_scale(conv: Op, steps: Steps, dims: list[tuple[int, ...]],
         folded = Dense.of(np.multiply(weights.array, factor), weights.type.dtype)
     return Op(ops.constant, [], [folded.type], {"value": folded},
               [f"{conv.operands[1].name or 'w'}_scaled"])
-
-
-def _constant(v: Value) -> Dense | None:
-    """The value of `v` when a constant op makes it."""
-    owner = v.owner
-    if owner is None or owner.opdef is not ops.constant:
-        return None
-    value = owner.attrs["value"]
-    return value if isinstance(value, Dense) else None
 
 
 def _without_first_step(steps: Steps, dims: list[tuple[int, ...]], extras: list[Value]
