@@ -98,10 +98,7 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
             add_slot(id(op.result), typed(entry, d.type))
             continue
         if id(op.results[0]) in plan.views:  # a reshape or slice viewing its operand's buffer
-            view = {"kind": "buffer", "offset": plan.offsets[id(op.result)],
-                    "view_of": slot_of[id(op.operands[0])]}
-            if id(op.result) in plan.strides:
-                view["strides"] = list(plan.strides[id(op.result)])
+            view = _buffer(plan, id(op.result), view_of=slot_of[id(op.operands[0])])
             add_slot(id(op.result), typed(view, op.result.type))
             continue
         if id(op.results[0]) in plan.concats:  # its operands are written in their slices
@@ -141,6 +138,7 @@ def _concat_in_place(op: Op, plan: MemoryPlan, slots: list[dict], slot_of: dict[
     """A `copy` instruction into its slice for each operand of concatenation `op` that no
     op wrote there (`MemoryPlan.concats`); the slot its value is complete after (the last
     written of its slices), for its slot's ``view_of``."""
+    copied: list[int] = []
     for k, offset, strides in plan.concats[id(op.result)]:
         v = op.operands[k]
         region = {"kind": "buffer", "offset": offset, "dtype": v.type.dtype.value,
@@ -148,10 +146,10 @@ def _concat_in_place(op: Op, plan: MemoryPlan, slots: list[dict], slot_of: dict[
         if strides is not None:
             region["strides"] = list(strides)
         slots.append(region)
+        copied.append(len(slots) - 1)
         written[len(slots) - 1] = len(instructions)
         instructions.append({"op": ops.copy.name, "args": [slot_of[id(v)]],
                              "outs": [len(slots) - 1], "attrs": {}})
-    copied = [len(slots) - 1 - i for i in range(len(plan.concats[id(op.result)]))]
     parts = [slot_of[id(v)] for v in op.operands]
     return max([*parts, *copied], key=lambda slot: _ready(slots, written, slot))
 
