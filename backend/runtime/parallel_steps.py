@@ -270,6 +270,21 @@ def side_by_side(steps: Sequence[Step], names: Sequence[str]) -> None:
         raise failures[0]
 
 
+
+def in_runs(count: int, threads: int, part: Callable[[int, int, int], None],
+            name: str) -> None:
+    """`part(t, lo, hi)` for each run t of consecutive indices [lo, hi) of range(count), as
+    many runs as `threads` (at least one, at most `count`), of sizes as even as can be,
+    side by side (`side_by_side`, threads named `name` and t), or on the calling thread
+    when there is one run."""
+    edges = np.linspace(0, count, max(1, min(threads, count)) + 1).astype(int)
+    work = [functools.partial(part, t, int(lo), int(hi))
+            for t, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True))]
+    if len(work) == 1:
+        work[0]()
+    else:
+        side_by_side(work, [f"{name}{t}" for t in range(len(work))])
+
 #: ops whose kernels hand their work to the BLAS
 _BLAS_OPS = (ops.dot_general, ops.convolution, ops.fused_convolution)
 

@@ -19,12 +19,11 @@ whose chunk holds it).
 
 from __future__ import annotations
 
-import functools
 from concurrent.futures import Future
 
 import numpy as np
 
-from nxcc.backend.runtime.parallel_steps import side_by_side
+from nxcc.backend.runtime.parallel_steps import in_runs
 from nxcc.driver.train.flat import FlatLayout
 from nxcc.driver.train.groups import Group
 
@@ -126,14 +125,7 @@ def norm_contribution(grad_shard: np.ndarray, mask: np.ndarray | None,
                 np.multiply(g, mask[start:stop], out=w)
             sums[k] = np.dot(w, g)
 
-    edges = np.linspace(0, len(starts), max(1, min(threads, len(starts))) + 1).astype(int)
-    work = [functools.partial(chunks, int(a), int(b))
-            for a, b in zip(edges[:-1], edges[1:], strict=True)]
-    if len(work) > 1:
-        side_by_side(work, [f"nxcc-norm{t}" for t in range(len(work))])
-    else:
-        for w in work:
-            w()
+    in_runs(len(starts), threads, lambda _, first, end: chunks(first, end), "nxcc-norm")
     total = 0.0
     for s in sums.tolist():
         total += s

@@ -16,13 +16,11 @@ a program of their own and given to every chunk (`nxd.step.update.split_scalars`
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 
 from nxcc.backend.runtime.blas_threads import blas_thread_count
 from nxcc.backend.runtime.executor import ProgramExecutor
-from nxcc.backend.runtime.parallel_steps import side_by_side
+from nxcc.backend.runtime.parallel_steps import in_runs
 from nxcc.driver.options import CompileOptions
 from nxcc.driver.train.logical_core import LogicalCoreExecutor
 from nxcc.driver.train.stage_program import CompiledProgram, compile_function
@@ -94,14 +92,8 @@ class OptimizerStep:
         if self.scalars is not None:
             scalars += self.scalars.run(scalars)
         starts = list(range(0, self.n, self.chunk))
-        edges = np.linspace(0, len(starts), self.threads + 1).astype(int)
-        work = [functools.partial(self._update, starts[lo:hi], self.executors[t], param, grad,
-                                  scalars, out)
-                for t, (lo, hi) in enumerate(zip(edges[:-1], edges[1:], strict=True))]
-        if len(work) == 1:
-            work[0]()
-        else:
-            side_by_side(work, [f"nxcc-update{t}" for t in range(len(work))])
+        in_runs(len(starts), self.threads, lambda t, lo, hi: self._update(
+            starts[lo:hi], self.executors[t], param, grad, scalars, out), "nxcc-update")
         return out
 
     def _update(self, starts: list[int],
