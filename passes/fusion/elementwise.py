@@ -52,7 +52,7 @@ class FuseElementwise:
 
     def run(self, module: Module) -> bool:
         changed = apply_patterns(module, [FuseSoftmax(module), FuseLayerNorm(module),
-                                          SumOfPads(module)])
+                                          SumOfPads()])
         if changed:
             DeadCodeElimination().run(module)
         for fn in module.functions.values():

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from nxcc.ir import ops
 from nxcc.ir.attributes import attr_ints, attr_of
-from nxcc.ir.core import Module, Op, Value
+from nxcc.ir.core import Op, Value
 from nxcc.ir.patterns import RewritePattern, Rewriter
 from nxcc.ir.rewrite import constant_value, use_counts
 
@@ -26,8 +26,7 @@ class SumOfPads(RewritePattern):
 
     ops = (ops.add,)
 
-    def __init__(self, module: Module) -> None:
-        self.module = module
+    def __init__(self) -> None:
         self.counts: dict[int, dict[int, int]] = {}  # per function: id(value) -> uses
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
