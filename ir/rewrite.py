@@ -48,6 +48,23 @@ def use_counts(fn: Function) -> dict[int, int]:
     return counts
 
 
+class LiveUseCounts:
+    """Uses of each value of a function (by id) kept as pattern rewrites go: `use_counts`
+    at the start, and a value a rewrite makes takes the count of the one it replaces
+    (`replaced`). A count may be too high (a dead op's uses are still counted), never too
+    low, so a value with other users is never taken for one read once."""
+
+    def __init__(self, fn: Function) -> None:
+        self.counts = use_counts(fn)
+
+    def of(self, v: Value) -> int:
+        return self.counts.get(id(v), 0)
+
+    def replaced(self, old: Value, new: Value) -> Value:
+        """`new`, now counted with the uses of `old` it takes over."""
+        self.counts[id(new)] = self.of(new) + self.of(old)
+        return new
+
 def referenced_functions(op: Op) -> list[str]:
     """Names of the functions `op`'s attributes refer to."""
     names: list[str] = []

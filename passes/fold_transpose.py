@@ -29,9 +29,9 @@ from typing import ClassVar
 
 from nxcc.ir import ops
 from nxcc.ir.attributes import attr_ints
-from nxcc.ir.core import Function, Module, Op, Value
+from nxcc.ir.core import Module, Op, Value
 from nxcc.ir.patterns import RewritePattern, Rewriter, rewrite_function
-from nxcc.ir.rewrite import use_counts
+from nxcc.ir.rewrite import LiveUseCounts
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 
 _SIDES = (("lhs_batch_dims", "lhs_contracting_dims"), ("rhs_batch_dims", "rhs_contracting_dims"))
@@ -48,26 +48,10 @@ def folded_dims(perm: Sequence[int], batch: Sequence[int],
     return [perm[d] for d in batch], [perm[d] for d in contracting]
 
 
-class _Uses:
-    """Uses of each value (by id) as the rewrites go: a value a rewrite builds takes the
-    count of the one it replaces; a count may be too high (a dead op's uses are still
-    counted), never too low, so a product with other users is never computed twice."""
-
-    def __init__(self, fn: Function) -> None:
-        self.counts = use_counts(fn)
-
-    def of(self, v: Value) -> int:
-        return self.counts.get(id(v), 0)
-
-    def replaced(self, old: Value, new: Value) -> Value:
-        self.counts[id(new)] = self.counts.get(id(new), 0) + self.of(old)
-        return new
-
-
 class _TransposeIntoDot(RewritePattern):
     ops = (ops.dot_general,)
 
-    def __init__(self, uses: _Uses) -> None:
+    def __init__(self, uses: LiveUseCounts) -> None:
         self.uses = uses
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
@@ -105,7 +89,7 @@ class _ProductTransposed(RewritePattern):
 
     ops = (ops.transpose,)
 
-    def __init__(self, uses: _Uses) -> None:
+    def __init__(self, uses: LiveUseCounts) -> None:
         self.uses = uses
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
@@ -141,7 +125,7 @@ class _TransposeOfTranspose(RewritePattern):
 
     ops = (ops.transpose,)
 
-    def __init__(self, uses: _Uses) -> None:
+    def __init__(self, uses: LiveUseCounts) -> None:
         self.uses = uses
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
@@ -183,7 +167,7 @@ class FoldTranspose:
         changed = False
         for fn in module.functions.values():
             if any(_foldable(op) for op in fn.body):  # a cheap scan first: a sweep costs more
-                uses = _Uses(fn)
+                uses = LiveUseCounts(fn)
                 patterns = [_TransposeIntoDot(uses), _TransposeOfTranspose(uses),
                             _ProductTransposed(uses)]
                 changed |= bool(rewrite_function(module, fn, patterns))

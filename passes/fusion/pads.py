@@ -18,7 +18,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import attr_ints, attr_of
 from nxcc.ir.core import Op, Value
 from nxcc.ir.patterns import RewritePattern, Rewriter
-from nxcc.ir.rewrite import constant_value, use_counts
+from nxcc.ir.rewrite import LiveUseCounts, constant_value
 
 
 class SumOfPads(RewritePattern):
@@ -27,13 +27,13 @@ class SumOfPads(RewritePattern):
     ops = (ops.add,)
 
     def __init__(self) -> None:
-        self.counts: dict[int, dict[int, int]] = {}  # per function: id(value) -> uses
+        self.counts: dict[int, LiveUseCounts] = {}  # per function, by id
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
         fn = rewriter.function
         counts = self.counts.get(id(fn))
         if counts is None:
-            counts = self.counts[id(fn)] = use_counts(fn)
+            counts = self.counts[id(fn)] = LiveUseCounts(fn)
         first, second = (_piece(v, counts) for v in op.operands)
         if first is None or second is None:
             return None
@@ -49,22 +49,22 @@ class SumOfPads(RewritePattern):
         parts = [*_parts(a, dim_a, counts), *_parts(b, dim_a, counts)]
         whole = rewriter.b.concatenate(*parts, dimension=dim_a)
         if low_a or high_b:
-            counts[id(whole)] = 1  # read by the pad only
+            counts.counts[id(whole)] = 1  # read by the pad only
             rank = op.result.type.rank
             low, high = [0] * rank, [0] * rank
             low[dim_a], high[dim_a] = low_a, high_b
             whole = rewriter.b.pad(whole, pad_a.operands[1], low=low, high=high,
                                    interior=[0] * rank)
-        counts[id(whole)] = counts.get(id(op.result), 0)
+        counts.replaced(op.result, whole)
         whole.name, whole.sharding = op.result.name, op.result.sharding
         return [whole]
 
 
-def _piece(v: Value, counts: dict[int, int]) -> tuple[Value, int, int, int, Op] | None:
+def _piece(v: Value, counts: LiveUseCounts) -> tuple[Value, int, int, int, Op] | None:
     """(a, dim, low, high, the pad) when `v` = pad(a, 0), used once, padding dimension dim
     only (by low and high >= 0, no interior padding)."""
     pad = v.owner
-    if pad is None or pad.opdef is not ops.pad or counts.get(id(v), 0) != 1:
+    if pad is None or pad.opdef is not ops.pad or counts.of(v) != 1:
         return None
     zero = constant_value(pad.operands[1])
     if zero is None or not zero.is_splat or float(zero.splat_value) != 0.0:
@@ -79,10 +79,10 @@ def _piece(v: Value, counts: dict[int, int]) -> tuple[Value, int, int, int, Op] 
     return pad.operands[0], d, low[d], high[d], pad
 
 
-def _parts(v: Value, dim: int, counts: dict[int, int]) -> list[Value]:
+def _parts(v: Value, dim: int, counts: LiveUseCounts) -> list[Value]:
     """The pieces of `v` to concatenate: those of a concatenate along `dim` used once."""
     cat = v.owner
-    if (cat is not None and cat.opdef is ops.concatenate and counts.get(id(v), 0) == 1
+    if (cat is not None and cat.opdef is ops.concatenate and counts.of(v) == 1
             and attr_of(cat.attrs, "dimension", int) == dim):
         return list(cat.operands)
     return [v]
