@@ -96,7 +96,7 @@ def model_against_onnxruntime(model: Path, repeat: int, rounds: int, threads: in
                               ) -> dict[str, float]:
     """Median seconds of one execution of `model` by nxcc's runtime and by onnxruntime,
     `rounds` rounds of `repeat` executions each, the sides alternating."""
-    import onnxruntime as ort
+    from worker import onnxruntime_session
 
     from nxcc.backend.runtime.benchmark import random_inputs
     from nxcc.backend.runtime.nrt import Runtime
@@ -112,11 +112,7 @@ def model_against_onnxruntime(model: Path, repeat: int, rounds: int, threads: in
         with runtime:
             handle = runtime.load(read_neff(neff))
             feed = random_inputs(handle.inputs)
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-            session = ort.InferenceSession(str(model), options,
-                                           providers=["CPUExecutionProvider"])
+            session = onnxruntime_session(str(model), threads)
             sides = {"nxcc": lambda: runtime.execute(handle, feed),
                      "onnxruntime": lambda: session.run(None, feed)}
             times: dict[str, list[float]] = {side: [] for side in sides}

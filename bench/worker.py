@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from typing import Any
 
 import numpy as np
 
@@ -37,19 +38,25 @@ def compile_one(model: str, neff: str) -> dict:
     return {"compile_s": time.perf_counter() - start, "peak_memory_bytes": peak_memory_bytes()}
 
 
-def onnxruntime_one(model: str, inputs: str, threads: int, warmup: int, duration: float
-                    ) -> dict:
+def onnxruntime_session(model: str, threads: int) -> Any:
+    """An onnxruntime session of `model` as the tables measure it: the CPU provider,
+    `threads` intra-op threads, one inter-op thread."""
     import onnxruntime as ort
 
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+
+
+def onnxruntime_one(model: str, inputs: str, threads: int, warmup: int, duration: float
+                    ) -> dict:
     from nxcc.backend.runtime.benchmark import peak_memory_bytes, summarize, timed_runs
 
     with np.load(inputs, allow_pickle=False) as data:
         feed = {k: data[k] for k in data.files}
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = threads
-    options.inter_op_num_threads = 1
     start = time.perf_counter()
-    session = ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
+    session = onnxruntime_session(model, threads)
     load_s = time.perf_counter() - start
     for _ in range(warmup):
         session.run(None, feed)
