@@ -40,6 +40,7 @@ from nxcc.ir.rewrite import constant_value
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.fusion.normalize import FuseLayerNorm, FuseSoftmax
 from nxcc.passes.fusion.pads import SumOfPads
+from nxcc.passes.ir_edit import replace_ops
 
 
 @dataclass(frozen=True)
@@ -332,15 +333,6 @@ def fused_op(group: Group, position: dict[int, int]) -> Op:
 
 def _rewrite(fn: Function, groups: list[Group], position: dict[int, int]) -> None:
     """Put each group's fused op at its root's place; drop the other members."""
-    fused = {id(g.root): fused_op(g, position) for g in groups}
+    fused = {id(g.root): [fused_op(g, position)] for g in groups}
     dropped = {i for g in groups for i in g.members if i != id(g.root) and i not in g.copies}
-    replaced = {id(g.root.result): fused[id(g.root)].result for g in groups}
-    body = []
-    for op in fn.body:
-        if id(op) in dropped:
-            continue
-        new = fused.get(id(op), op)
-        new.operands = [replaced.get(id(v), v) for v in new.operands]
-        body.append(new)
-    fn.body = body
-    fn.results = [replaced.get(id(v), v) for v in fn.results]
+    replace_ops(fn, fused, dropped)

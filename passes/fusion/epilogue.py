@@ -31,6 +31,7 @@ from nxcc.ir.fused_program import format_program, parse_program
 from nxcc.ir.rewrite import constant_value, use_counts
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.fusion.elementwise import Group, fused_op, fusible, scalar_computation
+from nxcc.passes.ir_edit import replace_ops
 
 
 @dataclass(frozen=True)
@@ -69,17 +70,7 @@ def fuse_epilogues(fn: Function) -> bool:
         dropped.add(id(conv))
     if not replaced:
         return False
-    results = {id(op.result): made[-1].result for op in fn.body
-               if (made := replaced.get(id(op))) is not None}
-    body: list[Op] = []
-    for op in fn.body:
-        if id(op) in dropped:
-            continue
-        for placed in replaced.get(id(op), [op]):
-            placed.operands = [results.get(id(v), v) for v in placed.operands]
-            body.append(placed)
-    fn.body = body
-    fn.results = [results.get(id(v), v) for v in fn.results]
+    replace_ops(fn, replaced, dropped)
     return True
 
 
