@@ -2,8 +2,9 @@
 and the NEFF write slowed down, so fault tests can kill a compile in any phase.
 
 Every pass a pass manager runs is wrapped in `Slowed`, a test-only pass that runs it and then
-sleeps SECONDS; the NEFF's bytes are written with a pause of SECONDS after the first chunk
-(the header). Both are installed here, in the test's own process, before the command line
+sleeps SECONDS; the NEFF's payload is written after a pause of SECONDS once its header is
+(`writer._write_hashing`), and files written with `atomic.write_chunks` pause after their
+first chunk. Both are installed here, in the test's own process, before the command line
 starts; the compiler has no hook for them.
 """
 
@@ -13,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import BinaryIO
 
 from nxcc.backend.neff import atomic, writer
 from nxcc.ir.core import Module
@@ -57,9 +59,15 @@ def slow_down(seconds: float) -> None:
     def slowed_write(target: str, chunks: Iterable[bytes | memoryview]) -> None:
         write_chunks(target, paused(chunks))
 
+    write_hashing = writer._write_hashing
+
+    def slowed_payload(out: BinaryIO, chunks: list[bytes | memoryview]) -> bytes:
+        time.sleep(seconds)  # the NEFF's header is written, its payload not yet
+        return write_hashing(out, chunks)
+
     PassManager.run = slowed_run  # type: ignore[method-assign]
     atomic.write_chunks = slowed_write
-    writer.write_chunks = slowed_write  # type: ignore[attr-defined]  (imported by name)
+    writer._write_hashing = slowed_payload
 
 
 if __name__ == "__main__":
