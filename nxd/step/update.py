@@ -26,6 +26,7 @@ from nxcc.ir import ops
 from nxcc.ir.builder import Builder
 from nxcc.ir.core import Function, Module, Op, Value
 from nxcc.ir.dtypes import DType
+from nxcc.ir.rewrite import replace_uses
 from nxcc.ir.types import TensorType
 from nxcc.passes.autodiff.mixed_precision import round_to
 from nxcc.passes.autodiff.optimizers import OptimizerConfig, apply_optimizer
@@ -136,10 +137,8 @@ def split_scalars(module: Module) -> tuple[Module | None, Module]:
     names = [f"hoisted{i}" for i in range(len(crossing))]
     scalars = Function("scalars", [inputs[id(p)] for p in scalar_params], body, crossing,
                        names)
-    hoisted = {id(v): Value(v.type, name) for v, name in zip(crossing, names, strict=True)}
-    for op in kept:
-        op.operands = [hoisted.get(id(v), v) for v in op.operands]
+    hoisted = {v: Value(v.type, name) for v, name in zip(crossing, names, strict=True)}
     fn.params = [*fn.params, *hoisted.values()]
     fn.body = kept
-    fn.results = [hoisted.get(id(v), v) for v in fn.results]
+    replace_uses(fn, hoisted)
     return Module(f"{module.name}.scalars", {"scalars": scalars}, "scalars"), module
