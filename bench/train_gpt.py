@@ -198,7 +198,6 @@ def main() -> None:
         parse_shape(shape)
     if min(opts.repeat, opts.steps) < 1:
         raise SystemExit("ERROR: --repeat and --steps must be at least 1")
-    table.BASE_ENVIRONMENT = table.measurement_environment()
     with recording("train_gpt", "Training a GPT: nxcc against PyTorch", opts.results,
                    markdown=True) as rec:
         print(f"{opts.threads} threads (TP2: 2 ranks of 1 thread); OPENBLAS_CORETYPE and "
