@@ -113,9 +113,8 @@ class _ProductTransposed(RewritePattern):
         return [self.uses.replaced(op.result, swapped)]
 
 
-def _identity(op: Op) -> bool:
-    """A transpose that moves no dimension."""
-    perm = attr_ints(op.attrs, "permutation")
+def _identity(perm: Sequence[int]) -> bool:
+    """A permutation that moves no dimension."""
     return list(perm) == sorted(perm)
 
 
@@ -129,7 +128,7 @@ class _TransposeOfTranspose(RewritePattern):
         self.uses = uses
 
     def rewrite(self, op: Op, rewriter: Rewriter) -> Sequence[Value] | None:
-        if _identity(op):
+        if _identity(attr_ints(op.attrs, "permutation")):
             return [self.uses.replaced(op.result, op.operands[0])]
         inner = op.operands[0].owner
         if inner is None or inner.opdef is not ops.transpose:
@@ -137,7 +136,7 @@ class _TransposeOfTranspose(RewritePattern):
         p = attr_ints(inner.attrs, "permutation")
         q = attr_ints(op.attrs, "permutation")
         perm = [p[d] for d in q]
-        if perm == sorted(perm):
+        if _identity(perm):
             return [self.uses.replaced(op.result, inner.operands[0])]
         one = rewriter.b.op(ops.transpose, [inner.operands[0]], {"permutation": perm})
         one.sharding, one.name = op.result.sharding, op.result.name
@@ -152,7 +151,7 @@ def _foldable(op: Op) -> bool:
                    for v in op.operands)
     if op.opdef is ops.transpose:
         inner = op.operands[0].owner
-        return _identity(op) or (inner is not None
+        return _identity(attr_ints(op.attrs, "permutation")) or (inner is not None
                                  and inner.opdef in (ops.dot_general, ops.transpose))
     return False
 
