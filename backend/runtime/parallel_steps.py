@@ -68,6 +68,8 @@ CONV_MACS_PER_ELEMENT = 16
 _SAME_SHAPE = (ops.compare, ops.select, ops.clamp, ops.convert, ops.copy)
 #: ops computed row by row along their `dimension` attribute
 _ROW_OPS = (ops.softmax, ops.layer_norm)
+#: convolutions, plain or with their epilogue
+_CONV_OPS = (ops.convolution, ops.fused_convolution)
 
 
 def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.ndarray,
@@ -113,7 +115,7 @@ def _size(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     convolution, its multiply-adds over `CONV_MACS_PER_ELEMENT` when more (its work is
     its products', not its arrays')."""
     size = max(out.size, *(a.size for a in args))
-    if opdef in (ops.convolution, ops.fused_convolution) and args[1].size:
+    if opdef in _CONV_OPS and args[1].size:
         features = args[1].shape[attr_of(attrs, "kernel_output_feature_dim", int)]
         size = max(size, out.size * (args[1].size // features) // CONV_MACS_PER_ELEMENT)
     return size
@@ -137,7 +139,7 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
         rhs = [rb.index(d) if d in rb else len(lb) + len(lfree) + rfree.index(d)
                if d in rfree else -1 for d in range(args[1].ndim)]
         return [tuple(lhs), tuple(rhs)], every
-    if opdef in (ops.convolution, ops.fused_convolution):
+    if opdef in _CONV_OPS:
         return _convolution_layout(opdef, args, attrs)
     if opdef is ops.reduce_window and len(args) == 2:  # a pool: along what it does not pool
         plain = [d for d in every if attr_ints(attrs, "window_dimensions")[d] == 1
@@ -166,8 +168,6 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
         return [tuple(every) if a.shape == out.shape else () for a in args], axes
     return None
 
-
-_CONV_OPS = (ops.convolution, ops.fused_convolution)
 
 
 def _convolution_layout(opdef: OpDef, args: Sequence[np.ndarray],
@@ -271,7 +271,7 @@ def side_by_side(steps: Sequence[Step], names: Sequence[str]) -> None:
 
 
 #: ops whose kernels hand their work to the BLAS
-_BLAS_OPS = (ops.dot_general, ops.convolution, ops.fused_convolution)
+_BLAS_OPS = (ops.dot_general, *_CONV_OPS)
 
 
 def blas_instructions(instructions: Sequence[tuple]) -> list[int]:
