@@ -144,10 +144,9 @@ class _Bound:
         # The products first: the core's threads are the executor's only when every one of
         # them splits (parallel_steps); otherwise nothing is split, and the BLAS keeps them.
         steps: dict[int, Step] = {k: bind(k, threads) for k in blas_instructions(fn.instructions)}
-        if threads > 1 and not blas_work_split(
-                [(fn.instructions[k][4], [arrays[i] for i in (*fn.instructions[k][1],
-                                                              *fn.instructions[k][2])])
-                 for k in steps], list(steps.values())):
+        sizes = [sum(arrays[i].size for i in (*fn.instructions[k][1], *fn.instructions[k][2]))
+                 for k in steps]
+        if threads > 1 and not blas_work_split(sizes, list(steps.values())):
             threads = 1
             steps = {k: bind(k, 1) if is_split(s) else s for k, s in steps.items()}
         self.steps = [steps[k] if k in steps else bind(k, threads)

@@ -284,10 +284,9 @@ def is_split(step: Step) -> bool:
     return getattr(step, "func", None) is side_by_side
 
 
-def blas_work_split(instructions: Sequence[tuple[OpDef, Sequence[np.ndarray]]],
-                    steps: Sequence[Step]) -> bool:
-    """Whether every one of these BLAS instructions (op, arrays read and written) bound
-    to `steps` is split, or small (under 2 x MIN_SLAB elements: OpenBLAS runs it on one
-    thread anyway): then the function may run with the BLAS at one thread."""
-    return all(is_split(step) or sum(a.size for a in arrays) < 2 * MIN_SLAB
-               for (_, arrays), step in zip(instructions, steps, strict=True))
+def blas_work_split(sizes: Sequence[int], steps: Sequence[Step]) -> bool:
+    """Whether every one of these BLAS instructions (`sizes`: the elements each reads and
+    writes) bound to `steps` is split, or small (under 2 x MIN_SLAB elements: OpenBLAS
+    runs it on one thread anyway): then the function may run with the BLAS at one thread."""
+    return all(is_split(step) or size < 2 * MIN_SLAB
+               for size, step in zip(sizes, steps, strict=True))
