@@ -162,7 +162,8 @@ class ProgramExecutor:
 
     def __init__(self, program: dict, weights: Mapping[str, np.ndarray],
                  communicator: Communicator | None = None, partition_id: int = 0,
-                 replica_id: int = 0, should_stop: Callable[[], bool] | None = None) -> None:
+                 replica_id: int = 0, should_stop: Callable[[], bool] | None = None,
+                 threads: int | None = None) -> None:
         self.entry = program["entry"]
         self.functions = {n: _Function(n, f, weights) for n, f in program["functions"].items()}
         self.communicator = communicator
@@ -171,9 +172,10 @@ class ProgramExecutor:
         self.should_stop = should_stop
         self.profiler: Profiler | None = None  # set by `profile.attach`
         self.rank = partition_id
-        self.threads: int | None = None
+        self.threads = threads
         """Threads a large elementwise instruction may run on (`parallel_steps`); None: as
-        many as the BLAS uses when the function is first bound. Set before the first run."""
+        many as the BLAS uses when the function is first bound (1 for executors that run
+        side by side, a core or rank each). Set before the first run."""
         self.spans: dict[str, list[str | None]] | None = None
         """With a profiler: None records every op; else, for each function named here, its
         runs of consecutive instructions with the same label as one event named by the
