@@ -51,6 +51,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, attr_ints, attr_ints2, attr_of
 from nxcc.ir.fused_program import parse_program
 from nxcc.ir.kernels.base import KernelContext
+from nxcc.ir.kernels.linalg import product_dims
 from nxcc.ir.kernels.plan import Plan, Step
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 from nxcc.ir.opdef import ElementwiseDef, OpDef
@@ -129,11 +130,7 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     if opdef is ops.fused_elementwise:
         return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims], every
     if opdef is ops.dot_general:  # between the products of a batch, lhs rows, rhs columns
-        lb, rb = (list(attr_ints(attrs, k)) for k in ("lhs_batch_dims", "rhs_batch_dims"))
-        lc, rc = (list(attr_ints(attrs, k)) for k in ("lhs_contracting_dims",
-                                                      "rhs_contracting_dims"))
-        lfree = [d for d in range(args[0].ndim) if d not in lb and d not in lc]
-        rfree = [d for d in range(args[1].ndim) if d not in rb and d not in rc]
+        lb, rb, _, _, lfree, rfree = product_dims(attrs, args[0].ndim, args[1].ndim)
         lhs = [lb.index(d) if d in lb else len(lb) + lfree.index(d) if d in lfree else -1
                for d in range(args[0].ndim)]
         rhs = [rb.index(d) if d in rb else len(lb) + len(lfree) + rfree.index(d)
