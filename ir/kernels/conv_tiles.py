@@ -58,11 +58,9 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     reservation = (pool or ScratchPool()).reserve(specs)
     steps: list[Callable[[], object]] = []
 
-    def refresh() -> None:
-        if not in_place:
-            np.copyto(kernel, w.reshape(o, k))
-
-    refresh()
+    if not in_place:
+        np.copyto(kernel, w.reshape(o, k))
+    refresh = not (weights_fixed or in_place)  # a copy of weights that may change
 
     def build() -> None:
         arrays = reservation.arrays()
@@ -87,8 +85,8 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     def run() -> None:
         if not steps:
             build()
-        if not weights_fixed:
-            refresh()
+        if refresh:
+            np.copyto(kernel, w.reshape(o, k))
         for step in steps:
             step()
 
