@@ -144,10 +144,9 @@ class _Bound:
         # The products first: the core's threads are the executor's only when every one of
         # them splits (parallel_steps); otherwise nothing is split, and the BLAS keeps them.
         steps: dict[int, Step] = {k: bind(k, threads) for k in blas_instructions(fn.instructions)}
-        if threads > 1 and not blas_work_split(
-                [(fn.instructions[k][4], [arrays[i] for i in (*fn.instructions[k][1],
-                                                              *fn.instructions[k][2])])
-                 for k in steps], list(steps.values())):
+        sizes = [sum(arrays[i].size for i in (*fn.instructions[k][1], *fn.instructions[k][2]))
+                 for k in steps]
+        if threads > 1 and not blas_work_split(sizes, list(steps.values())):
             threads = 1
             steps = {k: bind(k, 1) if is_split(s) else s for k, s in steps.items()}
         self.steps = [steps[k] if k in steps else bind(k, threads)
@@ -163,7 +162,8 @@ class ProgramExecutor:
 
     def __init__(self, program: dict, weights: Mapping[str, np.ndarray],
                  communicator: Communicator | None = None, partition_id: int = 0,
-                 replica_id: int = 0, should_stop: Callable[[], bool] | None = None) -> None:
+                 replica_id: int = 0, should_stop: Callable[[], bool] | None = None,
+                 threads: int | None = None) -> None:
         self.entry = program["entry"]
         self.functions = {n: _Function(n, f, weights) for n, f in program["functions"].items()}
         self.communicator = communicator
@@ -172,9 +172,10 @@ class ProgramExecutor:
         self.should_stop = should_stop
         self.profiler: Profiler | None = None  # set by `profile.attach`
         self.rank = partition_id
-        self.threads: int | None = None
+        self.threads = threads
         """Threads a large elementwise instruction may run on (`parallel_steps`); None: as
-        many as the BLAS uses when the function is first bound. Set before the first run."""
+        many as the BLAS uses when the function is first bound (1 for executors that run
+        side by side, a core or rank each). Set before the first run."""
         self.spans: dict[str, list[str | None]] | None = None
         """With a profiler: None records every op; else, for each function named here, its
         runs of consecutive instructions with the same label as one event named by the

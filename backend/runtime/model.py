@@ -124,11 +124,10 @@ class LoadedModel:
         self.executors = [ProgramExecutor(p, self.weights, partition_id=i,
                                           communicator=self.group.endpoint(i)
                                           if self.group is not None else None,
-                                          should_stop=should_stop)
+                                          should_stop=should_stop,
+                                          # the cores run side by side: one thread each
+                                          threads=1 if n > 1 else None)
                           for i, p in enumerate(self.programs)]
-        if len(self.executors) > 1:  # the cores run side by side: one thread each
-            for executor in self.executors:
-                executor.threads = 1
         self.name = neff.header.name
 
     def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:

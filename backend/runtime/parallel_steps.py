@@ -51,6 +51,7 @@ from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, attr_ints, attr_ints2, attr_of
 from nxcc.ir.fused_program import parse_program
 from nxcc.ir.kernels.base import KernelContext
+from nxcc.ir.kernels.linalg import product_dims
 from nxcc.ir.kernels.plan import Plan, Step
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 from nxcc.ir.opdef import ElementwiseDef, OpDef
@@ -68,6 +69,8 @@ CONV_MACS_PER_ELEMENT = 16
 _SAME_SHAPE = (ops.compare, ops.select, ops.clamp, ops.convert, ops.copy)
 #: ops computed row by row along their `dimension` attribute
 _ROW_OPS = (ops.softmax, ops.layer_norm)
+#: convolutions, plain or with their epilogue
+_CONV_OPS = (ops.convolution, ops.fused_convolution)
 
 
 def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.ndarray,
@@ -113,7 +116,7 @@ def _size(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     convolution, its multiply-adds over `CONV_MACS_PER_ELEMENT` when more (its work is
     its products', not its arrays')."""
     size = max(out.size, *(a.size for a in args))
-    if opdef in (ops.convolution, ops.fused_convolution) and args[1].size:
+    if opdef in _CONV_OPS and args[1].size:
         features = args[1].shape[attr_of(attrs, "kernel_output_feature_dim", int)]
         size = max(size, out.size * (args[1].size // features) // CONV_MACS_PER_ELEMENT)
     return size
@@ -127,17 +130,13 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     if opdef is ops.fused_elementwise:
         return [tuple(d) for d in parse_program(str(attrs["program"])).operand_dims], every
     if opdef is ops.dot_general:  # between the products of a batch, lhs rows, rhs columns
-        lb, rb = (list(attr_ints(attrs, k)) for k in ("lhs_batch_dims", "rhs_batch_dims"))
-        lc, rc = (list(attr_ints(attrs, k)) for k in ("lhs_contracting_dims",
-                                                      "rhs_contracting_dims"))
-        lfree = [d for d in range(args[0].ndim) if d not in lb and d not in lc]
-        rfree = [d for d in range(args[1].ndim) if d not in rb and d not in rc]
+        lb, rb, _, _, lfree, rfree = product_dims(attrs, args[0].ndim, args[1].ndim)
         lhs = [lb.index(d) if d in lb else len(lb) + lfree.index(d) if d in lfree else -1
                for d in range(args[0].ndim)]
         rhs = [rb.index(d) if d in rb else len(lb) + len(lfree) + rfree.index(d)
                if d in rfree else -1 for d in range(args[1].ndim)]
         return [tuple(lhs), tuple(rhs)], every
-    if opdef in (ops.convolution, ops.fused_convolution):
+    if opdef in _CONV_OPS:
         return _convolution_layout(opdef, args, attrs)
     if opdef is ops.reduce_window and len(args) == 2:  # a pool: along what it does not pool
         plain = [d for d in every if attr_ints(attrs, "window_dimensions")[d] == 1
@@ -166,8 +165,6 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
         return [tuple(every) if a.shape == out.shape else () for a in args], axes
     return None
 
-
-_CONV_OPS = (ops.convolution, ops.fused_convolution)
 
 
 def _convolution_layout(opdef: OpDef, args: Sequence[np.ndarray],
@@ -286,7 +283,7 @@ def in_runs(count: int, threads: int, part: Callable[[int, int, int], None],
         side_by_side(work, [f"{name}{t}" for t in range(len(work))])
 
 #: ops whose kernels hand their work to the BLAS
-_BLAS_OPS = (ops.dot_general, ops.convolution, ops.fused_convolution)
+_BLAS_OPS = (ops.dot_general, *_CONV_OPS)
 
 
 def blas_instructions(instructions: Sequence[tuple]) -> list[int]:
@@ -299,10 +296,9 @@ def is_split(step: Step) -> bool:
     return getattr(step, "func", None) is side_by_side
 
 
-def blas_work_split(instructions: Sequence[tuple[OpDef, Sequence[np.ndarray]]],
-                    steps: Sequence[Step]) -> bool:
-    """Whether every one of these BLAS instructions (op, arrays read and written) bound
-    to `steps` is split, or small (under 2 x MIN_SLAB elements: OpenBLAS runs it on one
-    thread anyway): then the function may run with the BLAS at one thread."""
-    return all(is_split(step) or sum(a.size for a in arrays) < 2 * MIN_SLAB
-               for (_, arrays), step in zip(instructions, steps, strict=True))
+def blas_work_split(sizes: Sequence[int], steps: Sequence[Step]) -> bool:
+    """Whether every one of these BLAS instructions (`sizes`: the elements each reads and
+    writes) bound to `steps` is split, or small (under 2 x MIN_SLAB elements: OpenBLAS
+    runs it on one thread anyway): then the function may run with the BLAS at one thread."""
+    return all(is_split(step) or size < 2 * MIN_SLAB
+               for size, step in zip(sizes, steps, strict=True))

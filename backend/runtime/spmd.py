@@ -107,10 +107,8 @@ class SpmdModel:
             partition, replica = spec.rank_ids(r, world_size)
             self.executors.append(ProgramExecutor(
                 program, weights, communicator=self.group.endpoint(r), partition_id=partition,
-                replica_id=replica, should_stop=should_stop))
-        if len(self.executors) > 1:  # the ranks run side by side: one thread each
-            for executor in self.executors:
-                executor.threads = 1
+                replica_id=replica, should_stop=should_stop,
+                threads=1 if len(self.local_ranks) > 1 else None))  # side by side: one each
 
     def check_inputs(self, inputs: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """The global inputs in order, exactly typed; NrtError EXEC_BAD_INPUT otherwise."""

@@ -153,10 +153,8 @@ class LogicalCoreExecutor:
         self.group = CoreCommunicator(n)
         self.executors = [ProgramExecutor(c.program, c.weights,
                                           RoutedEndpoint(self.group.endpoint(k), endpoints[k]),
-                                          partition_id=k)
+                                          partition_id=k, threads=1)  # side by side
                           for k, c in enumerate(program.cores)]
-        for executor in self.executors:  # the cores run side by side: one thread each
-            executor.threads = 1
 
     def run(self, args: Sequence[np.ndarray],
             on_result: Callable[[int, np.ndarray], None] | None = None) -> list[np.ndarray]:

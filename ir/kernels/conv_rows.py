@@ -160,15 +160,23 @@ class _Image:
         padded = flat[:g.c * g.hp * g.wp].reshape(g.c, g.hp, g.wp)
         lo_h, lo_w = g.low
         self.inner = padded[:, lo_h:lo_h + g.h, lo_w:lo_w + g.wd]
-        self.borders = [b for b in (padded[:, :lo_h], padded[:, lo_h + g.h:],
-                                    padded[:, lo_h:lo_h + g.h, :lo_w],
-                                    padded[:, lo_h:lo_h + g.h, lo_w + g.wd:]) if b.size]
+        self.borders = borders(padded, g.low, g.h, g.wd)
 
     def load(self, image: np.ndarray) -> None:
         """The padded image from one (C, H, W) image (borders zeroed: the buffer is shared)."""
         for border in self.borders:
             border.fill(0)
         np.copyto(self.inner, image)
+
+
+def borders(padded: np.ndarray, low: Sequence[int], h: int, wd: int) -> list[np.ndarray]:
+    """The non-empty border regions of a padded (C, Hp, Wp) image whose (h, wd) interior
+    starts at `low` (rows above and below, then columns left and right of the interior):
+    disjoint views, zeroed before each image is copied in (the buffer is shared scratch)."""
+    lo_h, lo_w = low
+    return [b for b in (padded[:, :lo_h], padded[:, lo_h + h:],
+                        padded[:, lo_h:lo_h + h, :lo_w], padded[:, lo_h:lo_h + h, lo_w + wd:])
+            if b.size]
 
 
 class _TileViews:

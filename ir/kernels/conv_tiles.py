@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from nxcc.ir.kernels.common import windows
-from nxcc.ir.kernels.conv_rows import Finish
+from nxcc.ir.kernels.conv_rows import Finish, borders
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 #: bytes of a tile's column and product buffers
@@ -58,11 +58,9 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     reservation = (pool or ScratchPool()).reserve(specs)
     steps: list[Callable[[], object]] = []
 
-    def refresh() -> None:
-        if not in_place:
-            np.copyto(kernel, w.reshape(o, k))
-
-    refresh()
+    if not in_place:
+        np.copyto(kernel, w.reshape(o, k))
+    refresh = not (weights_fixed or in_place)  # a copy of weights that may change
 
     def build() -> None:
         arrays = reservation.arrays()
@@ -87,8 +85,8 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     def run() -> None:
         if not steps:
             build()
-        if not weights_fixed:
-            refresh()
+        if refresh:
+            np.copyto(kernel, w.reshape(o, k))
         for step in steps:
             step()
 
@@ -98,9 +96,7 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
 def _zero_borders(image: np.ndarray, low: Sequence[int], h: int, wd: int
                   ) -> list[Callable[[], object]]:
     """Zero the padded image's borders (the buffer is shared scratch)."""
-    parts = (image[:, :low[0]], image[:, low[0] + h:], image[:, low[0]:low[0] + h, :low[1]],
-             image[:, low[0]:low[0] + h, low[1] + wd:])
-    return [functools.partial(b.fill, 0) for b in parts if b.size]
+    return [functools.partial(b.fill, 0) for b in borders(image, low, h, wd)]
 
 
 def _tile(n: int, y0: int, r: int, cols: np.ndarray, columns: np.ndarray | None,

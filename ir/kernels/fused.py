@@ -169,10 +169,10 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
     return _prepare_views(program, views, out, fixed)
 
 
-def prepare_epilogue(first: np.ndarray, args: Sequence[np.ndarray], out: np.ndarray,
+def prepare_epilogue(first: np.ndarray, region: tuple[slice, ...], *,
+                     args: Sequence[np.ndarray], out: np.ndarray,
                      attrs: Mapping[str, AttrValue], constant: Sequence[bool],
-                     region: tuple[slice, ...], buffers: dict | None = None
-                     ) -> Callable[[], None]:
+                     buffers: dict | None = None) -> Callable[[], None]:
     """A callable computing out[region] by the program of `attrs` with operand a0 read
     from `first` (shaped as out[region]: a product's tile) and a1, a2... from the parts of
     `args` that meet the region (`constant` as for `prepare_fused`, of `args`). `buffers`:

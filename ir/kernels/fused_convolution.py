@@ -44,17 +44,13 @@ def fused_convolution_plan(args: Sequence[np.ndarray], out: np.ndarray,
     """On the row route, the epilogue applied to each tile on its way to the out; else the
     convolution's kernel, then the epilogue planned once, in place on the out."""
     extras, extras_fixed = list(args[2:]), list(constant[2:])
-    finish = functools.partial(_tile_epilogue, extras, out, attrs, extras_fixed, {})
+    # a `conv_rows.Finish`: the tiles, which run one after another, share their
+    # block-sized buffers
+    finish = functools.partial(prepare_epilogue, args=extras, out=out, attrs=attrs,
+                               constant=extras_fixed, buffers={})
     rows = prepare_convolution(args[:2], out, attrs, constant[:2], pool, finish)
     if rows is not None:
         return rows
     return in_order([functools.partial(convolution, list(args[:2]), [out], attrs, ctx),
                      prepare_fused([out, *extras], out, attrs, [False, *extras_fixed])])
 
-
-def _tile_epilogue(extras: list[np.ndarray], out: np.ndarray,
-                   attrs: Mapping[str, AttrValue], fixed: list[bool], buffers: dict,
-                   product: np.ndarray, region: tuple[slice, ...]) -> Callable[[], None]:
-    """out[region] = the epilogue of a tile's `product` (`conv_rows.Finish`); the tiles,
-    which run one after another, share their block-sized `buffers`."""
-    return prepare_epilogue(product, extras, out, attrs, fixed, region, buffers)

@@ -77,16 +77,25 @@ def _stacked(t: np.ndarray, batch: int, groups: tuple[int, int], dtype: np.dtype
     return x if _blas_matrices(x) else np.ascontiguousarray(x)
 
 
+def product_dims(attrs: Mapping[str, AttrValue], lhs_rank: int, rhs_rank: int
+                 ) -> tuple[list[int], list[int], list[int], list[int], list[int], list[int]]:
+    """A dot_general's dims on operands of these ranks: (lhs batch, rhs batch, lhs
+    contracting, rhs contracting, lhs free, rhs free), the free ones in increasing order."""
+    lb, rb = list(attr_ints(attrs, "lhs_batch_dims")), list(attr_ints(attrs, "rhs_batch_dims"))
+    lc = list(attr_ints(attrs, "lhs_contracting_dims"))
+    rc = list(attr_ints(attrs, "rhs_contracting_dims"))
+    lfree = [d for d in range(lhs_rank) if d not in lb and d not in lc]
+    rfree = [d for d in range(rhs_rank) if d not in rb and d not in rc]
+    return lb, rb, lc, rc, lfree, rfree
+
+
 def matmul_operands(lhs: np.ndarray, rhs: np.ndarray, out_dtype: np.dtype,
                     attrs: Mapping[str, AttrValue]) -> tuple[np.ndarray, np.ndarray, np.dtype]:
     """(a, b, acc): the operands of dot_general as stacks (..., m, k) and (..., k, n) of
     the accumulation dtype `acc`, with the same leading (batch) dims: one when both merge
     their batch dims in place, else the batch dims as they are (views of lhs and rhs when
     no copy is needed, see the module docstring)."""
-    lb, rb = attr_ints(attrs, "lhs_batch_dims"), attr_ints(attrs, "rhs_batch_dims")
-    lc, rc = attr_ints(attrs, "lhs_contracting_dims"), attr_ints(attrs, "rhs_contracting_dims")
-    lfree = [d for d in range(lhs.ndim) if d not in lb and d not in lc]
-    rfree = [d for d in range(rhs.ndim) if d not in rb and d not in rc]
+    lb, rb, lc, rc, lfree, rfree = product_dims(attrs, lhs.ndim, rhs.ndim)
     acc = accumulate_dtype(lhs.dtype, out_dtype)
     if lhs.dtype == np.bool_:
         acc = np.dtype(np.int64)

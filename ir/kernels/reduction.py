@@ -42,7 +42,7 @@ def reduce_plan(args: Sequence[np.ndarray], out: np.ndarray, attrs: Mapping[str,
     if len(args) != 2 or not constant[1]:
         return None
     x, init = args
-    axes = tuple(sorted(attrs["dimensions"]))  # type: ignore[arg-type]
+    axes = tuple(sorted(attr_ints(attrs, "dimensions")))
     if not axes or not (x.dtype == init.dtype == out.dtype) or x.dtype not in NATIVE_NUMBERS:
         return None
     ufunc = fast_ufunc(ctx, attrs["computation"], [init.dtype])  # type: ignore[arg-type]
