@@ -267,7 +267,6 @@ def side_by_side(steps: Sequence[Step], names: Sequence[str]) -> None:
         raise failures[0]
 
 
-
 def in_runs(count: int, threads: int, part: Callable[[int, int, int], None],
             name: str) -> None:
     """`part(t, lo, hi)` for each run t of consecutive indices [lo, hi) of range(count), as
@@ -281,6 +280,7 @@ def in_runs(count: int, threads: int, part: Callable[[int, int, int], None],
         work[0]()
     else:
         side_by_side(work, [f"{name}{t}" for t in range(len(work))])
+
 
 #: ops whose kernels hand their work to the BLAS
 _BLAS_OPS = (ops.dot_general, *_CONV_OPS)
