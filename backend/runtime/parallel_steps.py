@@ -28,10 +28,15 @@ the slabs for the cores: one GPT training step took 3 s that way on a busy 2-cor
 8 to 12 with OpenBLAS's two threads. A function with a product that does not split (a
 depthwise convolution of one image) splits nothing: the BLAS keeps its threads, as before.
 
-An instruction is split only when each slab reads or writes at least `MIN_SLAB` elements
-(handing a slab to a waiting thread costs some microseconds; a convolution counts its
-multiply-adds, `CONV_MACS_PER_ELEMENT` to an element) and the dimension split is not
-one an operand broadcasts along in a way the slab could not follow. The worker threads
+An instruction is split only when each slab has at least `SLAB_WORK` element-passes of
+work (its largest array's elements times the passes over memory its op makes, `_passes`)
+and reads or writes at least `MIN_SLAB` elements, and the dimension split is not one an
+operand broadcasts along in a way the slab could not follow. Handing a slab to a waiting
+thread and waiting for it costs about 20 us on a quiet 2-core machine, what one numpy pass
+over 180,000 float32 elements takes: a single-pass op (an add, a divide by a constant) is
+split from about a million elements, a fused GELU with its erf (some 30 passes) from
+about 35,000. The products and convolutions count as `BLAS_PASSES` passes (a
+convolution its multiply-adds, `CONV_MACS_PER_ELEMENT` to an element). The worker threads
 ignore floating-point errors while they run, as the calling thread does for the whole
 program; an exception of a slab is raised on the calling thread once every slab has
 finished.
@@ -60,6 +65,26 @@ from nxcc.ir.opdef import ElementwiseDef, OpDef
 #: than it saves
 MIN_SLAB = 1 << 16
 
+#: the passes over its elements a product or convolution counts as (so that one splits from
+#: 2 x MIN_SLAB elements, as before the work was counted)
+BLAS_PASSES = 8
+
+#: element-passes per slab at least: about 70 us of numpy work on one thread, against some
+#: 20 us to hand the slab over; a divide of 196,608 float32 elements by a constant took
+#: 21 us whole and 49-77 us as two slabs side by side
+SLAB_WORK = MIN_SLAB * BLAS_PASSES
+
+#: passes per element of the float32 erf (`ir.kernels.erf`: about 25 numpy calls a block)
+#: and of numpy's other transcendental loops (exp, log, tanh: 4x an add's time)
+_ERF_PASSES = 24
+_TRANSCENDENTAL_PASSES = 4
+#: passes of the row ops: softmax (max, subtract, exp as 4, sum, divide), layer norm (two
+#: reductions, centring, scaling, the affine pair)
+_ROW_PASSES = {ops.softmax: 8, ops.layer_norm: 8}
+
+#: lhs rows of a product below which its slabs cut its rhs columns first (`_product_axes`)
+FEW_ROWS = 256
+
 #: a convolution's multiply-adds that count as one element's work against `MIN_SLAB` (a
 #: 1x1 convolution of SqueezeNet's 13x13 images, 2.6M of them, takes about 50 us)
 CONV_MACS_PER_ELEMENT = 16
@@ -71,6 +96,8 @@ _SAME_SHAPE = (ops.compare, ops.select, ops.clamp, ops.convert, ops.copy)
 _ROW_OPS = (ops.softmax, ops.layer_norm)
 #: convolutions, plain or with their epilogue
 _CONV_OPS = (ops.convolution, ops.fused_convolution)
+#: ops whose kernels hand their work to the BLAS
+_BLAS_OPS = (ops.dot_general, *_CONV_OPS)
 
 
 def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.ndarray,
@@ -81,7 +108,8 @@ def split_step(opdef: OpDef, plan: Plan, args: Sequence[np.ndarray], out: np.nda
     slab the op's plan does not take). Slab k takes its scratch from `pools[k]` (shared
     with slab k of the function's other instructions, which never run at the same time;
     a pool of its own when not given)."""
-    parts = min(threads, _size(opdef, args, out, attrs) // MIN_SLAB)
+    size = _size(opdef, args, out, attrs)
+    parts = min(threads, size // MIN_SLAB, size * _passes(opdef, attrs) // SLAB_WORK)
     if parts < 2:
         return None
     layout = _layout(opdef, args, out, attrs)
@@ -122,6 +150,31 @@ def _size(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     return size
 
 
+def _passes(opdef: OpDef, attrs: Mapping[str, AttrValue]) -> int:
+    """About how many numpy passes over its elements the op's kernel makes (an add: 1)."""
+    if opdef in _BLAS_OPS:
+        return BLAS_PASSES
+    if opdef in _ROW_PASSES:
+        return _ROW_PASSES[opdef]
+    if opdef is ops.fused_elementwise:
+        return max(1, sum(_element_passes(s.opdef)
+                          for s in parse_program(str(attrs["program"])).steps))
+    if opdef is ops.reduce_window:
+        return max(1, math.prod(attr_ints(attrs, "window_dimensions")))
+    if opdef is ops.transpose:
+        return 2  # strided reads
+    return _element_passes(opdef)
+
+
+def _element_passes(opdef: OpDef) -> int:
+    """Passes of one elementwise op (a step of a fused program)."""
+    if opdef is ops.erf:
+        return _ERF_PASSES
+    if isinstance(opdef, ElementwiseDef) and opdef.precise:
+        return _TRANSCENDENTAL_PASSES
+    return 1
+
+
 def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
             attrs: Mapping[str, AttrValue]) -> tuple[list[tuple[int, ...]], list[int]] | None:
     """(for each operand, the result dimension each of its dimensions runs along, -1 for
@@ -135,7 +188,7 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
                for d in range(args[0].ndim)]
         rhs = [rb.index(d) if d in rb else len(lb) + len(lfree) + rfree.index(d)
                if d in rfree else -1 for d in range(args[1].ndim)]
-        return [tuple(lhs), tuple(rhs)], every
+        return [tuple(lhs), tuple(rhs)], _product_axes(args[0], lfree, args[1], rfree, len(lb))
     if opdef in _CONV_OPS:
         return _convolution_layout(opdef, args, attrs)
     if opdef is ops.reduce_window and len(args) == 2:  # a pool: along what it does not pool
@@ -165,6 +218,25 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
         return [tuple(every) if a.shape == out.shape else () for a in args], axes
     return None
 
+
+
+def _product_axes(lhs: np.ndarray, lfree: Sequence[int], rhs: np.ndarray,
+                  rfree: Sequence[int], batch: int) -> list[int]:
+    """The result dimensions a product's slabs may cut, in the order tried: its batch,
+    then its lhs rows, then its rhs columns; the columns before the rows when the rows are
+    few (under `FEW_ROWS`) and the columns at least twice as many. Each slab packs the
+    whole of the operand it does not cut: for BERT's 128 rows against 768x3072 weights,
+    halves of the rows took 3.96 ms and halves of the columns 3.53 ms (one BLAS thread
+    each); from 256 rows on, halves of the rows were as fast or faster (by 19% at
+    1024x2048 against 2048x512)."""
+    rows = math.prod(lhs.shape[d] for d in lfree)
+    columns = math.prod(rhs.shape[d] for d in rfree)
+    lead = list(range(batch))
+    row_axes = list(range(batch, batch + len(lfree)))
+    column_axes = list(range(batch + len(lfree), batch + len(lfree) + len(rfree)))
+    if rows < FEW_ROWS and columns >= 2 * rows:
+        return lead + column_axes + row_axes
+    return lead + row_axes + column_axes
 
 
 def _convolution_layout(opdef: OpDef, args: Sequence[np.ndarray],
@@ -281,9 +353,6 @@ def in_runs(count: int, threads: int, part: Callable[[int, int, int], None],
     else:
         side_by_side(work, [f"{name}{t}" for t in range(len(work))])
 
-
-#: ops whose kernels hand their work to the BLAS
-_BLAS_OPS = (ops.dot_general, *_CONV_OPS)
 
 
 def blas_instructions(instructions: Sequence[tuple]) -> list[int]:

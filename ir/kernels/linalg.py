@@ -125,19 +125,22 @@ def dot_general(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 def dot_general_plan(args: Sequence[np.ndarray], out: np.ndarray,
                      attrs: Mapping[str, AttrValue], ctx: KernelContext,
                      constant: Sequence[bool], pool: ScratchPool) -> Step | None:
-    """Into a contiguous out of the accumulation dtype: ``np.matmul(a, b, out=out3)`` with
-    its stacked operands made once when they are views of their slot or constants (a
-    transposed weight is packed once, at load)."""
+    """Into an out of the accumulation dtype whose matrices BLAS writes in place (C-
+    contiguous, or a slab of columns of such an array, `parallel_steps`):
+    ``np.matmul(a, b, out=out3)`` with its stacked operands made once when they are views
+    of their slot or constants (a transposed weight is packed once, at load)."""
     lhs, rhs = args
     a, b, acc = matmul_operands(lhs, rhs, out.dtype, attrs)
-    if out.dtype != acc or not out.flags.c_contiguous:
+    if out.dtype != acc:
         return None
     for derived, source, fixed in ((a, lhs, constant[0]), (b, rhs, constant[1])):
         if not fixed and not (derived.size == 0 or np.may_share_memory(derived, source)):
             return None  # a copy made now would not follow later values of the slot
     out3 = out.reshape(_product_shape(a, b))
+    if out3.size and not (np.may_share_memory(out3, out) and _blas_matrices(out3)):
+        return None  # numpy would compute into a copy, or by its own loop
     if a.ndim == 3 and a.shape[0] == 1 and acc in NATIVE_FLOATS and _blas_layout(a[0]) \
-            and _blas_layout(b[0]):
+            and _blas_layout(b[0]) and out3.flags.c_contiguous:
         # one matrix product: np.dot calls the same BLAS gemm as np.matmul (the same bits
         # on 3,024 shapes and layouts, both OpenBLAS kernels) with less of numpy's
         # dispatch: 0.50 against 0.81 us for examples/mlp.onnx's f32[4,16] x f32[16,32]

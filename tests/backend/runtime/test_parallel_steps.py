@@ -18,7 +18,7 @@ from nxcc.ir.kernels import KERNELS
 from nxcc.ir.kernels.plan import PLANS
 from nxcc.ir.parser import parse_module
 
-N = parallel_steps.MIN_SLAB
+N = parallel_steps.SLAB_WORK  # elements of a one-pass op in one slab at least
 
 GELU_BACKWARD = f"""\
 module @m {{
@@ -114,6 +114,17 @@ def test_small_results_are_not_split(size: int) -> None:
     plan = PLANS[ops.negate].plan
     assert parallel_steps.split_step(ops.negate, plan, [x], np.empty_like(x), {}, None,  # type: ignore[arg-type]
                                      [False], 2) is None
+
+
+def test_the_work_of_its_op_decides_where_it_splits() -> None:
+    """At the same size, a one-pass op is left whole and an op of many passes is split."""
+    x = np.ones(4 * parallel_steps.MIN_SLAB, np.float32)
+    out = np.empty_like(x)
+    assert _bind(ops.negate, [x], out, {}, 2) is not None
+    assert not parallel_steps.is_split(_bind(ops.negate, [x], out, {}, 2))
+    assert parallel_steps.is_split(_bind(ops.exp, [x], out, {}, 2))
+    assert parallel_steps.is_split(_bind(ops.softmax, [x.reshape(-1, 64)],
+                                         out.reshape(-1, 64), {"dimension": 1}, 2))
 
 
 def test_a_row_op_is_not_split_along_its_rows() -> None:
