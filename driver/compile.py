@@ -99,6 +99,15 @@ def check_print_ir_after(options: CompileOptions) -> None:
                            f"such pass (passes: {', '.join(sorted(PASSES))}, or all)")
 
 
+def _warn_passes_not_run(asked: frozenset[str], ran: list[str]) -> None:
+    """One warning naming the `--print-ir-after` passes this compile did not run (a
+    sharding pass at -lnc 1, a precision pass without its flag), which printed nothing."""
+    missing = sorted(asked - set(ran) - {"all"})
+    if missing:
+        log.warning("--print-ir-after %s: not run for these options, nothing printed",
+                    ", ".join(missing))
+
+
 def full_pipeline(options: CompileOptions) -> list[Pass]:
     """The passes run for `options`: auto-cast and saturation when asked, then the -O
     pipeline."""
@@ -153,6 +162,7 @@ def compile_module(module: Module, name: str, framework: str, options: CompileOp
     except PassFailure as exc:
         raise CompileError(VERIFICATION_FAILED, str(exc).splitlines()[0]) from exc
     timings = manager.timings + shard_timings
+    _warn_passes_not_run(options.print_ir_after, [t[0] for t in timings])
     estimates = check_peak_hbm(cores, options.target, options.logical_nc_config)
     flags = options.output_flags()
     spec = NeffSpec(

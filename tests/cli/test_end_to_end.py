@@ -134,6 +134,15 @@ def test_print_ir_after_a_sharding_pass(tmp_path: Path) -> None:
     assert "all_reduce(" in r.stdout and "partition_id()" in r.stdout
 
 
+def test_print_ir_after_a_pass_that_does_not_run_warns(tmp_path: Path) -> None:
+    r = neuronx_cc("compile", str(MODELS / "mlp_ts17.onnx"), "--target", "trn1",
+                   "--output", str(tmp_path / "m.neff"), "--print-ir-after", "shard-partition",
+                   "--logfile", str(tmp_path / "log"))
+    assert r.returncode == 0, r.stderr
+    assert "IR after" not in r.stdout
+    assert "--print-ir-after shard-partition: not run for these options" in r.stderr
+
+
 def test_list_operators() -> None:
     r = neuronx_cc("list-operators", "--framework", "ONNX")
     assert r.returncode == 0
