@@ -21,6 +21,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 
+import nxcc
 from nxcc.driver.cache.digest import canonical_json, file_sha256
 from nxcc.driver.cache.layout import entry_name
 
@@ -55,8 +56,6 @@ _LAYERS = ("nxcc", "compiler", "ir", "passes", "nxd", "backend", "driver", "cli"
 def source_state() -> str:
     """'' for an installed nxcc; in a checkout, `tree_state` of its layer folders (once
     per process: the code that runs is the code imported)."""
-    import nxcc
-
     roots = list(nxcc.__path__)[1:]  # a checkout appends its root (nxcc/__init__.py)
     return tree_state(roots[0]) if roots else ""
 
