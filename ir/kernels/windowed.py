@@ -9,7 +9,8 @@ computation with a window of at most 64 elements takes one ufunc call per window
 (in the order of the offsets: a sum's rounding depends on it). Both accumulate in the out
 itself when it has the compute dtype.
 Planned once at load (`prepare_reduce_window`), a max or min pool pads nothing: each
-window offset folds into the outputs whose input under it lies inside the array.
+window offset folds into the outputs whose input under it lies inside the array; a sum
+pool without padding makes the kernel's ufunc calls on views made once.
 
 select_and_scatter (the max-pool gradient): for each window of the padded operand, the
 `select` computation picks one element, scanning the window in row-major order and keeping
@@ -200,13 +201,16 @@ def _is_identity(ufunc: np.ufunc, init: np.ndarray, dtype: np.dtype) -> bool:
 def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
                           attrs: Mapping[str, AttrValue], ctx: KernelContext,
                           constant: Sequence[bool]) -> Callable[[], None] | None:
-    """reduce_window's max or min fold planned once for these fixed arrays (its slices and
+    """reduce_window's fold planned once for these fixed arrays (its slices and
     intermediate arrays made now, the last step writing into `out`; the same values as the
     kernel), or None unless: one input of out's native dtype (float32/float64/int32/int64)
-    with its init, a maximum or minimum computation, no base dilation, a window that fits
-    the padded input, `out` C-contiguous. Padding is never made: the fold skips the
-    offsets that fall in it (`_dimension_fold`). `constant[1]`: the init never changes, so
-    an identity init is skipped for good."""
+    with its init, a computation numpy has as a ufunc, no base dilation, a window that fits
+    the padded input, `out` C-contiguous. A maximum or minimum (a max pool) pads nothing:
+    the fold skips the offsets that fall in the padding (`_dimension_fold`), and with
+    `constant[1]` (the init never changes) an identity init is skipped for good. Another
+    ufunc (a sum pool) without padding and with a window of at most `_OFFSET_LOOP_MAX`
+    elements folds the init, then each window offset in turn, as the kernel does
+    (`_offset_steps`)."""
     a: Mapping = attrs
     if len(args) != 2 or out.size == 0 or not out.flags.c_contiguous:
         return None
@@ -216,7 +220,7 @@ def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
     if any(b != 1 for b in a["base_dilations"]):
         return None
     ufunc = fast_ufunc(ctx, a["computation"], [init.dtype])
-    if ufunc not in _EXACT_FOLDS or 0 in a["window_dimensions"]:
+    if ufunc is None or 0 in a["window_dimensions"]:
         return None
     low = [lo for lo, _ in a["padding"]]
     counts = tuple((n + lo + hi - (w - 1) * dl - 1) // s + 1 for n, (lo, hi), w, s, dl in zip(
@@ -224,6 +228,12 @@ def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
         a["window_dilations"], strict=True))
     if counts != out.shape or min(counts) < 1:
         return None
+    if ufunc not in _EXACT_FOLDS:
+        if any(lo or hi for lo, hi in a["padding"]) or math.prod(
+                a["window_dimensions"]) > _OFFSET_LOOP_MAX:
+            return None
+        view = windows(x, a["window_dimensions"], a["window_strides"], a["window_dilations"])
+        return in_order(_offset_steps(ufunc, view, init, out))
     steps = _dimension_fold(ufunc, x, a["window_dimensions"], a["window_strides"],
                             a["window_dilations"], out, low, init)
     if not (constant[1] and _is_identity(ufunc, init, out.dtype)):
@@ -236,9 +246,20 @@ def reduce_window_plan(args: Sequence[np.ndarray], out: np.ndarray,
                        attrs: Mapping[str, AttrValue], ctx: KernelContext,
                        constant: Sequence[bool], pool: ScratchPool
                        ) -> Callable[[], None] | None:
-    """By maximum or minimum (max and min pools): the fold one window dimension at a
-    time, slices and intermediates made once (`prepare_reduce_window`)."""
+    """By a numpy ufunc (max, min and sum pools): the fold planned once
+    (`prepare_reduce_window`)."""
     return prepare_reduce_window(args, out, attrs, ctx, constant)
+
+
+def _offset_steps(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray, out: np.ndarray
+                  ) -> list[Callable[[], object]]:
+    """The calls of `_fold_by_offsets` into `out` (of the compute dtype), the init folded
+    with the first offset's slice: ufunc(init, first) is the kernel's store of the init
+    and its first ufunc call."""
+    rank = out.ndim
+    offsets = [view[(Ellipsis, *offset)] for offset in np.ndindex(*view.shape[rank:])]
+    return [bound_call(ufunc, init, offsets[0], out),
+            *(bound_call(ufunc, out, later, out) for later in offsets[1:])]
 
 
 def _fold_by_offsets(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray, rank: int,

@@ -29,7 +29,8 @@ def _plan(opcode: str, x: np.ndarray, init: np.ndarray, out: np.ndarray,
 
 
 @pytest.mark.parametrize("opcode,init", [("maximum", -np.inf), ("minimum", np.inf),
-                                         ("maximum", 0.5)])
+                                         ("maximum", 0.5), ("add", 0.0), ("add", 0.25),
+                                         ("multiply", 1.0)])
 @pytest.mark.parametrize("dilation", [1, 2])
 def test_same_values_as_the_kernel(opcode: str, init: float, dilation: int) -> None:
     rng = np.random.default_rng(4)
@@ -48,6 +49,22 @@ def test_same_values_as_the_kernel(opcode: str, init: float, dilation: int) -> N
     np.testing.assert_array_equal(out, run1("reduce_window", [x, init_value], full, module))
 
 
+def test_a_sum_pool_takes_the_kernels_order() -> None:
+    """A 2x2 / 2 sum pool (an average pool's sum): init, then the offsets row by row, the
+    kernel's rounding; the init is read on every run."""
+    x = np.array([[1e8, 1.0, -1e8, 1.0], [1.0, 1.0, 1.0, 1.0]], np.float32)[None, None]
+    attrs = {**POOL, "window_dimensions": (1, 1, 2, 2), "window_strides": (1, 1, 2, 2)}
+    init = np.array(0, np.float32)
+    out = np.empty((1, 1, 1, 2), np.float32)
+    module, full, run = _plan("add", x, init, out, attrs, (False, False))
+    assert run is not None
+    run()
+    np.testing.assert_array_equal(out, run1("reduce_window", [x, init], full, module))
+    init[()] = 3.0
+    run()
+    np.testing.assert_array_equal(out, run1("reduce_window", [x, init], full, module))
+
+
 def test_a_non_constant_init_is_folded_on_every_run() -> None:
     x = -np.ones((1, 1, 5, 5), np.float32)
     init = np.array(-np.inf, np.float32)
@@ -61,11 +78,17 @@ def test_a_non_constant_init_is_folded_on_every_run() -> None:
     np.testing.assert_array_equal(out, 2)
 
 
-def test_declines_sums_narrow_types_and_base_dilation() -> None:
+def test_declines_padded_or_wide_sums_narrow_types_and_base_dilation() -> None:
     x = np.zeros((1, 1, 5, 5), np.float32)
     out = np.empty((1, 1, 2, 2), np.float32)
     init = np.array(0, np.float32)
-    assert _plan("add", x, init, out, POOL, (False, True))[2] is None
+    padded = {**POOL, "padding": ((0, 0), (0, 0), (1, 1), (1, 1))}
+    assert _plan("add", x, init, np.empty((1, 1, 3, 3), np.float32), padded,
+                 (False, True))[2] is None
+    wide = {**POOL, "window_dimensions": (1, 1, 9, 9), "window_strides": (1, 1, 1, 1)}
+    big = np.zeros((1, 1, 9, 9), np.float32)
+    assert _plan("add", big, init, np.empty((1, 1, 1, 1), np.float32), wide,
+                 (False, True))[2] is None
     half = x.astype(np.float16)
     assert _plan("maximum", half, init.astype(np.float16), out.astype(np.float16), POOL,
                  (False, True))[2] is None
