@@ -8,6 +8,9 @@ window). Maximum and minimum (max and min pools) are folded one window dimension
 computation with a window of at most 64 elements takes one ufunc call per window offset
 (in the order of the offsets: a sum's rounding depends on it). Both accumulate in the out
 itself when it has the compute dtype.
+Planned once at load (`prepare_reduce_window`), a max or min pool pads nothing: each
+window offset folds into the outputs whose input under it lies inside the array; a sum
+pool without padding makes the kernel's ufunc calls on views made once.
 
 select_and_scatter (the max-pool gradient): for each window of the padded operand, the
 `select` computation picks one element, scanning the window in row-major order and keeping
@@ -106,7 +109,8 @@ def _fold_by_dimensions(ufunc: np.ufunc, x: np.ndarray, init: np.ndarray,
 
 def _dimension_fold(ufunc: np.ufunc, x: np.ndarray, window: Sequence[int],
                     strides: Sequence[int], dilations: Sequence[int],
-                    acc: np.ndarray) -> list[Callable[[], object]]:
+                    acc: np.ndarray, low: Sequence[int] | None = None,
+                    init: np.ndarray | None = None) -> list[Callable[[], object]]:
     """The ufunc calls that fold each window of `x` into `acc` without init, one window
     dimension at a time: the strided slices of the size-1 window dimensions first (views),
     then along each other dimension d, part = ufunc over the window offsets k of part's
@@ -114,12 +118,23 @@ def _dimension_fold(ufunc: np.ufunc, x: np.ndarray, window: Sequence[int],
     `acc`). Max and min are exact, so this gives the values of folding every window offset
     in turn (a window holding both +0.0 and -0.0 may keep the other zero), with every slice
     contiguous along the trailing dimensions: a 3x3 / 2 max pool on f32[1,64,111,111] takes
-    0.33 ms instead of 0.66, a 2x2 / 2 one on f32[1,64,224,224] 1.8 instead of 3.0."""
+    0.33 ms instead of 0.66, a 2x2 / 2 one on f32[1,64,224,224] 1.8 instead of 3.0.
+
+    With edge padding `low` (x as if padded with `init` by `low` before and enough after
+    along each dimension; negative crops), nothing is padded: along a padded dimension,
+    offset k folds only into the outputs whose input under k lies inside x (one strided
+    slice each), starting from the slices of the offsets under which every output's input
+    lies inside x, or, when there is none, from `init` (read when the step runs): the
+    values of folding the padded array, padding elements being `init`."""
+    low = list(low) if low is not None else [0] * x.ndim
     part = x
+    reduced = []
     for d, (w, s, count) in enumerate(zip(window, strides, acc.shape, strict=True)):
-        if w == 1 and part.shape[d] != count:
-            part = _slice_along(part, d, 0, s, count)
-    reduced = [d for d, w in enumerate(window) if w > 1]
+        if w == 1 and not low[d] and (count - 1) * s < part.shape[d]:  # no padding read
+            if part.shape[d] != count:
+                part = _slice_along(part, d, 0, s, count)
+        else:
+            reduced.append(d)
     if not reduced:
         return [functools.partial(np.copyto, acc, part)]
     steps: list[Callable[[], object]] = []
@@ -127,12 +142,39 @@ def _dimension_fold(ufunc: np.ufunc, x: np.ndarray, window: Sequence[int],
         count = acc.shape[d]
         target = acc if d == reduced[-1] else np.empty(
             part.shape[:d] + (count,) + part.shape[d + 1:], part.dtype)
-        slices = [_slice_along(part, d, k * dilations[d], strides[d], count)
-                  for k in range(window[d])]
-        steps.append(bound_call(ufunc, slices[0], slices[1], target))
+        spans = _inside(part.shape[d], count, window[d], strides[d], dilations[d], low[d])
+        whole = [(first, n) for first, n, start in spans if start == 0 and n == count]
+        partial = [(first, n, start) for first, n, start in spans
+                   if n and not (start == 0 and n == count)]
+        slices = [_slice_along(part, d, first, strides[d], n) for first, n in whole]
+        if len(slices) >= 2:
+            steps.append(bound_call(ufunc, slices[0], slices[1], target))
+        elif slices:
+            steps.append(functools.partial(np.copyto, target, slices[0]))
+        else:
+            assert init is not None, "an offset outside x needs the padding value"
+            steps.append(functools.partial(np.copyto, target, init))
         steps += [bound_call(ufunc, target, later, target) for later in slices[2:]]
+        for first, n, start in partial:
+            into = _slice_along(target, d, start, 1, n)
+            steps.append(bound_call(ufunc, into, _slice_along(part, d, first, strides[d], n),
+                                    into))
         part = target
     return steps
+
+
+def _inside(size: int, count: int, w: int, s: int, dl: int, lo: int
+            ) -> list[tuple[int, int, int]]:
+    """For each window offset k along a dimension of `size` elements padded by `lo` before:
+    (x's index under output `start`, how many outputs from `start` on read x, `start`)."""
+    spans = []
+    for k in range(w):
+        shift = k * dl - lo  # x's index under output i is i * s + shift
+        start = max(0, -(shift // s))
+        stop = min(count, (size - 1 - shift) // s + 1) if size - 1 >= shift else 0
+        n = max(0, stop - start)
+        spans.append((start * s + shift, n, start))
+    return spans
 
 
 def _slice_along(x: np.ndarray, d: int, start: int, step: int, count: int) -> np.ndarray:
@@ -159,28 +201,41 @@ def _is_identity(ufunc: np.ufunc, init: np.ndarray, dtype: np.dtype) -> bool:
 def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
                           attrs: Mapping[str, AttrValue], ctx: KernelContext,
                           constant: Sequence[bool]) -> Callable[[], None] | None:
-    """reduce_window's max or min fold planned once for these fixed arrays (its slices and
+    """reduce_window's fold planned once for these fixed arrays (its slices and
     intermediate arrays made now, the last step writing into `out`; the same values as the
     kernel), or None unless: one input of out's native dtype (float32/float64/int32/int64)
-    with its init, a maximum or minimum computation, no padding or base dilation, a window
-    that fits, `out` C-contiguous. `constant[1]`: the init never changes, so an identity
-    init is skipped for good."""
+    with its init, a computation numpy has as a ufunc, no base dilation, a window that fits
+    the padded input, `out` C-contiguous. A maximum or minimum (a max pool) pads nothing:
+    the fold skips the offsets that fall in the padding (`_dimension_fold`), and with
+    `constant[1]` (the init never changes) an identity init is skipped for good. Another
+    ufunc (a sum pool) without padding and with a window of at most `_OFFSET_LOOP_MAX`
+    elements folds the init, then each window offset in turn, as the kernel does
+    (`_offset_steps`)."""
     a: Mapping = attrs
     if len(args) != 2 or out.size == 0 or not out.flags.c_contiguous:
         return None
     x, init = args
     if x.dtype != out.dtype or init.dtype != out.dtype or out.dtype not in NATIVE_NUMBERS:
         return None
-    if any(lo or hi for lo, hi in a["padding"]) or any(b != 1 for b in a["base_dilations"]):
+    if any(b != 1 for b in a["base_dilations"]):
         return None
     ufunc = fast_ufunc(ctx, a["computation"], [init.dtype])
-    if ufunc not in _EXACT_FOLDS or 0 in a["window_dimensions"]:
+    if ufunc is None or 0 in a["window_dimensions"]:
         return None
-    if windows(x, a["window_dimensions"], a["window_strides"], a["window_dilations"]).shape[
-            :x.ndim] != out.shape:
+    low = [lo for lo, _ in a["padding"]]
+    counts = tuple((n + lo + hi - (w - 1) * dl - 1) // s + 1 for n, (lo, hi), w, s, dl in zip(
+        x.shape, a["padding"], a["window_dimensions"], a["window_strides"],
+        a["window_dilations"], strict=True))
+    if counts != out.shape or min(counts) < 1:
         return None
+    if ufunc not in _EXACT_FOLDS:
+        if any(lo or hi for lo, hi in a["padding"]) or math.prod(
+                a["window_dimensions"]) > _OFFSET_LOOP_MAX:
+            return None
+        view = windows(x, a["window_dimensions"], a["window_strides"], a["window_dilations"])
+        return in_order(_offset_steps(ufunc, view, init, out))
     steps = _dimension_fold(ufunc, x, a["window_dimensions"], a["window_strides"],
-                            a["window_dilations"], out)
+                            a["window_dilations"], out, low, init)
     if not (constant[1] and _is_identity(ufunc, init, out.dtype)):
         steps.append(bound_call(ufunc, init, out, out))
     return in_order(steps)
@@ -191,9 +246,20 @@ def reduce_window_plan(args: Sequence[np.ndarray], out: np.ndarray,
                        attrs: Mapping[str, AttrValue], ctx: KernelContext,
                        constant: Sequence[bool], pool: ScratchPool
                        ) -> Callable[[], None] | None:
-    """By maximum or minimum without padding (max and min pools): the fold one window
-    dimension at a time, slices and intermediates made once (`prepare_reduce_window`)."""
+    """By a numpy ufunc (max, min and sum pools): the fold planned once
+    (`prepare_reduce_window`)."""
     return prepare_reduce_window(args, out, attrs, ctx, constant)
+
+
+def _offset_steps(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray, out: np.ndarray
+                  ) -> list[Callable[[], object]]:
+    """The calls of `_fold_by_offsets` into `out` (of the compute dtype), the init folded
+    with the first offset's slice: ufunc(init, first) is the kernel's store of the init
+    and its first ufunc call."""
+    rank = out.ndim
+    offsets = [view[(Ellipsis, *offset)] for offset in np.ndindex(*view.shape[rank:])]
+    return [bound_call(ufunc, init, offsets[0], out),
+            *(bound_call(ufunc, out, later, out) for later in offsets[1:])]
 
 
 def _fold_by_offsets(ufunc: np.ufunc, view: np.ndarray, init: np.ndarray, rank: int,

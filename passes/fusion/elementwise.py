@@ -18,9 +18,12 @@ are never fused, nor the ops of scalar computations (reducers, comparators), whi
 call on arrays of any shape. A group of one op without a broadcast to absorb is left as it
 is.
 
+Before grouping, chains of constant scalings and shifts (a batch norm and a scale layer)
+become one multiply and one add (`affine.py`), their constants computed at compile time:
+the one change of results beyond rounding-free rewrites, by the reassociation's rounding.
 The kernel (`ir/kernels/fused.py`) evaluates a group block by block in place, with the ops'
-own numerics, so fusion changes no result; the one rewrite is `power(x, 2 or 3)` of floats
-narrower than f64, computed as float64 products rounded once (`_small_power`).
+own numerics, so fusion itself changes no result; the one rewrite is `power(x, 2 or 3)` of
+floats narrower than f64, computed as float64 products rounded once (`_small_power`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from nxcc.ir.opdef import ElementwiseDef
 from nxcc.ir.patterns import apply_patterns
 from nxcc.ir.rewrite import constant_value
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
+from nxcc.passes.fusion.affine import fold_affine_chains
 from nxcc.passes.fusion.normalize import FuseLayerNorm, FuseSoftmax
 from nxcc.passes.fusion.pads import SumOfPads
 from nxcc.passes.ir_edit import replace_ops
@@ -45,9 +49,10 @@ from nxcc.passes.ir_edit import replace_ops
 
 @dataclass(frozen=True)
 class FuseElementwise:
-    """Replaces softmax and layer norm chains by their fused row ops (`normalize`) and sums
-    of zero-padded pieces by their concatenation (`pads`), then each group of elementwise
-    ops by one `fused_elementwise` op."""
+    """Replaces softmax and layer norm chains by their fused row ops (`normalize`), sums
+    of zero-padded pieces by their concatenation (`pads`) and chains of constant scalings
+    and shifts by one of each (`affine`), then each group of elementwise ops by one
+    `fused_elementwise` op."""
 
     name: ClassVar[str] = "fuse"
 
@@ -56,6 +61,13 @@ class FuseElementwise:
                                           SumOfPads()])
         if changed:
             DeadCodeElimination().run(module)
+        folded = False
+        for fn in module.functions.values():
+            if not scalar_computation(fn):
+                folded |= fold_affine_chains(module, fn)
+        if folded:
+            DeadCodeElimination().run(module)
+        changed |= folded
         for fn in module.functions.values():
             if not scalar_computation(fn):
                 changed |= fuse_function(fn)

@@ -14,7 +14,9 @@ An epilogue that starts by multiplying the product by a constant varying along t
 features at most (a batch norm's scale), of a convolution whose weights are a float
 constant, has that scale folded into the weights (a new constant, rounded once in their
 type), as onnxruntime folds batch norms into convolutions; a scaling alone leaves a plain
-convolution of the scaled weights.
+convolution of the scaled weights. A positive scaling of a convolution's input by the
+`fused_elementwise` that alone feeds it (a pre-activation batch norm and ReLU) is folded
+into the weights likewise (`input_scale.py`).
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from nxcc.ir.fused_program import format_program, parse_program
 from nxcc.ir.rewrite import constant_value, use_counts
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.fusion.elementwise import Group, fused_op, fusible, scalar_computation
+from nxcc.passes.fusion.input_scale import fold_input_scales
 from nxcc.passes.ir_edit import replace_ops
 
 
 @dataclass(frozen=True)
 class FuseEpilogues:
-    """Fuses each convolution with the elementwise op that alone reads it (after `fuse`)."""
+    """Fuses each convolution with the elementwise op that alone reads it (after `fuse`),
+    and folds positive input scalings into the weights (`input_scale`)."""
 
     name: ClassVar[str] = "fuse-epilogue"
 
@@ -45,6 +49,7 @@ class FuseEpilogues:
         for fn in module.functions.values():
             if not scalar_computation(fn):
                 changed |= fuse_epilogues(fn)
+                changed |= fold_input_scales(module, fn)
         if changed:  # the broadcasts a single op's epilogue reads through
             DeadCodeElimination().run(module)
         return changed

@@ -385,3 +385,42 @@ def test_a_max_pool_splits_along_a_dimension_it_does_not_pool(batch: int) -> Non
     np.testing.assert_array_equal(_run(text, [x], 2)[0], one)
     want = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
     np.testing.assert_array_equal(one, want.max(axis=(4, 5)))
+
+
+def test_a_padded_max_pool_splits_too() -> None:
+    """ResNet's 3x3 / 2 pool padded by one: planned without padding, so split as well."""
+    text = MAX_POOL.replace("[2,64,47,47]", "[1,64,48,48]").replace("f32[2,64,23,23]",
+                                                                    "f32[1,64,24,24]")
+    text = text.replace("[0, 0], [0, 0]]", "[1, 1], [1, 1]]")
+    x = np.random.default_rng(11).standard_normal((1, 64, 48, 48)).astype(np.float32)
+    one = _run(text, [x], 1)[0]
+    np.testing.assert_array_equal(_run(text, [x], 2)[0], one)
+    padded = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf)
+    want = np.lib.stride_tricks.sliding_window_view(padded, (3, 3), axis=(2, 3))[:, :, ::2, ::2]
+    np.testing.assert_array_equal(one, want.max(axis=(4, 5)))
+
+
+SUM_POOL = """\
+module @m {
+  func @main(%x: f32[1,128,48,48]) -> (f32[1,128,24,24]) {
+    %init = constant() {value = splat<f32[]: 0.0>} : f32[]
+    %p = reduce_window(%x, %init) {window_dimensions = [1, 1, 2, 2], window_strides = [1, 1, 2, 2], base_dilations = [1, 1, 1, 1], window_dilations = [1, 1, 1, 1], padding = [[0, 0], [0, 0], [0, 0], [0, 0]], computation = @add_f32} : f32[1,128,24,24]
+    return %p
+  }
+  func @add_f32(%a: f32[], %b: f32[]) -> (f32[]) {
+    %c = add(%a, %b) : f32[]
+    return %c
+  }
+}
+"""
+
+
+def test_a_sum_pool_splits_with_the_kernels_order() -> None:
+    """An average pool's 2x2 / 2 sum: planned, split along the channels, the same bits as
+    unsplit, which are the offsets added in turn."""
+    x = np.random.default_rng(12).standard_normal((1, 128, 48, 48)).astype(np.float32)
+    one = _run(SUM_POOL, [x], 1)[0]
+    np.testing.assert_array_equal(_run(SUM_POOL, [x], 2)[0], one)
+    want = ((np.float32(0) + x[:, :, 0::2, 0::2]) + x[:, :, 0::2, 1::2]
+            + x[:, :, 1::2, 0::2]) + x[:, :, 1::2, 1::2]
+    np.testing.assert_array_equal(one, want)
