@@ -73,8 +73,9 @@ class OptimizerStep:
                 self.scalars = program.executor(None)
                 modules = {k: m for k, (_, m) in split.items()}
         programs = {k: compile_function(m, "update", options) for k, m in modules.items()}
-        self._whole = programs[n] if whole else None
-        assert self._whole is None or isinstance(self._whole, CompiledProgram)
+        whole_program = programs[n] if whole else None  # one physical core: CompiledProgram
+        self._whole = (whole_program if isinstance(whole_program, CompiledProgram)
+                       else None)
         self._in_place: ProgramExecutor | None = None  # bound to `_bound_to` (`_bind`)
         self._bound_to: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         chunks = -(-n // self.chunk)
