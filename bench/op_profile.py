@@ -17,8 +17,10 @@ import collections
 import statistics
 import sys
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -86,12 +88,34 @@ def profile(neff: Path, onnx_model: Path, rounds: int, top: int) -> list[dict]:
     function = executor.functions[executor.entry]
     bound = function.bound(executor)
     labels = kinds(function)
-    per_kind: dict[str, list[float]] = collections.defaultdict(list)
-    totals = []
-    # as the executor runs it: a function split between the core's threads with the BLAS
-    # at one thread (`parallel_steps`)
+    per_kind, totals = time_kinds(bound, labels, rounds)
+    count = collections.Counter(labels)
+    print(f"{neff}: {len(labels)} instructions, median total "
+          f"{statistics.median(totals) * 1e3:.3f} ms over {rounds} rounds")
+    rows = sorted(per_kind.items(), key=lambda kv: -statistics.median(kv[1]))
+    for label, seconds in rows[:top]:
+        print(f"{statistics.median(seconds) * 1e3:9.3f} ms  x{count[label]:<4} {label}")
+    return [{"kind": label, "count": count[label], "median_ms": statistics.median(s) * 1e3}
+            for label, s in rows]
+
+
+@contextmanager
+def as_executed(bound: Any) -> Iterator[None]:
+    """The conditions the executor runs a bound function in: floating-point errors ignored
+    and, for a function split between the core's threads, the BLAS at one thread
+    (`parallel_steps`)."""
     blas = limit_process(1, even_when_set=True) if bound.own_threads else nullcontext()
     with np.errstate(all="ignore"), blas:
+        yield
+
+
+def time_kinds(bound: Any, labels: list[str], rounds: int
+               ) -> tuple[dict[str, list[float]], list[float]]:
+    """The bound function's steps run one by one `rounds` times (`as_executed`): for each
+    label, its seconds in each round; and each round's total."""
+    per_kind: dict[str, list[float]] = collections.defaultdict(list)
+    totals = []
+    with as_executed(bound):
         for _ in range(rounds):
             spent: dict[str, float] = collections.defaultdict(float)
             for step, label in zip(bound.steps, labels, strict=True):
@@ -101,14 +125,7 @@ def profile(neff: Path, onnx_model: Path, rounds: int, top: int) -> list[dict]:
             totals.append(sum(spent.values()))
             for label, seconds in spent.items():
                 per_kind[label].append(seconds)
-    count = collections.Counter(labels)
-    print(f"{neff}: {len(labels)} instructions, median total "
-          f"{statistics.median(totals) * 1e3:.3f} ms over {rounds} rounds")
-    rows = sorted(per_kind.items(), key=lambda kv: -statistics.median(kv[1]))
-    for label, seconds in rows[:top]:
-        print(f"{statistics.median(seconds) * 1e3:9.3f} ms  x{count[label]:<4} {label}")
-    return [{"kind": label, "count": count[label], "median_ms": statistics.median(s) * 1e3}
-            for label, s in rows]
+    return per_kind, totals
 
 
 if __name__ == "__main__":

@@ -21,18 +21,15 @@ import statistics
 import sys
 import tempfile
 import time
-from contextlib import nullcontext
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import numpy as np  # noqa: E402
-from op_profile import kinds  # noqa: E402
+from op_profile import as_executed, kinds, time_kinds  # noqa: E402
 from result_files import add_results_argument, recording  # noqa: E402
 from train_gpt import run_nxcc  # noqa: E402
 
-from nxcc.backend.runtime.blas_threads import limit_process  # noqa: E402
 from nxcc.driver.train import engine  # noqa: E402
 
 
@@ -55,19 +52,8 @@ def profile(trainer: engine.RankTrainer, rounds: int, top: int) -> list[dict]:
     function = executor.functions[executor.entry]
     bound = function.bound(executor)
     labels = kinds(function)
-    per_kind: dict[str, list[float]] = collections.defaultdict(list)
-    totals = []
-    blas = limit_process(1, even_when_set=True) if bound.own_threads else nullcontext()
-    with np.errstate(all="ignore"), blas:
-        for _ in range(rounds):
-            spent: dict[str, float] = collections.defaultdict(float)
-            for step, label in zip(bound.steps, labels, strict=True):
-                start = time.perf_counter()
-                step()
-                spent[label] += time.perf_counter() - start
-            totals.append(sum(spent.values()))
-            for label, seconds in spent.items():
-                per_kind[label].append(seconds)
+    per_kind, totals = time_kinds(bound, labels, rounds)
+    with as_executed(bound):
         cpu = []
         for _ in range(rounds):  # untimed steps: the whole program's CPU time
             start = time.process_time()
