@@ -14,6 +14,7 @@ from nxcc.ir.printer import print_module
 from nxcc.nxd.models.decoder import StagePlan, attention, build_stage, program, trace
 from nxcc.nxd.models.decoder.attention import query_blocks
 from tests.nxd.models.decoder.helpers import (
+    assert_gradients_match_finite_differences,
     batch,
     gpt,
     llama,
@@ -73,18 +74,7 @@ def test_blocked_gradients_match_finite_differences(make,
     full = random_weights(cfg, 3)
     tokens, labels = batch(cfg, 2, 6)
     _, _, grads = single_stage(cfg, full, tokens, labels)
-    rng = np.random.default_rng(5)
-    h = 1e-6
-    for name, w in full.items():
-        for _ in range(2):
-            i = tuple(int(rng.integers(0, n)) for n in w.shape)
-            plus, minus = dict(full), dict(full)
-            plus[name], minus[name] = w.copy(), w.copy()
-            plus[name][i] += h
-            minus[name][i] -= h
-            fd = (reference_loss(cfg, plus, tokens, labels)[0]
-                  - reference_loss(cfg, minus, tokens, labels)[0]) / (2 * h)
-            assert grads[name][i] == pytest.approx(fd, rel=1e-5, abs=1e-7), (name, i)
+    assert_gradients_match_finite_differences(cfg, full, tokens, labels, grads)
 
 
 def test_float32_blocked_matches_whole(monkeypatch: pytest.MonkeyPatch) -> None:
