@@ -219,7 +219,6 @@ def _layout(opdef: OpDef, args: Sequence[np.ndarray], out: np.ndarray,
     return None
 
 
-
 def _product_axes(lhs: np.ndarray, lfree: Sequence[int], rhs: np.ndarray,
                   rfree: Sequence[int], batch: int) -> list[int]:
     """The result dimensions a product's slabs may cut, in the order tried: its batch,
@@ -352,7 +351,6 @@ def in_runs(count: int, threads: int, part: Callable[[int, int, int], None],
         work[0]()
     else:
         side_by_side(work, [f"{name}{t}" for t in range(len(work))])
-
 
 
 def blas_instructions(instructions: Sequence[tuple]) -> list[int]:

@@ -86,7 +86,9 @@ _SCALE_0D = np.array(_SCALE, np.float32)
 _MAGIC_0D = np.array(_MAGIC, np.float32)
 _MINUS_STEP_0D = np.array(-1.0 / _SCALE, np.float32)
 _MAGIC_BITS_0D = np.array(_MAGIC_BITS, np.intp)
-_MAGIC_BITS_I32 = np.array(_MAGIC_BITS, np.int32)  # not a Python int: see _erf_block
+# not a Python int: numpy holds the GIL through a ufunc loop with a Python scalar operand,
+# so two threads computing erf would wait on each other for the whole loop
+_MAGIC_BITS_I32 = np.array(_MAGIC_BITS, np.int32)
 _ONE_0D = np.array(1.0, np.float32)
 _TWO_THIRDS_0D = np.array(2.0 / 3.0, np.float32)
 _ONE_THIRD_0D = np.array(1.0 / 3.0, np.float32)
