@@ -1,8 +1,8 @@
 """The matrix-product floor: nxcc's matrix products alone, against onnxruntime's whole run.
 
     python bench/gemm_floor.py [MODEL ...] [--duration S] [--warmup N] [--threads N]
-                               [--rounds R] [--keep-blas-env] [--json OUT.json]
-                               [--results DIR]
+                               [--rounds R] [--processes P] [--keep-blas-env]
+                               [--json OUT.json] [--results DIR]
 
 MODEL as in `bench/table.py` (default: all of its models). For each model, each step in a
 process of its own with the same BLAS thread count as the table: compile for trn1 at -O2;
@@ -10,7 +10,8 @@ load the NEFF with `numpy.matmul` and `numpy.dot` wrapped so that one execution 
 every matrix product the kernels hand to BLAS (its operands and output, as the kernels lay
 them out: im2col columns, transposed views, batched attention products); then time those
 products alone, back to back on the recorded arrays, `--rounds` times (the median); then
-onnxruntime's CPU provider on the whole model, as the table does. Columns: the products'
+onnxruntime's CPU provider on the whole model, as the table does; the two alternated in
+`--processes` processes each (the median of each side). Columns: the products'
 GFLOP, their milliseconds and GFLOP/s with numpy's BLAS, onnxruntime's milliseconds for the
 whole model and the GFLOP/s that would be if it did nothing else, and `floor`: products
 milliseconds / onnxruntime milliseconds, the ratio nxcc cannot go below however little
@@ -120,17 +121,21 @@ def products_one(neff: str, inputs: str, rounds: int) -> dict:
 
 
 def measure(name: str, path: Path, opts: argparse.Namespace, tmp: Path) -> dict:
-    """One row: compile, the products, onnxruntime; each in its own process."""
-    from table import compile_step, onnxruntime_step, products_step
+    """One row: compile, then `opts.processes` rounds of the products and onnxruntime, each
+    in a process of its own and alternated; the median of each side over its processes."""
+    from table import compile_step, median_of, onnxruntime_step, products_step
 
     inputs, neff, env, _ = compile_step(name, path, opts, tmp, REPO)
-    found = products_step(neff, inputs, opts, env)
-    ort = onnxruntime_step(path, inputs, opts)
-    ort_ms = ort["latency_p50_ms"]
-    return {"model": name, **found, "ort_ms": ort_ms,
-            "blas_gflops": found["gflop"] / found["products_ms"] * 1e3,
-            "ort_gflops": found["gflop"] / ort_ms * 1e3,
-            "floor": found["products_ms"] / ort_ms}
+    found, orts = [], []
+    for _ in range(max(1, opts.processes)):
+        found.append(products_step(neff, inputs, opts, env))
+        orts.append(onnxruntime_step(path, inputs, opts))
+    products_ms, ort_ms = median_of(found, "products_ms"), median_of(orts, "latency_p50_ms")
+    gflop = found[0]["gflop"]
+    return {"model": name, "products": found[0]["products"], "gflop": gflop,
+            "products_ms": products_ms, "ort_ms": ort_ms,
+            "blas_gflops": gflop / products_ms * 1e3, "ort_gflops": gflop / ort_ms * 1e3,
+            "floor": products_ms / ort_ms}
 
 
 HEADER = ("| model | products | GFLOP | products ms | GFLOP/s | ort ms (whole model) | "
@@ -150,7 +155,8 @@ def main() -> None:
     add_common_arguments(parser)
     opts = parser.parse_args()
     banner = (f"{settings_line(opts)}; products: median of {opts.rounds} rounds; "
-              f"onnxruntime: median over {opts.duration} s after {opts.warmup} warm-up runs")
+              f"onnxruntime: median over {opts.duration} s after {opts.warmup} warm-up runs; "
+              f"each side median over {opts.processes} alternated processes")
     print_table(opts, banner, HEADER, measure, format_row, "gemm_floor",
                 "The matrix-product floor: nxcc's products alone against onnxruntime")
 

@@ -60,7 +60,7 @@ def test_the_table_on_the_tiny_mlp(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "gemm_floor.py"), "mlp",
                            "--duration", "0.05", "--warmup", "1", "--rounds", "2",
-                           "--json", str(out), "--results", str(tmp_path)],
+                           "--processes", "1", "--json", str(out), "--results", str(tmp_path)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

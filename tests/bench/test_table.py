@@ -14,7 +14,8 @@ from tests.paths import REPO
 def test_table_on_the_tiny_mlp(tmp_path: Path) -> None:
     out = tmp_path / "rows.json"
     done = subprocess.run([sys.executable, str(REPO / "bench" / "table.py"), "mlp",
-                           "--duration", "0.05", "--warmup", "1", "--json", str(out),
+                           "--duration", "0.05", "--warmup", "1", "--processes", "2",
+                           "--json", str(out),
                            "--results", str(tmp_path)],  # never over bench/results/
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -26,6 +27,11 @@ def test_table_on_the_tiny_mlp(tmp_path: Path) -> None:
                 "nxcc_peak_mb", "ort_peak_mb"):
         assert row[key] > 0, key
     assert abs(row["ratio"] - row["nxcc_ms"] / row["ort_ms"]) < 1e-9
+    # two alternated processes a side, each latency their median
+    assert row["processes"] == 2
+    for side in ("nxcc", "ort", "products"):
+        each = row[f"{side}_ms_each"]
+        assert len(each) == 2 and abs(row[f"{side}_ms"] - sum(each) / 2) < 1e-9, side
     assert row["nxcc_iterations"] >= 1 and row["ort_iterations"] >= 1
     assert f"| {row['ratio']:.2f}x |" in lines[3]
     # the floor: the products alone against onnxruntime, and nxcc against the products
@@ -41,6 +47,7 @@ def test_table_writes_its_result_files(tmp_path: Path) -> None:
     env = {**os.environ, "OPENBLAS_CORETYPE": "Haswell"}
     done = subprocess.run([sys.executable, str(REPO / "bench" / "table.py"), "mlp",
                            "--duration", "0.05", "--warmup", "1", "--no-floor",
+                           "--processes", "1",
                            "--results", str(tmp_path)],
                           capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 0, done.stderr
