@@ -1,0 +1,105 @@
+"""A fused convolution's bias taken into its matrix product.
+
+An epilogue that starts by adding to the convolution's result an operand constant along
+everything but the output features (a bias: `a1[1]`, a splat, a scalar) costs a pass over
+the result. On the routes that copy the input into a column matrix anyway (`conv_rows`'
+ROWS, `conv_tiles`' im2col), the bias goes into the product instead: the kernel matrix
+gains a last column holding the bias, the column matrix a last row of ones, and
+[W | b] @ [X; 1] is W @ X with b added inside the BLAS sum. The rest of the program (ReLU,
+a residual add) then runs on that product, or nothing does when the add was all of it.
+
+The values change only by rounding: the BLAS adds b as one more term of each sum. With the
+bias as the last term, OpenBLAS (as numpy ships it) accumulates it last, so the bits are
+those of the unfused add unless the sum is long enough to be cut into blocks (some 400 terms
+of float32); a slab of a split instruction (`parallel_steps`) multiplies the same rows and
+columns of the same matrices, so it keeps the bits of the whole.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from nxcc.ir import ops
+from nxcc.ir.attributes import AttrValue
+from nxcc.ir.fused_program import FusedProgram, format_program, parse_program
+from nxcc.ir.kernels.common import NATIVE_FLOATS
+from nxcc.ir.kernels.fused import operand_view
+
+
+@dataclass(frozen=True)
+class Bias:
+    """A bias for the product: `values`, a (O,) view read when the kernel matrix is made
+    (and again on every call unless `fixed`)."""
+
+    values: np.ndarray
+    fixed: bool
+
+
+def fold_bias(extras: Sequence[np.ndarray], constant: Sequence[bool], out: np.ndarray,
+              attrs: Mapping[str, AttrValue]) -> tuple[Bias, str | None] | None:
+    """(the bias, the program left once it is in the product; None: nothing is left) when
+    the epilogue of `attrs` (a fused convolution's, its out (N, O, ...) canonical, `extras`
+    its operands a1, a2... with `constant` flags) starts with add(a0, aK), aK of the out's
+    float dtype and constant along every dimension but the features, and reads a0 nowhere
+    else; None otherwise."""
+    program = parse_program(str(attrs["program"]))
+    first, *rest = program.steps
+    operands = set(first.args)
+    if first.opdef is not ops.add or len(operands) != 2 or (True, 0) not in operands:
+        return None
+    ((_, k),) = operands - {(True, 0)}
+    if k == 0 or any((True, 0) in s.args for s in rest):
+        return None
+    arg = extras[k - 1]
+    if arg.dtype != out.dtype or out.dtype not in NATIVE_FLOATS or out.ndim < 2:
+        return None
+    view = operand_view(arg, program.operand_dims[k], out.ndim)
+    if any(n != 1 and st != 0 for d, (n, st) in enumerate(zip(view.shape, view.strides,
+                                                               strict=True)) if d != 1):
+        return None
+    index: tuple[int | slice, ...] = (0, slice(None), *(0,) * (out.ndim - 2))
+    values = view[index]
+    bias = Bias(np.broadcast_to(values, (out.shape[1],)), bool(constant[k - 1]))
+    return bias, _without_first_step(program) if rest else None
+
+
+def _without_first_step(program: FusedProgram) -> str:
+    """The text of `program` with its first step's result read as operand a0 (the
+    product that already holds it), the later steps renumbered; the operands unchanged."""
+    steps = []
+    for s in program.steps[1:]:
+        args = [(True, 0) if (not is_op and i == 0) else (is_op, i if is_op else i - 1)
+                for is_op, i in s.args]
+        steps.append((s.opcode, s.qualifier, args))
+    return format_program(list(program.operand_dims), steps)
+
+
+def kernel_matrix(w: np.ndarray, weights_fixed: bool, bias: Bias | None
+                  ) -> tuple[np.ndarray, Callable[[], None] | None]:
+    """The (O, K) kernel matrix of the weights w (O, C, kh, kw) (K = C * kh * kw, in that
+    order), with the bias as a last column (O, K + 1) when given; and the step that copies
+    into it again what may change (None when nothing may). The matrix is w itself when
+    C-contiguous and there is no bias (no second copy of a model's weights), else a copy
+    made now."""
+    o, k = w.shape[0], math.prod(w.shape[1:])
+    if bias is None and w.flags.c_contiguous:
+        return w.reshape(o, k), None
+    matrix = np.empty((o, k + (bias is not None)), w.dtype)
+    copies = [(matrix[:, :k].reshape(w.shape), w, weights_fixed)]
+    if bias is not None:
+        copies.append((matrix[:, k], bias.values, bias.fixed))
+    for target, source, _ in copies:
+        np.copyto(target, source)
+    changing = [(target, source) for target, source, fixed in copies if not fixed]
+    if not changing:
+        return matrix, None
+
+    def refresh() -> None:
+        for target, source in changing:
+            np.copyto(target, source)
+
+    return matrix, refresh
