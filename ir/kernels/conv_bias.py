@@ -25,7 +25,7 @@ import numpy as np
 
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
-from nxcc.ir.fused_program import FusedProgram, format_program, parse_program
+from nxcc.ir.fused_program import after_first_step, format_program, parse_program, step_texts
 from nxcc.ir.kernels.common import NATIVE_FLOATS
 from nxcc.ir.kernels.fused import operand_view
 
@@ -64,18 +64,10 @@ def fold_bias(extras: Sequence[np.ndarray], constant: Sequence[bool], out: np.nd
     index: tuple[int | slice, ...] = (0, slice(None), *(0,) * (out.ndim - 2))
     values = view[index]
     bias = Bias(np.broadcast_to(values, (out.shape[1],)), bool(constant[k - 1]))
-    return bias, _without_first_step(program) if rest else None
-
-
-def _without_first_step(program: FusedProgram) -> str:
-    """The text of `program` with its first step's result read as operand a0 (the
-    product that already holds it), the later steps renumbered; the operands unchanged."""
-    steps = []
-    for s in program.steps[1:]:
-        args = [(True, 0) if (not is_op and i == 0) else (is_op, i if is_op else i - 1)
-                for is_op, i in s.args]
-        steps.append((s.opcode, s.qualifier, args))
-    return format_program(list(program.operand_dims), steps)
+    if not rest:
+        return bias, None
+    return bias, format_program(list(program.operand_dims),
+                                after_first_step(step_texts(program)))
 
 
 def kernel_matrix(w: np.ndarray, weights_fixed: bool, bias: Bias | None
