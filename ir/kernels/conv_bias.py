@@ -10,9 +10,14 @@ a residual add) then runs on that product, or nothing does when the add was all 
 
 The values change only by rounding: the BLAS adds b as one more term of each sum. With the
 bias as the last term, OpenBLAS (as numpy ships it) accumulates it last, so the bits are
-those of the unfused add unless the sum is long enough to be cut into blocks (some 400 terms
-of float32); a slab of a split instruction (`parallel_steps`) multiplies the same rows and
-columns of the same matrices, so it keeps the bits of the whole.
+those of the unfused add; a slab of a split instruction (`parallel_steps`) multiplies the
+same rows and columns of the same matrices, so it keeps the bits of the whole. Only sums of
+at most `MAX_TERMS` terms take a bias: OpenBLAS cuts a longer sum into blocks, and for most
+lengths its threaded driver cuts them at other places than its single-threaded one, so the
+unsplit product (the BLAS on its threads) and the slabs (the BLAS on one thread each)
+would round differently (on this machine's SkylakeX kernels, from 449 terms on, for every
+length but those of the form 32 n and 32 n - 1, the lengths convolutions' weights mostly
+have without the bias).
 """
 
 from __future__ import annotations
@@ -28,6 +33,12 @@ from nxcc.ir.attributes import AttrValue
 from nxcc.ir.fused_program import after_first_step, format_program, parse_program, step_texts
 from nxcc.ir.kernels.common import NATIVE_FLOATS
 from nxcc.ir.kernels.fused import operand_view
+
+#: terms of a sum, the bias's included, up to which it takes a bias: the smallest K
+#: block of OpenBLAS's float32 products on the x86-64 cores numpy's OpenBLAS picks a kernel
+#: for since Sandy Bridge (SGEMM_DEFAULT_Q: 256 there, 384 for Haswell, 448 for SkylakeX),
+#: within which every thread count sums a column in the same order
+MAX_TERMS = 256
 
 
 @dataclass(frozen=True)

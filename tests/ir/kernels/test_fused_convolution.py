@@ -37,6 +37,7 @@ CASES = [
     ((1, 16, 7, 6), (8, 16, 3, 3), (1, 1), ((1, 0), (2, 1)), 1, False),   # shifted products
     ((2, 3, 11, 11), (4, 3, 3, 3), (2, 2), ((0, 1), (1, 0)), 1, True),    # im2col, strided
     ((2, 8, 5, 5), (6, 8, 1, 1), (1, 1), ((0, 0), (0, 0)), 1, False),     # 1x1: the input
+    ((2, 4, 5, 5), (8, 4, 1, 1), (1, 1), ((0, 0), (0, 0)), 1, True),      # 1x1: a copy
     ((2, 4, 6, 6), (6, 2, 3, 3), (1, 1), ((1, 1), (1, 1)), 2, False),     # two groups
     ((1, 130, 5, 4), (140, 130, 3, 3), (1, 1), ((1, 1), (0, 0)), 1, True),  # im2col
 ]
@@ -155,3 +156,30 @@ def test_which_epilogues_start_with_a_bias(program: str, bias: tuple, rest) -> N
     want = np.broadcast_to(value.reshape(-1)[:4] if value.ndim == 1 else value.reshape(-1)[0],
                            (4,))
     np.testing.assert_array_equal(got.values, want)
+
+
+def test_a_1x1_convolution_multiplies_a_slab_of_rows_itself() -> None:
+    """The rows of a slab of an image lie one after another (channels further apart):
+    BLAS reads them as they are; columns do not."""
+    x = np.zeros((1, 4, 6, 5), np.float32)
+    w = np.zeros((8, 4, 1, 1), np.float32)
+    assert tiles.multiplies_the_input(x[:, :, 2:5], w, (1, 1), (0, 0), (0, 0))
+    assert not tiles.multiplies_the_input(x[..., 1:4], w, (1, 1), (0, 0), (0, 0))
+    assert not tiles.multiplies_the_input(x, w, (2, 2), (0, 0), (0, 0))
+    assert tiles.folds_by_copy(x, w) and not tiles.folds_by_copy(x, w[:7])
+
+
+def test_a_bias_goes_into_short_sums_only(monkeypatch) -> None:
+    """A bias makes each sum one term longer; a sum the BLAS would cut into blocks (over
+    `MAX_TERMS` terms) keeps its add in the epilogue: a split product then rounds as the
+    whole (`conv_bias`)."""
+    from nxcc.ir.kernels import conv_bias
+    from nxcc.ir.kernels.convolution import prepare_convolution
+
+    monkeypatch.setattr(conv_bias, "MAX_TERMS", 3 * 3 * 3 + 1)
+    attrs, args, shape = _arrays((1, 3, 9, 9), (5, 3, 3, 3), (1, 1), ((1, 1), (1, 1)), 1)
+    bias = conv_bias.Bias(args[2], True)
+    out = np.empty(shape, np.float32)
+    assert prepare_convolution(args[:2], out, attrs, [False, True], bias=bias) is not None
+    monkeypatch.setattr(conv_bias, "MAX_TERMS", 3 * 3 * 3)
+    assert prepare_convolution(args[:2], out, attrs, [False, True], bias=bias) is None
