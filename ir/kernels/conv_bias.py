@@ -35,9 +35,9 @@ from nxcc.ir.kernels.common import NATIVE_FLOATS
 from nxcc.ir.kernels.fused import operand_view
 
 #: terms of a sum, the bias's included, up to which it takes a bias: the smallest K
-#: block of OpenBLAS's float32 products on the x86-64 cores numpy's OpenBLAS picks a kernel
-#: for since Sandy Bridge (SGEMM_DEFAULT_Q: 256 there, 384 for Haswell, 448 for SkylakeX),
-#: within which every thread count sums a column in the same order
+#: block of OpenBLAS's float32 products (SGEMM_DEFAULT_Q) on Intel cores since Sandy
+#: Bridge (256; 384 on Haswell, 448 on SkylakeX) and AMD's since Zen (320), within which
+#: every thread count sums a column in the same order
 MAX_TERMS = 256
 
 
