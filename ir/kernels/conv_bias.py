@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from nxcc.ir import ops
-from nxcc.ir.attributes import AttrValue
+from nxcc.ir.attributes import AttrValue, attr_of
 from nxcc.ir.fused_program import after_first_step, format_program, parse_program, step_texts
 from nxcc.ir.kernels.common import NATIVE_FLOATS
 from nxcc.ir.kernels.fused import operand_view
@@ -53,10 +53,10 @@ class Bias:
 def fold_bias(extras: Sequence[np.ndarray], constant: Sequence[bool], out: np.ndarray,
               attrs: Mapping[str, AttrValue]) -> tuple[Bias, str | None] | None:
     """(the bias, the program left once it is in the product; None: nothing is left) when
-    the epilogue of `attrs` (a fused convolution's, its out (N, O, ...) canonical, `extras`
-    its operands a1, a2... with `constant` flags) starts with add(a0, aK), aK of the out's
-    float dtype and constant along every dimension but the features, and reads a0 nowhere
-    else; None otherwise."""
+    the epilogue of `attrs` (a fused convolution's, `extras` its operands a1, a2... with
+    `constant` flags) starts with add(a0, aK), aK of the out's float dtype and constant
+    along every dimension of the out but its features (`output_feature_dim`), and reads a0
+    nowhere else; None otherwise."""
     program = parse_program(str(attrs["program"]))
     first, *rest = program.steps
     operands = set(first.args)
@@ -66,15 +66,15 @@ def fold_bias(extras: Sequence[np.ndarray], constant: Sequence[bool], out: np.nd
     if k == 0 or any((True, 0) in s.args for s in rest):
         return None
     arg = extras[k - 1]
-    if arg.dtype != out.dtype or out.dtype not in NATIVE_FLOATS or out.ndim < 2:
+    if arg.dtype != out.dtype or out.dtype not in NATIVE_FLOATS:
         return None
+    feature = attr_of(attrs, "output_feature_dim", int)
     view = operand_view(arg, program.operand_dims[k], out.ndim)
     if any(n != 1 and st != 0 for d, (n, st) in enumerate(zip(view.shape, view.strides,
-                                                               strict=True)) if d != 1):
+                                                               strict=True)) if d != feature):
         return None
-    index: tuple[int | slice, ...] = (0, slice(None), *(0,) * (out.ndim - 2))
-    values = view[index]
-    bias = Bias(np.broadcast_to(values, (out.shape[1],)), bool(constant[k - 1]))
+    index = tuple(slice(None) if d == feature else 0 for d in range(out.ndim))
+    bias = Bias(np.broadcast_to(view[index], (out.shape[feature],)), bool(constant[k - 1]))
     if not rest:
         return bias, None
     return bias, format_program(list(program.operand_dims),
@@ -92,7 +92,7 @@ def kernel_matrix(w: np.ndarray, weights_fixed: bool, bias: Bias | None
     if bias is None and w.flags.c_contiguous:
         return w.reshape(o, k), None
     matrix = np.empty((o, k + (bias is not None)), w.dtype)
-    copies = [(matrix[:, :k].reshape(w.shape), w, weights_fixed)]
+    copies = [(matrix[:, :k], w.reshape(o, k), weights_fixed)]  # w's copy when strided
     if bias is not None:
         copies.append((matrix[:, k], bias.values, bias.fixed))
     for target, source, _ in copies:

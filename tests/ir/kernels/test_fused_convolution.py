@@ -146,7 +146,7 @@ def test_which_epilogues_start_with_a_bias(program: str, bias: tuple, rest) -> N
     out = np.empty((2, 4, 3, 3), np.float32)
     value = (np.broadcast_to(np.float32(0.5), bias) if bias == out.shape
              else np.arange(int(np.prod(bias)), dtype=np.float32).reshape(bias))
-    found = fold_bias([value], [True], out, {"program": program})
+    found = fold_bias([value], [True], out, {"program": program, "output_feature_dim": 1})
     if rest == "no":
         assert found is None
         return
@@ -183,3 +183,15 @@ def test_a_bias_goes_into_short_sums_only(monkeypatch) -> None:
     assert prepare_convolution(args[:2], out, attrs, [False, True], bias=bias) is not None
     monkeypatch.setattr(conv_bias, "MAX_TERMS", 3 * 3 * 3)
     assert prepare_convolution(args[:2], out, attrs, [False, True], bias=bias) is None
+
+
+def test_a_bias_runs_along_the_output_feature_dimension() -> None:
+    """Features last (N, H, W, O): a bias along dimension 3, not one along dimension 1."""
+    out = np.empty((2, 3, 3, 4), np.float32)
+    bias = np.arange(4, dtype=np.float32)
+    found = fold_bias([bias], [False], out, {"program": "a0[0,1,2,3] a1[3]; t0 = add(a0, a1)",
+                                             "output_feature_dim": 3})
+    assert found is not None and not found[0].fixed
+    np.testing.assert_array_equal(found[0].values, bias)
+    assert fold_bias([bias[:3]], [True], out, {"program": "a0[0,1,2,3] a1[1]; t0 = add(a0, a1)",
+                                               "output_feature_dim": 3}) is None
