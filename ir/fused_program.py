@@ -91,8 +91,25 @@ def _result_dtype(opdef: OpDef, qualifier: str, arg_dtypes: tuple[DType, ...]) -
     return result.dtype
 
 
+#: a program's steps as `format_program` writes them: (opcode, qualifier, arguments)
+StepText = tuple[str, str, list[tuple[bool, int]]]
+
+
+def after_first_step(steps: list[StepText]) -> list[StepText]:
+    """The steps after the first, reading the first step's result as operand a0 (a value
+    that already holds it: a product with the bias or scale folded in) and the later
+    steps' results renumbered; a0 itself must be read by the first step only."""
+    return [(op, q, [(True, 0) if (not is_op and i == 0) else (is_op, i - (not is_op))
+                     for is_op, i in args]) for op, q, args in steps[1:]]
+
+
+def step_texts(program: FusedProgram) -> list[StepText]:
+    """The steps of `program` as `format_program` takes them."""
+    return [(s.opcode, s.qualifier, list(s.args)) for s in program.steps]
+
+
 def format_program(operand_dims: list[tuple[int, ...]],
-                   steps: list[tuple[str, str, list[tuple[bool, int]]]]) -> str:
+                   steps: list[StepText]) -> str:
     """The text of a program (the inverse of `parse_program`)."""
     head = " ".join(f"a{k}[{','.join(map(str, d))}]" for k, d in enumerate(operand_dims))
     lines = [head]

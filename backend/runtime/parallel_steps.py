@@ -241,11 +241,13 @@ def _product_axes(lhs: np.ndarray, lfree: Sequence[int], rhs: np.ndarray,
 def _convolution_layout(opdef: OpDef, args: Sequence[np.ndarray],
                         attrs: Mapping[str, AttrValue]
                         ) -> tuple[list[tuple[int, ...]], list[int]] | None:
-    """A convolution is cut between its images (lhs batch); else, with a window larger
-    than one element, between rows of its output (its first spatial dimension: each slab
-    reads the input rows its windows reach, `_input_rows`); else between its output
-    features (kernel output features: with one group only). A fused one's epilogue
-    operands are cut as its program maps them."""
+    """A convolution is cut between its images (lhs batch); else between rows of its
+    output (its first spatial dimension: each slab reads the input rows its windows
+    reach, `_input_rows`), unless it is a grouped one of a 1x1 window; else between its
+    output features (kernel output features: with one group only). A slab of rows keeps
+    every output feature, so a choice made by the features' count
+    (`conv_tiles.folds_by_copy`) is the whole's. A fused one's epilogue operands are cut
+    as its program maps them."""
     a = attrs
     if attr_of(a, "batch_group_count", int) != 1:
         return None
@@ -256,9 +258,10 @@ def _convolution_layout(opdef: OpDef, args: Sequence[np.ndarray],
     axes = [batch]
     rows = _rows_axis(a)
     window = math.prod(args[1].shape[d] for d in attr_ints(a, "kernel_spatial_dims"))
-    if rows is not None and window > 1:
+    groups = attr_of(a, "feature_group_count", int)
+    if rows is not None and (window > 1 or groups == 1):
         axes.append(rows)
-    if attr_of(a, "feature_group_count", int) == 1:
+    if groups == 1:
         rhs[attr_of(a, "kernel_output_feature_dim", int)] = feature
         axes.append(feature)
     extras = ([tuple(d) for d in parse_program(str(a["program"])).operand_dims[1:]]

@@ -9,7 +9,8 @@ first Wo columns of each row are kept, by one of:
 
 - `ROWS`: copy the kh * kw matrices X_ij into one (C * kh * kw, Ho * Wp) column matrix (each
   copy a run of Ho * Wp contiguous elements, unlike im2col's runs of Wo) and take one
-  product with the (O, C * kh * kw) kernel matrix;
+  product with the (O, C * kh * kw) kernel matrix (a bias in the product: one more row of
+  ones and one more column of weights, `conv_bias`);
 - `SHIFTED`: no copy at all: out_wide = sum over (i, j) of W_ij (O, C) @ X_ij, one product
   per kernel offset (numpy hands BLAS the strided X_ij), accumulated in a second buffer.
 
@@ -36,6 +37,7 @@ from typing import Protocol
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from nxcc.ir.kernels.conv_bias import Bias, kernel_matrix
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
 ROWS = "rows"
@@ -64,58 +66,63 @@ TILE_BYTES = 4 << 20
 class Finish(Protocol):
     """How a tile's product reaches the out: ``finish(product, region)`` is a step writing
     out[region] (one image's rows: (n:n+1, :, y0:y1, :)) from `product`, a view shaped as
-    out[region]; an elementwise epilogue applied on the way (`fused.prepare_epilogue`)."""
+    out[region]; an elementwise epilogue applied on the way (`fused.prepare_epilogue`).
+    On the row route, ``wide=`` is the tile's whole product (1, O, rows, Wp), of which
+    `product` is the first Wo columns, which the step may overwrite."""
 
-    def __call__(self, product: np.ndarray, region: tuple[slice, ...]) -> Callable[[], object]:
+    def __call__(self, product: np.ndarray, region: tuple[slice, ...], *,
+                 wide: np.ndarray | None = None) -> Callable[[], object]:
         ...
 
 
 def prepare_conv_rows(x: np.ndarray, w: np.ndarray, low: Sequence[int], high: Sequence[int],
                       how: str, out: np.ndarray, weights_fixed: bool,
-                      pool: ScratchPool | None = None, finish: Finish | None = None
-                      ) -> Callable[[], None]:
+                      pool: ScratchPool | None = None, finish: Finish | None = None,
+                      bias: Bias | None = None) -> Callable[[], None]:
     """out (N, O, Ho, Wo) = the stride-1 convolution of x (N, C, H, W) padded by
-    `low`/`high` (>= 0) with w (O, C, kh, kw), all of one float dtype, as a callable on
-    these fixed arrays. The output rows are taken in tiles
+    `low`/`high` (>= 0) with w (O, C, kh, kw), all of one float dtype, plus `bias` (O,)
+    inside the product when given (ROWS only: the column matrix gains a row of ones,
+    `conv_bias`), as a callable on these fixed arrays. The output rows are taken in tiles
     whose column and product buffers fit in TILE_BYTES; those buffers and the padded image
     are scratch from `pool` (shared with the function's other steps), their views made on
-    the first call; the kernel matrices are made once (ROWS: w itself when C-contiguous;
-    copies, with `weights_fixed` false, are made again on every call, so they follow its
-    values). `finish`, when given, writes each
-    tile's rows of out from the tile's product (an epilogue read while the product is in
-    cache) instead of copying them."""
+    the first call; the kernel matrices are made once (ROWS: w itself when C-contiguous and
+    there is no bias; what of the copies may change, with `weights_fixed` false or a bias
+    not fixed, is copied again on every call, so they follow its values). `finish`, when
+    given, writes each tile's rows of out from the tile's product (an epilogue read while
+    the product is in cache) instead of copying them."""
     nb, c, h, wd = x.shape
     o, _, kh, kw = w.shape
-    geometry = _Geometry(c, h, wd, o, kh, kw, low, high, x.dtype.itemsize, how)
+    assert how == ROWS or bias is None, "a bias goes into the ROWS product only"
+    geometry = _Geometry(c, h, wd, o, kh, kw, low, high, x.dtype.itemsize, how,
+                         bias is not None)
     dt = x.dtype
     kernels: list[np.ndarray]
-    sources: list[tuple[np.ndarray, np.ndarray]]
-    if how == ROWS and w.flags.c_contiguous:  # w itself: no second copy of the weights
-        kernels = [w.reshape(o, c * kh * kw)]
-        sources = []
-    elif how == ROWS:
-        kernels = [np.empty((o, c * kh * kw), dt)]
-        sources = [(kernels[0].reshape(o, c, kh, kw), w)]
+    refresh: Callable[[], None] | None
+    if how == ROWS:
+        kernel, refresh = kernel_matrix(w, weights_fixed, bias)
+        kernels = [kernel]
     else:
         kernels = [np.empty((o, c), dt) for _ in range(kh * kw)]
         sources = [(k, w[:, :, i, j]) for k, (i, j) in
                    zip(kernels, np.ndindex(kh, kw), strict=True)]
+
+        def refresh() -> None:
+            for target, source_view in sources:
+                np.copyto(target, source_view)
+
+        refresh()
+        if weights_fixed:
+            refresh = None
     reservation = (pool or ScratchPool()).reserve(geometry.scratch(dt))
     image: list[_Image] = []
     views: list[_TileViews] = []
-
-    def refresh() -> None:
-        for target, source_view in sources:
-            np.copyto(target, source_view)
-
-    refresh()
 
     def run() -> None:
         if not views:
             arrays = reservation.arrays()
             image.append(_Image(geometry, arrays[0]))
             views.extend(geometry.views(arrays, out, kernels, finish))
-        if not weights_fixed:
+        if refresh is not None:
             refresh()
         for n in range(nb):
             image[0].load(x[n])
@@ -129,20 +136,28 @@ class _Geometry:
     """The padded image, the tiles of output rows and the buffers they need."""
 
     def __init__(self, c: int, h: int, wd: int, o: int, kh: int, kw: int,
-                 low: Sequence[int], high: Sequence[int], item: int, how: str) -> None:
+                 low: Sequence[int], high: Sequence[int], item: int, how: str,
+                 ones: bool = False) -> None:
         self.c, self.h, self.wd, self.o, self.kh, self.kw = c, h, wd, o, kh, kw
         self.low, self.item, self.how = list(low), item, how
+        self.ones = int(ones)  # a row of ones under the columns (ROWS with a bias)
         self.hp, self.wp = h + low[0] + high[0], wd + low[1] + high[1]
         self.ho, self.wo = self.hp - kh + 1, self.wp - kw + 1
-        per_row = (c * kh * kw + o if how == ROWS else 2 * o) * self.wp * item
+        per_row = (self.k + o if how == ROWS else 2 * o) * self.wp * item
         self.rows = max(1, min(self.ho, TILE_BYTES // per_row))
+
+    @property
+    def k(self) -> int:
+        """Rows of the ROWS column matrix: one per input channel and kernel offset, and
+        the row of ones."""
+        return self.c * self.kh * self.kw + self.ones
 
     def scratch(self, dtype: np.dtype) -> list[tuple[tuple[int, ...], np.dtype]]:
         """(shape, dtype) of: the flat padded image (plus kw - 1 spare elements: the last
         X_ij's end), the tile's columns (ROWS) or second product (SHIFTED), its product."""
         flat = (self.c * self.hp * self.wp + self.kw - 1,)
         span = self.rows * self.wp
-        second = (self.c * self.kh * self.kw * span,) if self.how == ROWS else (self.o * span,)
+        second = (self.k * span,) if self.how == ROWS else (self.o * span,)
         return [(flat, dtype), (second, dtype), ((self.o * span,), dtype)]
 
     def views(self, arrays: list[np.ndarray], out: np.ndarray, kernels: list[np.ndarray],
@@ -195,17 +210,19 @@ class _TileViews:
                               for n in range(out.shape[0])]
         else:
             self.finishers = [finish(crop[None], (slice(n, n + 1), slice(None),
-                                                  slice(y0, y0 + r), slice(None)))
+                                                  slice(y0, y0 + r), slice(None)),
+                                     wide=self.wide.reshape(1, g.o, r, wp))
                               for n in range(out.shape[0])]
         start = y0 * wp
         # the last element any X_ij of this tile reads is within flat (see the module doc)
         assert start + (c - 1) * hp * wp + (g.kh - 1) * wp + g.kw - 1 + span <= flat.size
         self.kernels = kernels
         if g.how == ROWS:
-            self.columns = second[:c * g.kh * g.kw * span].reshape(c, g.kh, g.kw, span)
+            self.matrix = second[:g.k * span].reshape(g.k, span)
+            self.columns = self.matrix[:c * g.kh * g.kw].reshape(c, g.kh, g.kw, span)
             self.source = as_strided(flat[start:], (c, g.kh, g.kw, span),
                                      (hp * wp * item, wp * item, item, item), writeable=False)
-            self.matrix = self.columns.reshape(c * g.kh * g.kw, span)
+            self.ones = self.matrix[g.k - 1] if g.ones else None
             self.compute_product = self._rows
         else:
             self.term = second[:g.o * span].reshape(g.o, span)
@@ -220,6 +237,8 @@ class _TileViews:
 
     def _rows(self) -> None:
         np.copyto(self.columns, self.source)
+        if self.ones is not None:  # the scratch is shared: rewritten on every call
+            self.ones.fill(1)
         np.matmul(self.kernels[0], self.matrix, out=self.wide)
 
     def _shifted(self) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from nxcc.ir.kernels.common import windows
+from nxcc.ir.kernels.conv_bias import Bias, kernel_matrix
 from nxcc.ir.kernels.conv_rows import Finish, borders
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 
@@ -27,14 +28,39 @@ from nxcc.ir.kernels.scratch_pool import ScratchPool
 TILE_BYTES = 1 << 20
 
 
+def multiplies_the_input(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
+                         low: Sequence[int], high: Sequence[int]) -> bool:
+    """The columns of every image can be the image x[n] itself (C, H * W): a 1x1 window at
+    stride 1 without padding, on images whose rows lie one after another (any distance
+    between channels: a slab of rows of a larger image, `parallel_steps`). No im2col
+    copy, so no room for the row of ones a bias in the product needs (`conv_bias`)."""
+    h, wd = x.shape[2:]
+    item = x.itemsize
+    rows_follow = (wd == 1 or x.strides[3] == item) and (h == 1 or x.strides[2] == wd * item)
+    return (w.shape[2] == w.shape[3] == 1 and not any(low) and not any(high)
+            and tuple(strides) == (1, 1) and rows_follow)
+
+
+def folds_by_copy(x: np.ndarray, w: np.ndarray) -> bool:
+    """A 1x1 convolution that could multiply its input itself (`multiplies_the_input`)
+    takes a bias into its product through a copy of its input and a row of ones when its
+    input has at most half as many channels as its output: copying C rows costs less than
+    the pass over O rows the bias add would make (SqueezeNet's 16 -> 64 channels at
+    55 x 55: 118 against 143 us, 1 thread, in cache; 512 -> 1000 at 13 x 13 lost)."""
+    return 2 * x.shape[1] <= w.shape[0]
+
+
 def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
                        low: Sequence[int], high: Sequence[int], dilation: Sequence[int],
                        out: np.ndarray, weights_fixed: bool, pool: ScratchPool | None,
-                       finish: Finish | None) -> Callable[[], None]:
+                       finish: Finish | None, bias: Bias | None = None) -> Callable[[], None]:
     """out (N, O, Ho, Wo) = the convolution of x (N, C, H, W) padded by `low`/`high` (>= 0)
-    with w (O, C, kh, kw) at `strides` and kernel `dilation`, all of one float dtype, as a
-    callable on these fixed arrays (the kernel matrix is w itself when C-contiguous, else
-    a copy made once; with `weights_fixed` false, copied from w on every call)."""
+    with w (O, C, kh, kw) at `strides` and kernel `dilation`, all of one float dtype, plus
+    `bias` (O,) inside the product when given (the image then copied into columns even
+    where it could be them itself, `multiplies_the_input`), as a callable on these fixed
+    arrays. The kernel matrix is w
+    itself when C-contiguous and there is no bias, else a copy made once; what of it may
+    change (`weights_fixed` false, a bias not fixed) is copied again on every call."""
     nb, c, h, wd = x.shape
     o, _, kh, kw = w.shape
     ho, wo = out.shape[2:]
@@ -42,25 +68,18 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
     dt = x.dtype
     item = dt.itemsize
     padded = any(low) or any(high)
-    direct = (kh == kw == 1 and not padded and tuple(strides) == (1, 1)
-              and x[0].flags.c_contiguous)  # the image itself as the columns
-    per_row = (o + (0 if direct else k)) * wo * item
+    direct = bias is None and multiplies_the_input(x, w, strides, low, high)
+    ones = int(bias is not None)  # the row of ones under the columns
+    per_row = (o + (0 if direct else k + ones)) * wo * item
     rows = max(1, min(ho, TILE_BYTES // per_row))
-    # the weights themselves when they lie as the kernel matrix (no second copy of a
-    # model's weights), else a copy made now (and on every call unless they are fixed)
-    in_place = w.flags.c_contiguous
-    kernel = w.reshape(o, k) if in_place else np.empty((o, k), dt)
+    kernel, refresh = kernel_matrix(w, weights_fixed, bias)
     hp, wp = h + low[0] + high[0], wd + low[1] + high[1]
     specs: list[tuple[tuple[int, ...], np.dtype]] = [((c, hp, wp), dt)] if padded else []
     if not direct:
-        specs.append(((k * rows * wo,), dt))
+        specs.append((((k + ones) * rows * wo,), dt))
     specs.append(((o * rows * wo,), dt))
     reservation = (pool or ScratchPool()).reserve(specs)
     steps: list[Callable[[], object]] = []
-
-    if not in_place:
-        np.copyto(kernel, w.reshape(o, k))
-    refresh = not (weights_fixed or in_place)  # a copy of weights that may change
 
     def build() -> None:
         arrays = reservation.arrays()
@@ -80,13 +99,13 @@ def prepare_conv_tiles(x: np.ndarray, w: np.ndarray, strides: Sequence[int],
             for y0 in range(0, ho, rows):
                 r = min(rows, ho - y0)
                 steps.extend(_tile(n, y0, r, cols, columns, product, kernel, out, finish,
-                                   direct, x))
+                                   direct, x, ones))
 
     def run() -> None:
         if not steps:
             build()
-        if refresh:
-            np.copyto(kernel, w.reshape(o, k))
+        if refresh is not None:
+            refresh()
         for step in steps:
             step()
 
@@ -101,9 +120,11 @@ def _zero_borders(image: np.ndarray, low: Sequence[int], h: int, wd: int
 
 def _tile(n: int, y0: int, r: int, cols: np.ndarray, columns: np.ndarray | None,
           product: np.ndarray, kernel: np.ndarray, out: np.ndarray, finish: Finish | None,
-          direct: bool, x: np.ndarray) -> list[Callable[[], object]]:
-    """The steps of output rows [y0, y0 + r) of image n."""
-    o, k = kernel.shape
+          direct: bool, x: np.ndarray, ones: int) -> list[Callable[[], object]]:
+    """The steps of output rows [y0, y0 + r) of image n (`ones`: 1 when the column matrix
+    ends with a row of ones, under the kernel matrix's bias column)."""
+    o, rows = kernel.shape
+    k = rows - ones
     wo = out.shape[3]
     span = r * wo
     if direct:
@@ -111,9 +132,11 @@ def _tile(n: int, y0: int, r: int, cols: np.ndarray, columns: np.ndarray | None,
         steps: list[Callable[[], object]] = []
     else:
         assert columns is not None
-        matrix = columns[:k * span].reshape(k, span)
-        target = matrix.reshape(cols.shape[:3] + (r, wo))
+        matrix = columns[:rows * span].reshape(rows, span)
+        target = matrix[:k].reshape(cols.shape[:3] + (r, wo))
         steps = [functools.partial(np.copyto, target, cols[:, :, :, y0:y0 + r])]
+        if ones:  # the scratch is shared: rewritten on every call
+            steps.append(functools.partial(matrix[k].fill, 1))
     region = (slice(n, n + 1), slice(None), slice(y0, y0 + r), slice(None))
     rows_out = out[n, :, y0:y0 + r]
     into = rows_out.reshape(o, span) if finish is None and _merges(rows_out) else None

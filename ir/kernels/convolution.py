@@ -29,10 +29,12 @@ import numpy as np
 
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels import conv_bias
 from nxcc.ir.kernels.base import KernelContext, kernel
 from nxcc.ir.kernels.common import NATIVE_FLOATS, pad_array, store, windows
-from nxcc.ir.kernels.conv_rows import MAX_WINDOW, Finish, method, prepare_conv_rows
-from nxcc.ir.kernels.conv_tiles import prepare_conv_tiles
+from nxcc.ir.kernels.conv_bias import Bias
+from nxcc.ir.kernels.conv_rows import MAX_WINDOW, ROWS, Finish, method, prepare_conv_rows
+from nxcc.ir.kernels.conv_tiles import folds_by_copy, multiplies_the_input, prepare_conv_tiles
 from nxcc.ir.kernels.linalg import accumulate_dtype
 from nxcc.ir.kernels.plan import Step, plan
 from nxcc.ir.kernels.scratch_pool import ScratchPool
@@ -155,29 +157,41 @@ def convolution(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
 
 def prepare_convolution(args: Sequence[np.ndarray], out: np.ndarray,
                         attrs: Mapping[str, AttrValue], constant: Sequence[bool],
-                        pool: ScratchPool | None = None, finish: Finish | None = None
-                        ) -> Callable[[], None] | None:
+                        pool: ScratchPool | None = None, finish: Finish | None = None,
+                        bias: Bias | None = None) -> Callable[[], None] | None:
     """The convolution on these fixed arrays as a callable, with its buffers and kernel
     matrices made once, when it is a 2-D float convolution of one group that needs no
     conversion: on the row route (`conv_rows.prepare_conv_rows`), else by im2col in tiles
     of output rows (`conv_tiles.prepare_conv_tiles`), each handed `finish`; None otherwise
-    (the kernel then runs per call)."""
+    (the kernel then runs per call). With `bias` (O,), the result is the convolution plus
+    the bias added inside the product (`conv_bias`); None also when the sums would be too
+    long for it (`conv_bias.MAX_TERMS`) or the route has no column matrix to take it
+    (SHIFTED, a 1x1 convolution multiplying its input itself unless a copy pays,
+    `conv_tiles.folds_by_copy`)."""
     lhs, rhs = args
     a: Mapping = attrs
     acc = accumulate_dtype(lhs.dtype, out.dtype)
     if not (lhs.dtype == rhs.dtype == out.dtype == acc and _canonical(a)):
         return None
     x, w = _canonical_operands(lhs, rhs, a)
+    if bias is not None and math.prod(w.shape[1:]) + 1 > conv_bias.MAX_TERMS:
+        return None
     low = [lo for lo, _ in a["padding"]]
     high = [hi for _, hi in a["padding"]]
     how = _rows_method(x, w, a, low, high, [d - 1 for d in a["lhs_dilation"]])
     if how is not None:
-        return prepare_conv_rows(x, w, low, high, how, out, constant[1], pool, finish)
+        if bias is not None and how != ROWS:
+            return None
+        return prepare_conv_rows(x, w, low, high, how, out, constant[1], pool, finish, bias)
     if (x.ndim == 4 and x.dtype in NATIVE_FLOATS and a["feature_group_count"] == 1
             and a["batch_group_count"] == 1 and all(d == 1 for d in a["lhs_dilation"])
             and min(*low, *high) >= 0 and x.size > 0 and out.size > 0):
-        return prepare_conv_tiles(x, w, a["window_strides"], low, high, a["rhs_dilation"],
-                                  out, constant[1], pool, finish)
+        strides = a["window_strides"]
+        if (bias is not None and multiplies_the_input(x, w, strides, low, high)
+                and not folds_by_copy(x, w)):
+            return None
+        return prepare_conv_tiles(x, w, strides, low, high, a["rhs_dilation"], out,
+                                  constant[1], pool, finish, bias)
     return None
 
 

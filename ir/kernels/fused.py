@@ -175,15 +175,28 @@ def prepare_fused(args: Sequence[np.ndarray], out: np.ndarray,
 def prepare_epilogue(first: np.ndarray, region: tuple[slice, ...], *,
                      args: Sequence[np.ndarray], out: np.ndarray,
                      attrs: Mapping[str, AttrValue], constant: Sequence[bool],
-                     buffers: dict | None = None) -> Callable[[], None]:
+                     buffers: dict | None = None, wide: np.ndarray | None = None
+                     ) -> Callable[[], None]:
     """A callable computing out[region] by the program of `attrs` with operand a0 read
     from `first` (shaped as out[region]: a product's tile) and a1, a2... from the parts of
     `args` that meet the region (`constant` as for `prepare_fused`, of `args`). `buffers`:
     the block-sized arrays it needs, shared with the other regions' callables of the same
-    dict (which must run one at a time: a convolution's tiles)."""
+    dict (which must run one at a time: a convolution's tiles).
+
+    `wide`, when given, is a C-contiguous array whose leading part along each dimension is
+    `first` (a row-route convolution's product with its wrap-around columns, `conv_rows`),
+    which the callable may overwrite: when no operand but a0 varies along a dimension where
+    the two differ, the program runs on `wide` in place, in long contiguous runs, and its
+    leading part is then copied to out[region] (a ufunc on `first`'s short rows pays for
+    every row: 108 against 51 us for ReLU on SqueezeNet's 64 x 55 x 55)."""
     program = parse_program(str(attrs["program"]))
     views = [first, *(_sub(operand_view(a, d, out.ndim), region)
                       for a, d in zip(args, program.operand_dims[1:], strict=True))]
+    if wide is not None and all(v.shape[d] == 1 for v in views[1:]
+                                for d in range(wide.ndim) if wide.shape[d] != first.shape[d]):
+        in_place = _prepare_views(program, [wide, *views[1:]], wide, [False, *constant],
+                                  buffers)
+        return in_order([in_place, functools.partial(np.copyto, out[region], first)])
     return _prepare_views(program, views, out[region], [False, *constant], buffers)
 
 

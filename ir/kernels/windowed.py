@@ -9,7 +9,8 @@ computation with a window of at most 64 elements takes one ufunc call per window
 (in the order of the offsets: a sum's rounding depends on it). Both accumulate in the out
 itself when it has the compute dtype.
 Planned once at load (`prepare_reduce_window`), a max or min pool pads nothing: each
-window offset folds into the outputs whose input under it lies inside the array; a sum
+window offset folds into the outputs whose input under it lies inside the array, a large
+one in blocks of channels whose intermediate stays in cache (`POOL_BLOCK_BYTES`); a sum
 pool without padding makes the kernel's ufunc calls on views made once.
 
 select_and_scatter (the max-pool gradient): for each window of the padded operand, the
@@ -110,7 +111,8 @@ def _fold_by_dimensions(ufunc: np.ufunc, x: np.ndarray, init: np.ndarray,
 def _dimension_fold(ufunc: np.ufunc, x: np.ndarray, window: Sequence[int],
                     strides: Sequence[int], dilations: Sequence[int],
                     acc: np.ndarray, low: Sequence[int] | None = None,
-                    init: np.ndarray | None = None) -> list[Callable[[], object]]:
+                    init: np.ndarray | None = None,
+                    buffers: dict | None = None) -> list[Callable[[], object]]:
     """The ufunc calls that fold each window of `x` into `acc` without init, one window
     dimension at a time: the strided slices of the size-1 window dimensions first (views),
     then along each other dimension d, part = ufunc over the window offsets k of part's
@@ -125,7 +127,11 @@ def _dimension_fold(ufunc: np.ufunc, x: np.ndarray, window: Sequence[int],
     offset k folds only into the outputs whose input under k lies inside x (one strided
     slice each), starting from the slices of the offsets under which every output's input
     lies inside x, or, when there is none, from `init` (read when the step runs): the
-    values of folding the padded array, padding elements being `init`."""
+    values of folding the padded array, padding elements being `init`.
+
+    `buffers`, when given, holds the intermediate arrays (one per folded dimension but the
+    last, made at the first call's shapes) for calls that run one after another: the
+    blocks of `prepare_reduce_window`, the later ones no larger along any dimension."""
     low = list(low) if low is not None else [0] * x.ndim
     part = x
     reduced = []
@@ -140,8 +146,14 @@ def _dimension_fold(ufunc: np.ufunc, x: np.ndarray, window: Sequence[int],
     steps: list[Callable[[], object]] = []
     for d in reduced:
         count = acc.shape[d]
-        target = acc if d == reduced[-1] else np.empty(
-            part.shape[:d] + (count,) + part.shape[d + 1:], part.dtype)
+        shape = part.shape[:d] + (count,) + part.shape[d + 1:]
+        if d == reduced[-1]:
+            target = acc
+        elif buffers is None:
+            target = np.empty(shape, part.dtype)
+        else:
+            whole = buffers.setdefault(d, np.empty(shape, part.dtype))
+            target = whole[tuple(slice(0, n) for n in shape)]
         spans = _inside(part.shape[d], count, window[d], strides[d], dilations[d], low[d])
         whole = [(first, n) for first, n, start in spans if start == 0 and n == count]
         partial = [(first, n, start) for first, n, start in spans
@@ -234,11 +246,46 @@ def prepare_reduce_window(args: Sequence[np.ndarray], out: np.ndarray,
             return None
         view = windows(x, a["window_dimensions"], a["window_strides"], a["window_dilations"])
         return in_order(_offset_steps(ufunc, view, init, out))
-    steps = _dimension_fold(ufunc, x, a["window_dimensions"], a["window_strides"],
-                            a["window_dilations"], out, low, init)
+    steps = []
+    buffers: dict = {}  # the blocks run one after another: one set of intermediates
+    for index in _pool_blocks(x, a["window_dimensions"], a["window_strides"], a["padding"]):
+        steps += _dimension_fold(ufunc, x[index], a["window_dimensions"],
+                                 a["window_strides"], a["window_dilations"], out[index], low,
+                                 init, buffers)
     if not (constant[1] and _is_identity(ufunc, init, out.dtype)):
         steps.append(bound_call(ufunc, init, out, out))
     return in_order(steps)
+
+
+#: input bytes of a block of a planned max or min pool (`_pool_blocks`): its intermediate
+#: stays in a core's L2 cache between the fold of one window dimension and the next. A
+#: 3x3 / 2 max pool on f32[1,64,111,111] after SqueezeNet's first convolution took 0.68
+#: ms in blocks of 16 channels, 0.84 ms whole and 0.90 ms in blocks of 4 (1 thread,
+#: within the model)
+POOL_BLOCK_BYTES = 1 << 20
+
+
+def _pool_blocks(x: np.ndarray, window: Sequence[int], strides: Sequence[int],
+                 padding: Sequence[Sequence[int]]) -> list[tuple[slice, ...]]:
+    """Index tuples cutting a pool's input (and its out alike) into blocks of about
+    POOL_BLOCK_BYTES along its last leading dimension that it does not pool (window 1,
+    stride 1, no padding: the channels of an (N, C, H, W) pool), one block per index of
+    the dimensions before that one; the whole array when there is no such dimension or
+    it already fits."""
+    lead = 0
+    while lead < x.ndim and window[lead] == 1 and strides[lead] == 1 and not any(
+            padding[lead]):
+        lead += 1
+    if lead == 0 or x.nbytes <= POOL_BLOCK_BYTES or lead == x.ndim:
+        return [tuple(slice(None) for _ in x.shape)]
+    d = lead - 1
+    unit = math.prod(x.shape[d + 1:]) * x.itemsize  # bytes of one index along d
+    parts = min(x.shape[d], -(-x.shape[d] * unit // POOL_BLOCK_BYTES))
+    size, larger = divmod(x.shape[d], parts)  # the larger blocks first (`_dimension_fold`)
+    edges = np.cumsum([0] + [size + 1] * larger + [size] * (parts - larger))
+    return [(*(slice(i, i + 1) for i in head), slice(int(lo), int(hi)))
+            for head in np.ndindex(*x.shape[:d])
+            for lo, hi in zip(edges[:-1], edges[1:], strict=True)]
 
 
 @plan(ops.reduce_window)

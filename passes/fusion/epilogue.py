@@ -29,7 +29,7 @@ import numpy as np
 from nxcc.ir import ops
 from nxcc.ir.attributes import Dense, attr_of
 from nxcc.ir.core import Function, Module, Op, Value
-from nxcc.ir.fused_program import format_program, parse_program
+from nxcc.ir.fused_program import StepText, after_first_step, format_program, parse_program
 from nxcc.ir.rewrite import constant_value, use_counts
 from nxcc.passes.dead_code_elimination import DeadCodeElimination
 from nxcc.passes.fusion.elementwise import Group, fused_op, fusible, scalar_computation
@@ -93,7 +93,7 @@ def _product_operand(epilogue: Op, uses: dict[int, int]) -> int | None:
     return None
 
 
-Steps = list[tuple[str, str, list[tuple[bool, int]]]]
+Steps = list[StepText]
 
 
 def _fused(conv: Op, epilogue: Op, k: int) -> list[Op]:
@@ -171,8 +171,7 @@ def _without_first_step(steps: Steps, dims: list[tuple[int, ...]], extras: list[
                         ) -> tuple[Steps, list[tuple[int, ...]], list[Value]]:
     """The program without its first step, whose result is now a0 (the scaled product),
     and without the operands no step reads any more."""
-    rest = [(op, q, [(True, 0) if (not is_op and i == 0) else (is_op, i - (not is_op))
-                     for is_op, i in args]) for op, q, args in steps[1:]]
+    rest = after_first_step(steps)
     used = sorted({i for _, _, args in rest for is_op, i in args if is_op} | {0})
     index = {old: new for new, old in enumerate(used)}
     rest = [(op, q, [(is_op, index[i] if is_op else i) for is_op, i in args])

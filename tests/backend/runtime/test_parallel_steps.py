@@ -288,7 +288,8 @@ module @m {{
     (2, 16, 64, 3, 1, 1, 1, None),     # between the images; the row route
     (1, 16, 64, 3, 1, 1, 1, None),     # between output rows; the row route
     (1, 64, 16, 3, 1, 1, 1, None),     # rows; shifted products
-    (1, 32, 64, 1, 1, 1, 1, None),     # between output features; 1x1 on the input itself
+    (1, 32, 64, 1, 1, 1, 1, None),     # between output rows; 1x1, its bias by a copy
+    (1, 64, 32, 1, 1, 1, 1, None),     # rows; 1x1 on the slab of the input itself
     (3, 3, 128, 3, 2, 1, 1, None),     # images; strided (im2col tiles)
     (1, 16, 64, 3, 2, 1, 1, None),     # rows; strided (im2col tiles)
     (1, 16, 64, 5, 1, 1, 2, (3, 0)),   # rows; dilated, padded above only

@@ -49,6 +49,26 @@ def test_same_values_as_the_kernel(opcode: str, init: float, dilation: int) -> N
     np.testing.assert_array_equal(out, run1("reduce_window", [x, init_value], full, module))
 
 
+@pytest.mark.parametrize("padding", [((0, 0),) * 4, ((0, 0), (0, 0), (1, 1), (1, 0))])
+def test_a_large_max_pool_is_folded_in_blocks_of_channels(padding, monkeypatch) -> None:
+    """Blocks of a few channels per image (the last one shorter), sharing their
+    intermediate: the kernel's values."""
+    from nxcc.ir.kernels import windowed
+
+    monkeypatch.setattr(windowed, "POOL_BLOCK_BYTES", 3 * 11 * 9 * 4)  # 3 channels' input
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 7, 11, 9)).astype(np.float32)
+    attrs = {**POOL, "padding": padding}
+    init = np.array(-np.inf, np.float32)
+    assert len(windowed._pool_blocks(x, attrs["window_dimensions"], attrs["window_strides"],
+                                     padding)) == 2 * 3
+    out = np.full((2, 7, 5 + sum(padding[2]) // 2, 4), np.nan, np.float32)
+    module, full, run = _plan("maximum", x, init, out, attrs, (False, True))
+    assert run is not None
+    run()
+    np.testing.assert_array_equal(out, run1("reduce_window", [x, init], full, module))
+
+
 def test_a_sum_pool_takes_the_kernels_order() -> None:
     """A 2x2 / 2 sum pool (an average pool's sum): init, then the offsets row by row, the
     kernel's rounding; the init is read on every run."""
