@@ -4,6 +4,7 @@ their arrays and gives the unfused results."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from nxcc.backend.program.lower import WeightTable, lower_module
 from nxcc.backend.runtime.executor import ProgramExecutor
@@ -54,7 +55,6 @@ module @m {
 def test_splat_weights_of_products_and_convolutions_are_made_dense_once() -> None:
     """A splat constant is a zero-stride view, which BLAS cannot read: the bound steps
     read an ordinary array made from it at load, and give the same numbers."""
-    from numpy.lib.stride_tricks import sliding_window_view
 
     from nxcc.ir.parser import parse_module
 
@@ -116,4 +116,18 @@ def test_a_fused_convolution_runs_bound_and_gives_the_unfused_values() -> None:
         (want,) = ex_plain.run([img, b])
         (got,) = ex_fused.run([img, b])
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(got, _conv_bias_relu_in_one_product(img, b))
         assert (got >= 0).all() and (got > 0).any()
+
+
+def _conv_bias_relu_in_one_product(img: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """SPLAT_CONV_RELU with its bias as one more term of the product, as the bound step
+    computes it: max([W | b] @ [im2col(img); 1], 0), one BLAS product per image."""
+    weights = np.concatenate([np.full((4, 27), 0.25, np.float32), b[:, None]], axis=1)
+    out = np.empty((2, 4, 6, 6), np.float32)
+    for n in range(2):
+        cols = sliding_window_view(img[n], (3, 3), axis=(1, 2))  # (3, 6, 6, 3, 3)
+        matrix = np.ones((28, 36), np.float32)
+        matrix[:27] = cols.transpose(0, 3, 4, 1, 2).reshape(27, 36)
+        out[n] = np.maximum(weights @ matrix, 0).reshape(4, 6, 6)
+    return out
