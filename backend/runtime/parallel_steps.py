@@ -17,7 +17,10 @@ unsplit (elementwise results, a row op's rows and a row's reduction do not depen
 a block starts; a product's slab is a BLAS call on a slab of its lhs rows or rhs columns,
 which OpenBLAS computes with the same bits as the whole: checked on a transformer's shapes
 and layouts, a classifier's row and convolutions' kernel rows), so the results are the
-same bits.
+same bits. One exception is OpenBLAS's own: a sum longer than its K block (448 terms with
+the SkylakeX kernels) is cut at other places by its threaded driver than by its one-thread
+driver, for most lengths other than 32 n and 32 n - 1, so such a product's bits follow
+the BLAS's thread count, split or not (a slab's are those of a one-thread machine).
 
 When every matrix product of a function is split (or small), the executor splits its
 other instructions too and runs it with the BLAS at one thread (`limit_process(1,
