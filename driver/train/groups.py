@@ -29,6 +29,7 @@ import numpy as np
 
 from nxcc.backend.runtime.async_comm import AsyncEndpoint
 from nxcc.backend.runtime.channel_comm import ChannelCommunicator, Channels
+from nxcc.backend.runtime.channels import MeetingPoint
 from nxcc.backend.runtime.collective_binding import Binder, Placement
 from nxcc.backend.runtime.profile import Profiler
 from nxcc.backend.runtime.topology import INSTANCES
@@ -55,6 +56,10 @@ class GroupChannels:
 
     def recv(self, src: int, dst: int, stream: int = 0) -> object:
         return self.channels.recv(self.members[src], self.members[dst], self.base + stream)
+
+    def meeting_point(self, members: Sequence[int], stream: int = 0) -> MeetingPoint | None:
+        return self.channels.meeting_point([self.members[m] for m in members],
+                                           self.base + stream)
 
     def abort(self) -> None:
         self.channels.abort()
