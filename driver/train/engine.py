@@ -165,8 +165,7 @@ class RankTrainer:
         # the flat gradient, reused by every step (its padding stays zero)
         self._grads = np.zeros(self.layout.size, s.precision.grad_dtype)
         self._bind_buffers()
-        mask = self.sync.count_mask(counted)
-        self.mask = None if bool(np.all(mask == 1)) else mask  # None: every element counts
+        self.mask = self.sync.count_mask(counted)  # None: every element counts
         self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]
         self.shared = [i for i, n in enumerate(names) if n in self.build.pipeline_shared]
         self.embed_group = self._embedding_group(rank) if self.shared else None
