@@ -174,6 +174,13 @@ def _fold_into(fn, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         np.copyto(out, _combine(fn, a, b), casting="unsafe")
 
 
+def _chunk(n: int, k: int, c: int) -> slice:
+    """Chunk c of `np.array_split` of n elements into k (the first n % k one longer)."""
+    size, longer = divmod(n, k)
+    start = c * size + min(c, longer)
+    return slice(start, start + size + (c < longer))
+
+
 def _fold_order(label: Sequence[int], p: int) -> list[int]:
     """The group members whose parts of ring position p's block are folded, in order."""
     k = len(label)
@@ -196,9 +203,8 @@ def _all_reduce_at_once(operands: Sequence[Sequence[np.ndarray]],
         else:
             whole = np.empty(x.shape, x.dtype)
         out = whole.reshape(-1)
-        ends = np.cumsum([len(c) for c in np.array_split(out, k)]).tolist()
         for c in range(k):  # chunk c is reduced at ring position c (`_all_reduce`)
-            block = slice(ends[c - 1] if c else 0, ends[c])
+            block = _chunk(out.size, k, c)
             first, *rest = _fold_order(label, c)
             if not rest:
                 out[block] = flat[first][block]
