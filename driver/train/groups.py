@@ -117,6 +117,21 @@ class Group:
         """The elementwise sum over the members (the same bits on each)."""
         return self._collective("all_reduce", x, reduction="sum")
 
+    def all_reduce_in_place(self, arrays: Sequence[np.ndarray]) -> None:
+        """Each of `arrays` replaced by its elementwise sum over the members, all in one
+        collective (the same bits as an `all_reduce` of each: the ring cuts every operand
+        on its own)."""
+        if self.size == 1 or not arrays:
+            return
+        call = {"replica_groups": (tuple(range(self.size)),), "reduction": "sum"}
+        if self.profiler is None:
+            self._sync.collective_into("all_reduce", arrays, call, arrays)
+            return
+        with self.profiler.span(f"{self.name} all_reduce", self.rank, self.track,
+                                {"bytes": sum(int(x.nbytes) for x in arrays),
+                                 "ranks": self.members}):
+            self._sync.collective_into("all_reduce", arrays, call, arrays)
+
     def reduce_scatter(self, x: np.ndarray) -> np.ndarray:
         """Block `index` (of `size` equal blocks of flat `x`) of the sum over the members."""
         return self._collective("reduce_scatter", x, reduction="sum", dimension=0)
