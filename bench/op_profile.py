@@ -17,8 +17,9 @@ import collections
 import statistics
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -88,7 +89,8 @@ def profile(neff: Path, onnx_model: Path, rounds: int, top: int) -> list[dict]:
     function = executor.functions[executor.entry]
     bound = function.bound(executor)
     labels = kinds(function)
-    per_kind, totals = time_kinds(bound, labels, rounds)
+    times = time_kinds(bound, labels, rounds)
+    per_kind, totals = times.wall, times.totals
     count = collections.Counter(labels)
     print(f"{neff}: {len(labels)} instructions, median total "
           f"{statistics.median(totals) * 1e3:.3f} ms over {rounds} rounds")
@@ -109,23 +111,39 @@ def as_executed(bound: Any) -> Iterator[None]:
         yield
 
 
-def time_kinds(bound: Any, labels: list[str], rounds: int
-               ) -> tuple[dict[str, list[float]], list[float]]:
+def time_kinds(bound: Any, labels: list[str], rounds: int,
+               start_round: Callable[[], object] | None = None) -> KindTimes:
     """The bound function's steps run one by one `rounds` times (`as_executed`): for each
-    label, its seconds in each round; and each round's total."""
-    per_kind: dict[str, list[float]] = collections.defaultdict(list)
-    totals = []
+    label, its seconds in each round (wall, and the calling thread's CPU time), and each
+    round's total. `start_round` is called before each round (ranks timed side by side
+    meet there)."""
+    times = KindTimes(collections.defaultdict(list), collections.defaultdict(list), [])
     with as_executed(bound):
         for _ in range(rounds):
+            if start_round is not None:
+                start_round()
             spent: dict[str, float] = collections.defaultdict(float)
+            used: dict[str, float] = collections.defaultdict(float)
             for step, label in zip(bound.steps, labels, strict=True):
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.thread_time()
                 step()
                 spent[label] += time.perf_counter() - start
-            totals.append(sum(spent.values()))
+                used[label] += time.thread_time() - cpu
+            times.totals.append(sum(spent.values()))
             for label, seconds in spent.items():
-                per_kind[label].append(seconds)
-    return per_kind, totals
+                times.wall[label].append(seconds)
+                times.cpu[label].append(used[label])
+    return times
+
+
+@dataclass(frozen=True)
+class KindTimes:
+    """`time_kinds`' figures: per label the seconds of each round, wall and CPU time of the
+    thread that ran the steps; each round's total wall seconds."""
+
+    wall: dict[str, list[float]]
+    cpu: dict[str, list[float]]
+    totals: list[float]
 
 
 if __name__ == "__main__":

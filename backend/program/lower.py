@@ -12,7 +12,7 @@ A slot is where a value lives at run time: ``{"kind": "param", "index": i}``,
 ``{"kind": "buffer", "offset": o}`` in the function's arena, ``{"kind": "weight",
 "name": "w3"}`` (a weight file), or ``{"kind": "splat", "value": v}``; each with "dtype"
 (IR name) and "shape". Constant ops become weight or splat slots and no instruction, and so
-does a reshape or slice the memory plan makes a view: a buffer slot at its place in its
+does a reshape, slice or tp_copy the memory plan makes a view: a buffer slot at its place in its
 operand's buffer, with ``"view_of": slot`` (written when that slot is) and, unless it is
 C-contiguous, ``"strides": [bytes...]``. A concatenation planned in place is no instruction
 either: its operands' slots are its slices (with their strides), written by the ops making
@@ -97,7 +97,7 @@ def lower_function(module: Module, fn: Function, weights: WeightTable) -> dict:
                 entry = {"kind": "weight", "name": weights.store(d)}
             add_slot(id(op.result), typed(entry, d.type))
             continue
-        if id(op.results[0]) in plan.views:  # a reshape or slice viewing its operand's buffer
+        if id(op.results[0]) in plan.views:  # a view of its operand's buffer (VIEW_OPS)
             view = _buffer(plan, id(op.result), view_of=slot_of[id(op.operands[0])])
             add_slot(id(op.result), typed(view, op.result.type))
             continue

@@ -9,7 +9,9 @@ operand's buffer, and byte strides there when it is not C-contiguous (`strides`)
 instruction (`views`); the shared buffer lives until the last use of any of its views. A
 reshape is a view when numpy could read its operand's layout reshaped in place (always, of
 a C-contiguous operand); a slice always is (positive strides): GPT-2's query, key and value
-slices of the fused projection are then read where the projection wrote them.
+slices of the fused projection are then read where the projection wrote them. A `tp_copy`
+(the identity that marks where a tensor-parallel region begins) is a view of its whole
+operand: no copy.
 """
 
 from __future__ import annotations
@@ -136,16 +138,21 @@ def _copies(fn: Function, concat: ConcatPlan, offsets: dict[int, int]
     return found
 
 
+#: ops whose result may be a view of their (first) operand's buffer
+VIEW_OPS = (ops.reshape, ops.slice, ops.tp_copy)
+
+
 def _views(fn: Function, planned: set[int], root: dict[int, int],
            layout: dict[int, Layout]) -> frozenset[int]:
-    """The reshape and slice results that view their planned operand's buffer, added to
-    `root` (id of the value owning that buffer) and `layout` (the view's place in it)."""
+    """The results of `VIEW_OPS` that view their planned operand's buffer, added to `root`
+    (id of the value owning that buffer) and `layout` (the view's place in it)."""
     views = set()
     for op in fn.body:
-        if op.opdef not in (ops.reshape, ops.slice) or not op.results:
+        if op.opdef not in VIEW_OPS or not op.results:
             continue
         source, result = op.operands[0], op.result
-        if id(source) not in planned or id(result) not in planned or result.type.size == 0:
+        if (id(source) not in planned or id(result) not in planned or result.type.size == 0
+                or id(result) in root):  # a concatenation's part, written in its slice
             continue
         found = _view_layout(op, layout.get(id(source)))
         if found is not None:
@@ -156,13 +163,15 @@ def _views(fn: Function, planned: set[int], root: dict[int, int],
 
 
 def _view_layout(op: Op, source: Layout | None) -> Layout | None:
-    """The layout of `op`'s result (a reshape or slice) in its root buffer, given its
+    """The layout of `op`'s result (one of `VIEW_OPS`) in its root buffer, given its
     operand's (None: the operand owns a C-contiguous buffer), or None if it is not a view."""
     x = op.operands[0]
     if x.type.size == 0:
         return None
     if source is None:
         source = (0, contiguous_strides(x.type.shape, x.type.dtype.itemsize))
+    if op.opdef is ops.tp_copy:
+        return source
     if op.opdef is ops.reshape:
         return reshaped(source, x.type.shape, op.result.type.shape)
     steps = attr_ints(op.attrs, "strides") if op.attrs.get("strides") else (1,) * x.type.rank

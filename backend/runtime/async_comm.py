@@ -10,9 +10,17 @@ transport). Every collective and transfer of the rank runs on that thread, in pr
   naming it; the compute thread goes on with what follows;
 - `<kind>_done` waits for the collective its context names and gives its results;
 - any other collective or transfer is synchronous: it runs on the calling thread when no
-  started collective is outstanding (every earlier job is then finished, so the order is
-  kept), else it is queued behind them and waited for. The executor runs a start directly
-  followed by its done as one such synchronous collective (nothing to overlap).
+  started collective is outstanding on the thread (every earlier job is then finished, so
+  the order is kept), else it is queued behind them and waited for. The executor runs a
+  start directly followed by its done as one such synchronous collective (nothing to
+  overlap).
+
+An inner endpoint may start a collective itself (`post(opcode, args, attrs)`, returning a
+callable that gives the results, or None): ranks that are threads of this process meet
+their group there (`local_collectives`), so a start posts its operands at once and its done
+computes the results on the calling thread, with no job for the communication thread. With
+`collective_into` the results go straight into the caller's arrays where the inner
+endpoint can write them there (`copy_results` otherwise).
 
 A failure on the communication thread surfaces at the op that waits for it.
 """
@@ -59,7 +67,7 @@ class AsyncEndpoint:
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
-        self._started: dict[int, Future] = {}
+        self._started: dict[int, Future | _Posted] = {}
         self._next = 0
 
     def _timed(self, name: str, work: Callable[[], list[np.ndarray]]
@@ -93,33 +101,90 @@ class AsyncEndpoint:
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
+        return self._collective(opcode, args, attrs, None)
+
+    def collective_into(self, opcode: str, args: Sequence[np.ndarray],
+                        attrs: Mapping[str, AttrValue], outs: Sequence[np.ndarray]) -> None:
+        """`collective`, its results written into `outs`."""
+        self._collective(opcode, args, attrs, outs)
+
+    def _collective(self, opcode: str, args: Sequence[np.ndarray],
+                    attrs: Mapping[str, AttrValue], outs: Sequence[np.ndarray] | None
+                    ) -> list[np.ndarray]:
         inner = self.inner
         opdef = get_opdef(opcode)
         start_of = STARTS.get(opdef)
         if start_of is not None:
             kind = start_of.name
-            copies = [np.array(a, copy=True) for a in args]
-            future = self._submit(self._timed(
-                kind, lambda: inner.collective(kind, copies, attrs)))
+            post = getattr(inner, "post", None)
+            finish = post(kind, args, attrs) if post is not None else None
+            started: Future | _Posted
+            if finish is not None:
+                started = _Posted(self, kind, finish)
+            else:
+                copies = [np.array(a, copy=True) for a in args]
+                started = self._submit(self._timed(
+                    kind, lambda: inner.collective(kind, copies, attrs)))
             with self._lock:
                 handle, self._next = self._next, (self._next + 1) % (1 << 32)
-                self._started[handle] = future
-            return [np.array(handle, np.uint32)]
+                self._started[handle] = started
+            return _given(opcode, outs, [np.array(handle, np.uint32)])
         if opdef in DONES:
             with self._lock:
-                future = self._started.pop(int(args[0]))
-            return future.result()
-        with self._lock:
-            idle = not self._started
+                pending = self._started.pop(int(args[0]))
+            if isinstance(pending, _Posted):
+                return pending.result(outs)
+            return _given(opcode, outs, pending.result())
+        with self._lock:  # jobs of the thread started before it
+            idle = not any(isinstance(s, Future) for s in self._started.values())
+        into = getattr(inner, "collective_into", None)
+
+        def work() -> list[np.ndarray]:
+            if outs is not None and into is not None:
+                into(opcode, args, attrs, outs)
+                return list(outs)
+            return _given(opcode, outs, inner.collective(opcode, args, attrs))
+
         if idle:  # nothing queued before it: run it here, without two thread switches
-            return self._timed(opcode, lambda: inner.collective(opcode, args, attrs))()
-        return self._submit(self._timed(
-            opcode, lambda: inner.collective(opcode, args, attrs))).result()
+            return self._timed(opcode, work)()
+        return self._submit(self._timed(opcode, work)).result()
 
     def reset(self) -> None:
         """Forget the starts of an execution that failed before their dones."""
         with self._lock:
             self._started.clear()
+
+
+class _Posted:
+    """A collective the inner endpoint started itself: `result(outs)` finishes it on the
+    calling thread (once), recorded as a communication event when profiling."""
+
+    def __init__(self, endpoint: AsyncEndpoint, kind: str,
+                 finish: Callable[[Sequence[np.ndarray] | None], list[np.ndarray]]) -> None:
+        self.endpoint, self.kind, self.finish = endpoint, kind, finish
+
+    def result(self, outs: Sequence[np.ndarray] | None) -> list[np.ndarray]:
+        return self.endpoint._timed(self.kind, lambda: self.finish(outs))()
+
+
+def copy_results(opcode: str, outs: Sequence[np.ndarray], results: Sequence[np.ndarray]
+                 ) -> None:
+    """Write a collective's `results` into `outs` (ValueError when they do not pair up)."""
+    if len(results) != len(outs):
+        raise ValueError(f"{opcode}: the communicator returned {len(results)} results "
+                         f"for {len(outs)} outs")
+    for out, r in zip(outs, results, strict=True):
+        if r is not out:
+            np.copyto(out, r)
+
+
+def _given(opcode: str, outs: Sequence[np.ndarray] | None, results: list[np.ndarray]
+           ) -> list[np.ndarray]:
+    """`results`, copied into `outs` when given."""
+    if outs is None:
+        return results
+    copy_results(opcode, outs, results)
+    return list(outs)
 
 
 def _serve(jobs: queue.SimpleQueue) -> None:

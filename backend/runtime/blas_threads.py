@@ -19,9 +19,10 @@ threads a core's other work may use, `parallel_steps`).
 The functions are found in the libraries already loaded (read from /proc/self/maps, opened
 with ctypes). Where they cannot be found (another BLAS, no /proc), or where
 OPENBLAS_NUM_THREADS is set in the environment, nothing is changed; except by
-`limit_process(n, even_when_set=True)`, for an execution that runs that many threads
-itself, each making single-threaded BLAS calls (`parallel_steps`): the user's count of
-threads is kept, only who runs them changes.
+`limit_process(n, even_when_set=True)`, for an execution that runs several threads itself
+that make BLAS calls side by side (`parallel_steps`: one BLAS thread each; a training job's
+ranks, threads of one process: the count shared among them): the user's count of threads
+is kept, only who runs them changes.
 """
 
 from __future__ import annotations

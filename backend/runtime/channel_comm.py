@@ -17,6 +17,12 @@ instance or processes on several instances:
 
 Operands are copied before they are sent, so a rank may reuse its buffers as soon as it leaves
 a collective.
+
+When every member of a rank's group is a thread of this process (the channels give the group
+a meeting point), a ring or shared-memory collective other than a permute moves no message:
+it is met at once (`local_collectives`), with the same bits. `collective_into` writes the
+results into the caller's arrays, and `post` starts a collective whose results a `Finish`
+computes later (at its done, on the caller's thread: no communication thread is involved).
 """
 
 from __future__ import annotations
@@ -26,16 +32,20 @@ from typing import Protocol
 
 import numpy as np
 
-from nxcc.backend.runtime.async_comm import AsyncEndpoint
+from nxcc.backend.runtime.async_comm import AsyncEndpoint, copy_results
+from nxcc.backend.runtime.channels import MeetingPoint
 from nxcc.backend.runtime.collective_binding import (
     HIERARCHICAL,
     RING,
+    SHARED_MEMORY,
     Binder,
     CollectiveBinding,
 )
 from nxcc.backend.runtime.executor import ExecutionError
+from nxcc.backend.runtime.local_collectives import Finish, LocalSide
 from nxcc.backend.runtime.p2p import is_point_to_point, point_to_point
 from nxcc.backend.runtime.ring_algorithms import (
+    AT_ONCE,
     all_gather_steps,
     reduce_scatter_steps,
     run_ring,
@@ -54,6 +64,8 @@ class Channels(Protocol):
     def abort(self) -> None: ...
     def reset(self) -> None: ...
     def finish(self) -> None: ...
+    def meeting_point(self, members: Sequence[int], stream: int = 0
+                      ) -> MeetingPoint | None: ...
 
 
 class ChannelCommunicator:
@@ -78,16 +90,16 @@ class ChannelEndpoint:
     def __init__(self, comm: ChannelCommunicator, rank: int) -> None:
         self.comm = comm
         self.rank = rank
+        self.local = LocalSide(rank, comm.n)
 
     def collective(self, opcode: str, args: Sequence[np.ndarray],
                    attrs: Mapping[str, AttrValue]) -> list[np.ndarray]:
         if is_point_to_point(opcode):
             return point_to_point(self.comm.channels, self.rank, opcode, args, attrs)
-        try:
-            binding = self.comm.binder.binding(opcode, attrs,
-                                               sum(int(a.nbytes) for a in args))
-        except ValueError as exc:
-            raise ExecutionError(f"{opcode}: {exc}") from None
+        binding = self._binding(opcode, args, attrs)
+        point = self._meeting_point(opcode, attrs, binding)
+        if point is not None:
+            return self.local.run(point, opcode, args, attrs, binding)
         mine = [np.array(a, copy=True) for a in args]
         if binding.algorithm == RING:
             return self._ring(opcode, mine, attrs, binding)
@@ -96,6 +108,51 @@ class ChannelEndpoint:
         if OP_DEFS.get(opcode) is ops.collective_permute:
             return self._permute(mine, attrs)
         return self._gathered(opcode, mine, attrs)
+
+    def collective_into(self, opcode: str, args: Sequence[np.ndarray],
+                        attrs: Mapping[str, AttrValue], outs: Sequence[np.ndarray]) -> None:
+        """`collective`, its results written into `outs` (at a meeting point, straight
+        there where the algorithm can)."""
+        if not is_point_to_point(opcode):
+            binding = self._binding(opcode, args, attrs)
+            point = self._meeting_point(opcode, attrs, binding)
+            if point is not None:
+                self.local.run(point, opcode, args, attrs, binding, outs)
+                return
+        copy_results(opcode, outs, self.collective(opcode, args, attrs))
+
+    def post(self, opcode: str, args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue]
+             ) -> Finish | None:
+        """The collective `opcode` started, when its group meets in this process: copies
+        of `args` posted now, the returned `Finish` computes the results. None, starting
+        nothing, when it is not run that way (call `collective` then)."""
+        if is_point_to_point(opcode):
+            return None
+        binding = self._binding(opcode, args, attrs)
+        point = self._meeting_point(opcode, attrs, binding)
+        if point is None:
+            return None
+        return self.local.start(point, opcode, args, attrs, binding)
+
+    def _binding(self, opcode: str, args: Sequence[np.ndarray],
+                 attrs: Mapping[str, AttrValue]) -> CollectiveBinding:
+        try:
+            return self.comm.binder.binding(opcode, attrs, sum(int(a.nbytes) for a in args))
+        except ValueError as exc:
+            raise ExecutionError(f"{opcode}: {exc}") from None
+
+    def _meeting_point(self, opcode: str, attrs: Mapping[str, AttrValue],
+                       binding: CollectiveBinding) -> MeetingPoint | None:
+        """The meeting point of this rank's group for the collective, when its members are
+        all threads of this process and the collective is computed at once there."""
+        if binding.algorithm not in (RING, SHARED_MEMORY) or AT_ONCE.get(opcode) is None:
+            return None
+        if not any(self.rank in r.ranks for r in binding.routes):
+            return None  # in no group (the ring leaves it alone)
+        meeting_point = getattr(self.comm.channels, "meeting_point", None)
+        if meeting_point is None:
+            return None
+        return meeting_point(members(attrs, self.rank, self.comm.n))
 
     def _ring(self, opcode: str, args: list[np.ndarray], attrs: Mapping[str, AttrValue],
               binding: CollectiveBinding) -> list[np.ndarray]:

@@ -9,6 +9,9 @@ hangs), so a job never hangs on a lost peer. `abort()` makes every waiting and l
 of this process fail at once (a local rank failed; see `multicore.run_cores`).
 
 - `LocalChannels`: every rank in this process (threads); a queue per (stream, src, dst).
+  `meeting_point(members, stream)` is where a group of its ranks meet for their collectives
+  (`MeetingPoint`): each member posts its operands and reads the others' where they lie,
+  instead of passing blocks round a ring of queues.
 - `MpiChannels`: ranks spread over the processes of an MPI job in blocks (process p holds
   ranks p*L .. p*L+L-1). Pairs within this process use queues; other pairs MPI's
   non-blocking send and a matched probe-and-receive of pickled messages (mpi4py), tagged by
@@ -49,6 +52,7 @@ class LocalChannels:
         self.timeout = timeout
         self.also_aborted = also_aborted
         self._queues: dict[tuple[int, int, int], queue.SimpleQueue] = {}
+        self._meetings: dict[tuple[int, tuple[int, ...]], MeetingPoint] = {}
         self._lock = threading.Lock()
         self._aborted = threading.Event()
 
@@ -76,17 +80,104 @@ class LocalChannels:
                     raise RankLost(f"rank {src} was lost: rank {dst} received nothing from "
                                    f"it in {self.timeout:g} s") from None
 
+    def meeting_point(self, members: Sequence[int], stream: int = 0) -> MeetingPoint | None:
+        """The meeting point of the group `members` (ranks of this process) on `stream`,
+        the same object for every member; None when a member runs elsewhere."""
+        key = (stream, tuple(members))
+        with self._lock:
+            point = self._meetings.get(key)
+            if point is None:
+                point = self._meetings[key] = MeetingPoint(
+                    key[1], self.timeout, lambda: self._aborted.is_set() or self.also_aborted())
+            return point
+
     def abort(self) -> None:
         self._aborted.set()
 
     def reset(self) -> None:
-        """Ready for a new execution: no abort, no stale message."""
+        """Ready for a new execution: no abort, no stale message, no half-met collective."""
         self._aborted.clear()
         with self._lock:
             self._queues.clear()
+            self._meetings.clear()
 
     def finish(self) -> None:
         """Called when a local rank completed its program (nothing to release here)."""
+
+
+class MeetingPoint:
+    """Where the `size` members of one group, threads of this process, meet for their
+    collectives; a member is named by its position in the group (0..size-1), the ranks it
+    stands for are `ranks`. Member m's n-th `post` meets the others' n-th. A member posts its
+    operands (arrays it leaves unchanged until every member has left the call), `collect`
+    waits for every member's and gives them all, by position, and `leave` says it has read
+    them (waiting, if asked, until every member has); the call is forgotten once all have
+    left (`over`). A wait ends in `ChannelsAborted` when the job is aborted and in
+    `RankLost`, naming the ranks it waited for, after `timeout` seconds."""
+
+    def __init__(self, ranks: Sequence[int], timeout: float,
+                 aborted: Callable[[], bool]) -> None:
+        self.ranks = tuple(ranks)
+        self.size = len(self.ranks)
+        self.timeout = timeout
+        self.aborted = aborted
+        self._cond = threading.Condition()
+        self._posts = [0] * self.size
+        self._calls: dict[int, tuple[dict[int, object], set[int]]] = {}
+        """Call -> (each member's operands, the members that left it)."""
+
+    def post(self, member: int, operands: object) -> int:
+        """Post `member`'s operands of its next call; the call's number."""
+        with self._cond:
+            n = self._posts[member]
+            self._posts[member] = n + 1
+            posted, _ = self._calls.setdefault(n, ({}, set()))
+            posted[member] = operands
+            if len(posted) == self.size:
+                self._cond.notify_all()
+            return n
+
+    def collect(self, member: int, n: int) -> dict[int, object]:
+        """Every member's operands of call `n`, once all have posted them."""
+        posted, _ = self._calls[n]
+        self._wait(member, lambda: len(posted) == self.size,
+                   lambda: [m for m in range(self.size) if m not in posted], "post")
+        return posted
+
+    def leave(self, member: int, n: int, wait: bool = False) -> None:
+        """`member` has read call `n`'s operands; with `wait`, return once every member
+        has (its own operands are then free)."""
+        with self._cond:
+            _, left = self._calls[n]
+            left.add(member)
+            if len(left) == self.size:
+                del self._calls[n]
+                self._cond.notify_all()
+        if wait:
+            self._wait(member, lambda: n not in self._calls,
+                       lambda: [m for m in range(self.size) if m not in left], "finish")
+
+    def over(self, n: int) -> bool:
+        """Whether every member has left call `n` (a posted one)."""
+        with self._cond:
+            return n not in self._calls
+
+    def _wait(self, member: int, done: Callable[[], bool],
+              missing: Callable[[], list[int]], what: str) -> None:
+        deadline = time.monotonic() + self.timeout
+        with self._cond:
+            while not done():
+                if self.aborted():
+                    raise ChannelsAborted(f"rank {self.ranks[member]}: the job was aborted "
+                                          f"while it waited for its group's collective")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    late = [str(self.ranks[m]) for m in missing()]
+                    who = (f"rank {late[0]} was" if len(late) == 1 else
+                           f"ranks {', '.join(late)} were")
+                    raise RankLost(f"{who} lost: rank {self.ranks[member]} waited "
+                                   f"{self.timeout:g} s for them to {what} a collective")
+                self._cond.wait(min(0.05, left))
 
 
 class MpiChannels(LocalChannels):
@@ -104,6 +195,11 @@ class MpiChannels(LocalChannels):
         self.per_process = len(local_ranks)
         self._mpi_lock = threading.Lock()
         self._pending: list[Any] = []
+
+    def meeting_point(self, members: Sequence[int], stream: int = 0) -> MeetingPoint | None:
+        if not self.local.issuperset(members):
+            return None
+        return super().meeting_point(members, stream)
 
     def process_of(self, rank: int) -> int:
         return rank // self.per_process

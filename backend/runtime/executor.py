@@ -31,7 +31,7 @@ import numpy as np
 from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
 from nxcc.backend.program.view_layout import view_sources
 from nxcc.backend.runtime import float_errors
-from nxcc.backend.runtime.async_comm import DONES, STARTS
+from nxcc.backend.runtime.async_comm import DONES, STARTS, copy_results
 from nxcc.backend.runtime.blas_threads import blas_thread_count, limit_process
 from nxcc.backend.runtime.bound_steps import bind_step
 from nxcc.backend.runtime.parallel_steps import blas_instructions, blas_work_split, is_split
@@ -330,6 +330,16 @@ class ProgramExecutor:
             raise ExecutionError(f"{opcode}: this program runs on one core, with no communicator")
         return self.communicator.collective(opcode, args, attrs)
 
+    def collective_into(self, opcode: str, args: Sequence[np.ndarray],
+                        attrs: Mapping[str, AttrValue], outs: Sequence[np.ndarray]) -> None:
+        """`collective` with its results written into `outs`: by the communicator itself
+        when it offers `collective_into` (no fresh result arrays), else copied there."""
+        into = getattr(self.communicator, "collective_into", None)
+        if into is not None:
+            into(opcode, args, attrs, outs)
+        else:
+            copy_results(opcode, outs, self.collective(opcode, args, attrs))
+
 
 def _join_adjacent_collectives(instructions: list, arrays: dict[int, np.ndarray],
                                steps: list, ctx: KernelContext) -> None:
@@ -355,8 +365,11 @@ def _nothing() -> None:
 
 def _collective_into(ctx: KernelContext, kind: str, args: list[np.ndarray],
                      attrs: Mapping[str, AttrValue], outs: list[np.ndarray]) -> None:
-    for out, r in zip(outs, ctx.collective(kind, args, attrs), strict=True):
-        np.copyto(out, r)
+    into = getattr(ctx, "collective_into", None)
+    if into is not None:
+        into(kind, args, attrs, outs)
+    else:
+        copy_results(kind, outs, ctx.collective(kind, args, attrs))
 
 
 def _failure(fn: _Function, index: int, exc: Exception) -> ExecutionError:

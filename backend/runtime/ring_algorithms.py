@@ -134,3 +134,127 @@ def _all_to_all(args: Sequence[np.ndarray], attrs: Mapping[str, AttrValue],
     got = all_to_all_steps(parts, label, p, exchange)
     return [np.concatenate([got[q] for q in range(len(label))],
                            axis=attr_of(attrs, "concat_dimension", int))]
+
+
+# The same results computed at once, from every member's operands (ranks that are threads of
+# one process read each other's operands where they lie: `channel_comm`'s meeting points).
+
+#: algorithm(operands, attrs, label, p, outs): rank `p`'s results given `operands[q]`, the
+#: operands of group member q (the same bits as the ring's steps), written into `outs` when
+#: the algorithm can and they are given (else fresh arrays)
+AtOnce = Callable[[Sequence[Sequence[np.ndarray]], Mapping[str, AttrValue], Sequence[int], int,
+                   Sequence[np.ndarray] | None], list[np.ndarray]]
+#: collective -> its results computed at once
+AT_ONCE: OpTable[AtOnce] = OpTable("ring algorithm at once")
+
+
+def ring_result(opcode: str, operands: Mapping[int, Sequence[np.ndarray]],
+                attrs: Mapping[str, AttrValue], group: Sequence[int], ring: Sequence[int],
+                rank: int, outs: Sequence[np.ndarray] | None = None) -> list[np.ndarray]:
+    """What `run_ring` gives rank `rank`, computed from every member's operands
+    (`operands[r]` those of rank r) instead of step by step: each block reduced in the
+    order its ring steps fold it (starting at the ring position after its owner's, ending
+    at the owner), so the results are the same bits. An all-reduce, all-gather or
+    all-to-all writes them straight into `outs` when given (arrays of the results' shapes
+    and dtypes, C-contiguous for an all-reduce, sharing no memory with an operand); other
+    results are fresh arrays. ValueError for a collective that has none."""
+    algorithm = AT_ONCE.get(opcode)
+    if algorithm is None:
+        raise ValueError(f"{opcode} has no ring algorithm")
+    group = list(group)
+    label = [group.index(r) for r in ring]
+    return algorithm([operands[r] for r in group], attrs, label, list(ring).index(rank), outs)
+
+
+def _fold_into(fn, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = fn(a, b) in out's dtype (`_combine`'s result, written in place)."""
+    try:
+        fn(a, b, out=out)
+    except TypeError:  # a result numpy will not cast into out by itself
+        np.copyto(out, _combine(fn, a, b), casting="unsafe")
+
+
+def _chunk(n: int, k: int, c: int) -> slice:
+    """Chunk c of `np.array_split` of n elements into k (the first n % k one longer)."""
+    size, longer = divmod(n, k)
+    start = c * size + min(c, longer)
+    return slice(start, start + size + (c < longer))
+
+
+def _fold_order(label: Sequence[int], p: int) -> list[int]:
+    """The group members whose parts of ring position p's block are folded, in order."""
+    k = len(label)
+    return [label[(p + 1 + j) % k] for j in range(k)]
+
+
+@AT_ONCE.register(ops.all_reduce)
+def _all_reduce_at_once(operands: Sequence[Sequence[np.ndarray]],
+                        attrs: Mapping[str, AttrValue], label: Sequence[int], p: int,
+                        outs: Sequence[np.ndarray] | None) -> list[np.ndarray]:
+    k = len(label)
+    fn = REDUCE[attr_of(attrs, "reduction", str)]
+    results = []
+    for i, x in enumerate(operands[label[p]]):
+        flat = [np.ascontiguousarray(member[i]).reshape(-1) for member in operands]
+        given = outs[i] if outs is not None else None
+        if (given is not None and given.shape == x.shape and given.dtype == x.dtype
+                and given.flags.c_contiguous):
+            whole = given
+        else:
+            whole = np.empty(x.shape, x.dtype)
+        out = whole.reshape(-1)
+        for c in range(k):  # chunk c is reduced at ring position c (`_all_reduce`)
+            block = _chunk(out.size, k, c)
+            first, *rest = _fold_order(label, c)
+            if not rest:
+                out[block] = flat[first][block]
+            acc = flat[first][block]
+            for q in rest:
+                _fold_into(fn, acc, flat[q][block], out[block])
+                acc = out[block]
+        results.append(whole)
+    return results
+
+
+@AT_ONCE.register(ops.reduce_scatter)
+def _reduce_scatter_at_once(operands: Sequence[Sequence[np.ndarray]],
+                            attrs: Mapping[str, AttrValue], label: Sequence[int], p: int,
+                            outs: Sequence[np.ndarray] | None) -> list[np.ndarray]:
+    fn = REDUCE[attr_of(attrs, "reduction", str)]
+    axis = attr_of(attrs, "dimension", int)
+    first, *rest = (np.split(operands[q][0], len(label), axis=axis)[label[p]]
+                    for q in _fold_order(label, p))
+    out = np.array(first, order="C")
+    for part in rest:
+        _fold_into(fn, out, part, out)
+    return [out]
+
+
+@AT_ONCE.register(ops.all_gather)
+def _all_gather_at_once(operands: Sequence[Sequence[np.ndarray]],
+                        attrs: Mapping[str, AttrValue], label: Sequence[int], p: int,
+                        outs: Sequence[np.ndarray] | None) -> list[np.ndarray]:
+    return [_concatenate([member[0] for member in operands], attr_of(attrs, "dimension", int),
+                         outs)]
+
+
+@AT_ONCE.register(ops.all_to_all)
+def _all_to_all_at_once(operands: Sequence[Sequence[np.ndarray]],
+                        attrs: Mapping[str, AttrValue], label: Sequence[int], p: int,
+                        outs: Sequence[np.ndarray] | None) -> list[np.ndarray]:
+    split = attr_of(attrs, "split_dimension", int)
+    return [_concatenate([np.split(member[0], len(label), axis=split)[label[p]]
+                          for member in operands], attr_of(attrs, "concat_dimension", int),
+                         outs)]
+
+
+def _concatenate(parts: Sequence[np.ndarray], axis: int, outs: Sequence[np.ndarray] | None
+                 ) -> np.ndarray:
+    """`parts` concatenated along `axis`, into `outs[0]` when it is given and fits."""
+    out = outs[0] if outs is not None else None
+    if out is not None and out.dtype == parts[0].dtype:
+        try:
+            return np.concatenate(parts, axis=axis, out=out)
+        except ValueError:  # another shape
+            pass
+    return np.concatenate(parts, axis=axis)

@@ -18,8 +18,8 @@ ordinary pipeline, `stage_program`) and binds their collectives to its TP group;
    vector; during the last micro-batch's backward each gradient is added as soon as the
    program has computed it and each DP bucket whose gradients are all final starts its
    reduction on the communication thread (`grad_sync`), overlapping the rest of the
-   backward; then the `tp_partial` ones are summed over the TP group and the remaining
-   buckets started;
+   backward; then the `tp_partial` ones are summed over the TP group (in one collective)
+   and the remaining buckets started;
 4. reduces (loss sum, token count, squared gradient norm) over the whole job in rank order,
    so every rank knows the mean loss over all tokens of the global batch and the global
    norm; the gradient is scaled by clip_factor / tokens;
@@ -165,8 +165,7 @@ class RankTrainer:
         # the flat gradient, reused by every step (its padding stays zero)
         self._grads = np.zeros(self.layout.size, s.precision.grad_dtype)
         self._bind_buffers()
-        mask = self.sync.count_mask(counted)
-        self.mask = None if bool(np.all(mask == 1)) else mask  # None: every element counts
+        self.mask = self.sync.count_mask(counted)  # None: every element counts
         self.partial = [i for i, n in enumerate(names) if n in self.build.tp_partial]
         self.shared = [i for i, n in enumerate(names) if n in self.build.pipeline_shared]
         self.embed_group = self._embedding_group(rank) if self.shared else None
@@ -442,11 +441,9 @@ class RankTrainer:
         loss_sum, count = self._run_pipeline(self._micro_batches(arrays), grads_flat)
         grads_flat = grads_flat.astype(np.float32, copy=False)  # reduced in f32
         acc = self.layout.views(grads_flat)
-        for i in self.partial:
-            acc[i][...] = self.tp_group.all_reduce(acc[i])
+        self.tp_group.all_reduce_in_place([acc[i] for i in self.partial])
         if self.embed_group is not None:  # the tied copies' gradients summed over the pair
-            for i in self.shared:
-                acc[i][...] = self.embed_group.all_reduce(acc[i])
+            self.embed_group.all_reduce_in_place([acc[i] for i in self.shared])
         self.sync.start(grads_flat)
         shard = self.sync.finish()
         counts_loss = self.plan.last and self.tp_rank == 0

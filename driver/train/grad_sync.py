@@ -88,12 +88,15 @@ class GradSync:
         for whole, future in futures:
             flat_params[whole] = future.result()
 
-    def count_mask(self, counted: np.ndarray) -> np.ndarray:
+    def count_mask(self, counted: np.ndarray) -> NormMask | None:
         """`counted` (1.0 per flat element this TP rank counts) cut to this rank's shard, or
-        zeros when another DP rank counts it (see the module docstring)."""
+        zeros when another DP rank counts it (see the module docstring); None when every
+        element of the shard counts."""
         if self.zero1:
-            return self.layout.shard(counted, self.d, True)
-        return counted if self.d == 0 else np.zeros_like(counted)
+            mask = NormMask(self.layout.shard(counted, self.d, True))
+        else:
+            mask = NormMask(counted if self.d == 0 else np.zeros_like(counted))
+        return None if mask.every else mask
 
 
 #: elements of the gradient widened to float64 at once by `norm_contribution`: under the
@@ -102,27 +105,52 @@ class GradSync:
 NORM_CHUNK = 1 << 13
 
 
-def norm_contribution(grad_shard: np.ndarray, mask: np.ndarray | None,
+class NormMask:
+    """The elements of a gradient shard a rank counts in the global norm (`values`: 1.0
+    where it does, 0.0 where not) and, for each NORM_CHUNK-element chunk, whether it counts
+    every element (`whole`): `norm_contribution` skips the product of such a chunk with the
+    mask (the same bits: g * 1.0 is g)."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = values
+        self.chunk = NORM_CHUNK
+        starts = np.arange(0, values.size, self.chunk)
+        ones = values == 1
+        self.whole = np.logical_and.reduceat(ones, starts) if values.size else ones
+        self.every = bool(np.all(ones))
+        """Every element counts (the mask changes nothing)."""
+
+
+def norm_contribution(grad_shard: np.ndarray, mask: NormMask | np.ndarray | None,
                       threads: int = 1) -> float:
     """The sum of squares of the elements of `grad_shard` this rank counts (`mask`: 1 where
     it does, 0 where not; None: every element), in float64: NORM_CHUNK elements at a time,
     widened into buffers that stay in cache (no float64 copy of the whole shard), each
     chunk's sum kept and the chunks' sums added in order, so that `threads` (sharing the
     chunks) does not change the bits."""
+    if mask is not None and not isinstance(mask, NormMask):
+        mask = NormMask(mask)
+    if mask is not None and mask.chunk != NORM_CHUNK:
+        mask = NormMask(mask.values)
     n = grad_shard.size
     starts = range(0, n, NORM_CHUNK)
     sums = np.zeros(len(starts), np.float64)
+    values = mask.values if mask is not None else None
+    whole = mask.whole.tolist() if mask is not None else [True] * len(starts)
 
     def chunks(first: int, end: int) -> None:
         wide = np.empty(min(n, NORM_CHUNK), np.float64)
-        counted = np.empty_like(wide) if mask is not None else wide
+        counted = np.empty_like(wide) if values is not None else wide
         for k in range(first, end):
             start = starts[k]
             stop = min(n, start + NORM_CHUNK)
-            g, w = wide[:stop - start], counted[:stop - start]
+            g = wide[:stop - start]
             np.copyto(g, grad_shard[start:stop])
-            if mask is not None:
-                np.multiply(g, mask[start:stop], out=w)
+            if whole[k]:
+                sums[k] = np.dot(g, g)
+                continue
+            w = counted[:stop - start]
+            np.multiply(g, values[start:stop], out=w)  # type: ignore[index]
             sums[k] = np.dot(w, g)
 
     in_runs(len(starts), threads, lambda _, first, end: chunks(first, end), "nxcc-norm")

@@ -29,6 +29,7 @@ import numpy as np
 
 from nxcc.backend.runtime.async_comm import AsyncEndpoint
 from nxcc.backend.runtime.channel_comm import ChannelCommunicator, Channels
+from nxcc.backend.runtime.channels import MeetingPoint
 from nxcc.backend.runtime.collective_binding import Binder, Placement
 from nxcc.backend.runtime.profile import Profiler
 from nxcc.backend.runtime.topology import INSTANCES
@@ -55,6 +56,10 @@ class GroupChannels:
 
     def recv(self, src: int, dst: int, stream: int = 0) -> object:
         return self.channels.recv(self.members[src], self.members[dst], self.base + stream)
+
+    def meeting_point(self, members: Sequence[int], stream: int = 0) -> MeetingPoint | None:
+        return self.channels.meeting_point([self.members[m] for m in members],
+                                           self.base + stream)
 
     def abort(self) -> None:
         self.channels.abort()
@@ -111,6 +116,21 @@ class Group:
     def all_reduce(self, x: np.ndarray) -> np.ndarray:
         """The elementwise sum over the members (the same bits on each)."""
         return self._collective("all_reduce", x, reduction="sum")
+
+    def all_reduce_in_place(self, arrays: Sequence[np.ndarray]) -> None:
+        """Each of `arrays` replaced by its elementwise sum over the members, all in one
+        collective (the same bits as an `all_reduce` of each: the ring cuts every operand
+        on its own)."""
+        if self.size == 1 or not arrays:
+            return
+        call = {"replica_groups": (tuple(range(self.size)),), "reduction": "sum"}
+        if self.profiler is None:
+            self._sync.collective_into("all_reduce", arrays, call, arrays)
+            return
+        with self.profiler.span(f"{self.name} all_reduce", self.rank, self.track,
+                                {"bytes": sum(int(x.nbytes) for x in arrays),
+                                 "ranks": self.members}):
+            self._sync.collective_into("all_reduce", arrays, call, arrays)
 
     def reduce_scatter(self, x: np.ndarray) -> np.ndarray:
         """Block `index` (of `size` equal blocks of flat `x`) of the sum over the members."""

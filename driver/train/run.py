@@ -169,7 +169,8 @@ def _log_step(job: Job, writer: MetricsWriter, done: int, stats: StepStats,
 
 def _share_cores(job: Job, ranks: int) -> None:
     """Several ranks in this process share its cores: each runs its elementwise work and
-    its optimizer update on its own thread (their BLAS calls use the BLAS's threads)."""
+    its optimizer update on its own thread (and their BLAS calls share the BLAS's threads,
+    `ranks.run_rank_threads`)."""
     if ranks > 1 and job.settings.threads is None:
         job.settings = dataclasses.replace(job.settings, threads=1)
 

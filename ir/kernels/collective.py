@@ -1,5 +1,7 @@
 """Collective and point-to-point kernels: every one is performed by the context's communicator
-(`ctx.collective(opcode, args, attrs)`); the kernel copies its results into the outs."""
+(`ctx.collective(opcode, args, attrs)`); the kernel copies its results into the outs, or the
+context writes them there itself when it offers `collective_into(opcode, args, attrs, outs)`
+(the executor does)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,10 @@ def _collective_kernel(opcode: str):
     def run(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
         """outs = ctx.collective(opcode, args, attrs)."""
+        into = getattr(ctx, "collective_into", None)
+        if into is not None:
+            into(opcode, list(args), attrs, outs)
+            return
         results = ctx.collective(opcode, list(args), attrs)
         if len(results) != len(outs):
             raise ValueError(f"{opcode}: the communicator returned {len(results)} results "

@@ -4,10 +4,13 @@ value is dead, never an output over a live input, views placed inside their root
 
 from __future__ import annotations
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from nxcc.backend.program.lower import WeightTable, lower_module
 from nxcc.backend.program.memory_plan import ALIGNMENT, plan_memory
+from nxcc.backend.runtime.executor import ProgramExecutor
 from nxcc.ir import ops
 from nxcc.ir.core import Function
 from nxcc.ir.parser import parse_module
@@ -93,6 +96,29 @@ module @m {
     # %p's buffer is held by %odd, returned: %y and %z never take it
     for name in ("y", "z"):
         assert names[name] + _slot(96) <= names["p"] or names["p"] + _slot(96) <= names[name]
+
+
+def test_a_tp_copy_views_its_operand_and_runs_no_instruction() -> None:
+    """tp_copy moves nothing forward: its result is its operand's buffer, and the program
+    copies nothing."""
+    text = """\
+module @m {
+  func @main(%x: f32[4,6]) -> (f32[4,6]) {
+    %p = exp(%x) : f32[4,6]
+    %c = tp_copy(%p) {replica_groups = [[0]]} : f32[4,6]
+    %z = negate(%c) : f32[4,6]
+    return %z
+  }
+}
+"""
+    fn = entry(text)
+    plan = plan_memory(fn, planned_results(fn))
+    names = by_name(fn, plan.offsets)
+    assert names["c"] == names["p"] and names["z"] != names["p"]
+    program = lower_module(parse_module(text), WeightTable())
+    assert [i["op"] for i in program["functions"]["main"]["instructions"]] == ["exp", "negate"]
+    x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
+    np.testing.assert_array_equal(ProgramExecutor(program, {}).run([x])[0], -np.exp(x))
 
 
 @st.composite

@@ -24,3 +24,21 @@ def test_the_gradient_norm_is_the_float64_sum_whatever_the_threads(
     assert one == pytest.approx(float(np.sum(wide * wide * mask)), rel=1e-14)
     assert grad_sync.norm_contribution(g, None, threads) == \
         grad_sync.norm_contribution(g, np.ones(100, np.float32), 1)
+
+
+def test_chunks_counted_whole_skip_the_mask_with_the_same_bits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk whose every element counts is summed without its product with the mask:
+    the bits of each chunk's float64 dot with the mask applied, added in order."""
+    monkeypatch.setattr(grad_sync, "NORM_CHUNK", 16)
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal(100).astype(np.float32)
+    mask = np.ones(100, np.float32)
+    mask[37:40] = 0.0  # chunk 2 mixed, the others whole
+    counted = grad_sync.NormMask(mask)
+    assert counted.whole.tolist() == [True, True, False, True, True, True, True]
+    want = 0.0
+    for start in range(0, 100, 16):
+        wide = g[start:start + 16].astype(np.float64)
+        want += float(np.dot(wide * mask[start:start + 16], wide))
+    assert grad_sync.norm_contribution(g, counted, 2) == want
