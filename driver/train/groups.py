@@ -28,7 +28,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import numpy as np
 
 from nxcc.backend.runtime.async_comm import AsyncEndpoint
-from nxcc.backend.runtime.channel_comm import ChannelCommunicator, Channels
+from nxcc.backend.runtime.channel_comm import ChannelCommunicator, ChannelEndpoint, Channels
 from nxcc.backend.runtime.channels import MeetingPoint
 from nxcc.backend.runtime.collective_binding import Binder, Placement
 from nxcc.backend.runtime.profile import Profiler
@@ -89,7 +89,9 @@ class Group:
         self.comm = ChannelCommunicator(self.size, Binder(self.placement),
                                         GroupChannels(channels, self.members, base))
         self.endpoint: AsyncEndpoint = self.comm.endpoint(self.index)
-        self._sync = self.endpoint.inner
+        inner = self.endpoint.inner
+        assert isinstance(inner, ChannelEndpoint)  # what ChannelCommunicator.endpoint wraps
+        self._sync = inner
         self._thread = ThreadPoolExecutor(1, thread_name_prefix=f"nxcc-{name}{rank}")
         self.name, self.rank = name, rank
         self.profiler: Profiler | None = None
@@ -123,7 +125,8 @@ class Group:
         on its own)."""
         if self.size == 1 or not arrays:
             return
-        call = {"replica_groups": (tuple(range(self.size)),), "reduction": "sum"}
+        call: dict[str, AttrValue] = {"replica_groups": (tuple(range(self.size)),),
+                                      "reduction": "sum"}
         if self.profiler is None:
             self._sync.collective_into("all_reduce", arrays, call, arrays)
             return
