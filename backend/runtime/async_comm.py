@@ -20,7 +20,7 @@ callable that gives the results, or None): ranks that are threads of this proces
 their group there (`local_collectives`), so a start posts its operands at once and its done
 computes the results on the calling thread, with no job for the communication thread. With
 `collective_into` the results go straight into the caller's arrays where the inner
-endpoint can write them there (`copy_results` otherwise).
+endpoint can write them there (`ir.kernels.collective.copy_results` otherwise).
 
 A failure on the communication thread surfaces at the op that waits for it.
 """
@@ -39,6 +39,7 @@ import numpy as np
 
 from nxcc.backend.runtime.profile import COMMUNICATION, Profiler
 from nxcc.ir.attributes import AttrValue
+from nxcc.ir.kernels.collective import copy_results
 from nxcc.ir.opdef import OpDef, get_opdef
 from nxcc.ir.ops.collective import ASYNC_PAIRS
 
@@ -165,17 +166,6 @@ class _Posted:
 
     def result(self, outs: Sequence[np.ndarray] | None) -> list[np.ndarray]:
         return self.endpoint._timed(self.kind, lambda: self.finish(outs))()
-
-
-def copy_results(opcode: str, outs: Sequence[np.ndarray], results: Sequence[np.ndarray]
-                 ) -> None:
-    """Write a collective's `results` into `outs` (ValueError when they do not pair up)."""
-    if len(results) != len(outs):
-        raise ValueError(f"{opcode}: the communicator returned {len(results)} results "
-                         f"for {len(outs)} outs")
-    for out, r in zip(outs, results, strict=True):
-        if r is not out:
-            np.copyto(out, r)
 
 
 def _given(opcode: str, outs: Sequence[np.ndarray] | None, results: list[np.ndarray]

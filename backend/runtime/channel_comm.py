@@ -32,7 +32,7 @@ from typing import Protocol
 
 import numpy as np
 
-from nxcc.backend.runtime.async_comm import AsyncEndpoint, copy_results
+from nxcc.backend.runtime.async_comm import AsyncEndpoint
 from nxcc.backend.runtime.channels import MeetingPoint
 from nxcc.backend.runtime.collective_binding import (
     HIERARCHICAL,
@@ -53,6 +53,7 @@ from nxcc.backend.runtime.ring_algorithms import (
 from nxcc.backend.runtime.shared_memory import REDUCE, compute, members, reduce_all
 from nxcc.ir import ops
 from nxcc.ir.attributes import AttrValue, attr_ints2, attr_of
+from nxcc.ir.kernels.collective import copy_results
 from nxcc.ir.opdef import OP_DEFS
 
 

@@ -31,7 +31,7 @@ import numpy as np
 from nxcc.backend.program.attr_codec import decode_attr, decode_attrs
 from nxcc.backend.program.view_layout import view_sources
 from nxcc.backend.runtime import float_errors
-from nxcc.backend.runtime.async_comm import DONES, STARTS, copy_results
+from nxcc.backend.runtime.async_comm import DONES, STARTS
 from nxcc.backend.runtime.blas_threads import blas_thread_count, limit_process
 from nxcc.backend.runtime.bound_steps import bind_step
 from nxcc.backend.runtime.parallel_steps import blas_instructions, blas_work_split, is_split
@@ -41,6 +41,7 @@ from nxcc.ir.dtypes import DType
 from nxcc.ir.interpreter import allocate_results
 from nxcc.ir.kernels import KERNELS
 from nxcc.ir.kernels.base import KernelContext
+from nxcc.ir.kernels.collective import collective_into, copy_results
 from nxcc.ir.kernels.plan import Step
 from nxcc.ir.kernels.scratch_pool import ScratchPool
 from nxcc.ir.opdef import OpDef, get_opdef
@@ -355,21 +356,12 @@ def _join_adjacent_collectives(instructions: list, arrays: dict[int, np.ndarray]
         args = [arrays[k] for k in ins]
         results = [arrays[k] for k in done_outs]
         steps[i] = _nothing
-        steps[i + 1] = functools.partial(_collective_into, ctx, kind.name, args, attrs,
+        steps[i + 1] = functools.partial(collective_into, ctx, kind.name, args, attrs,
                                          results)
 
 
 def _nothing() -> None:
     return None
-
-
-def _collective_into(ctx: KernelContext, kind: str, args: list[np.ndarray],
-                     attrs: Mapping[str, AttrValue], outs: list[np.ndarray]) -> None:
-    into = getattr(ctx, "collective_into", None)
-    if into is not None:
-        into(kind, args, attrs, outs)
-    else:
-        copy_results(kind, outs, ctx.collective(kind, args, attrs))
 
 
 def _failure(fn: _Function, index: int, exc: Exception) -> ExecutionError:

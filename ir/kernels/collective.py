@@ -20,20 +20,34 @@ COLLECTIVES = (ops.all_reduce, ops.all_gather, ops.reduce_scatter, ops.all_to_al
                *ASYNC_OPS)
 
 
+def collective_into(ctx: KernelContext, opcode: str, args: Sequence[np.ndarray],
+                    attrs: Mapping[str, AttrValue], outs: Sequence[np.ndarray]) -> None:
+    """outs = the collective `opcode` of `args`: written there by the context itself when
+    it offers `collective_into(opcode, args, attrs, outs)`, else copied from
+    `ctx.collective`'s results."""
+    into = getattr(ctx, "collective_into", None)
+    if into is not None:
+        into(opcode, list(args), attrs, outs)
+    else:
+        copy_results(opcode, outs, ctx.collective(opcode, list(args), attrs))
+
+
+def copy_results(opcode: str, outs: Sequence[np.ndarray], results: Sequence[np.ndarray]
+                 ) -> None:
+    """Write a collective's `results` into `outs` (ValueError when they do not pair up)."""
+    if len(results) != len(outs):
+        raise ValueError(f"{opcode}: the communicator returned {len(results)} results "
+                         f"for {len(outs)} outs")
+    for out, r in zip(outs, results, strict=True):
+        if r is not out:
+            np.copyto(out, r)
+
+
 def _collective_kernel(opcode: str):
     def run(args: Sequence[np.ndarray], outs: Sequence[np.ndarray],
             attrs: Mapping[str, AttrValue], ctx: KernelContext) -> None:
-        """outs = ctx.collective(opcode, args, attrs)."""
-        into = getattr(ctx, "collective_into", None)
-        if into is not None:
-            into(opcode, list(args), attrs, outs)
-            return
-        results = ctx.collective(opcode, list(args), attrs)
-        if len(results) != len(outs):
-            raise ValueError(f"{opcode}: the communicator returned {len(results)} results "
-                             f"for {len(outs)} outs")
-        for out, r in zip(outs, results, strict=True):
-            np.copyto(out, r)
+        """outs = ctx.collective(opcode, args, attrs) (`collective_into`)."""
+        collective_into(ctx, opcode, args, attrs, outs)
 
     return run
 
